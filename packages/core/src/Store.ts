@@ -1,0 +1,349 @@
+/**
+ * The Store: the durable home of job records, attempts and the charge ledger, and the only place where the lease
+ * protocol's conditional writes happen. Adapters implement this narrow contract; richer operations live in core.
+ *
+ * Contract (checked by `@slowcall/testing`'s StoreConformance on every adapter):
+ * - Time is store time: the adapter's own clock (SQL `now()`, Redis `TIME`) or the Effect `Clock` for the memory
+ *   store. `now` options exist only so tests can drive time; workers never pass their own clock.
+ * - `claim` is one conditional write: queued and due, or running with an expired lease. It bumps `leaseToken` and
+ *   `attempts`, sets the lease, and appends an attempt row. At most one live lease per job.
+ * - Fenced writes (`heartbeat`, `complete`, `fail`, `retry`, `abandon`, `release`) apply only when
+ *   `state = 'running' AND leaseToken = token`, and otherwise fail with `LeaseLost`, changing nothing.
+ * - `charge` is keyed by call id, counted once, and accepted from stale tokens: the money was spent.
+ * - Every accepted write moves `updatedAt` strictly forward.
+ *
+ * @since 0.1.0
+ */
+import { Context, type Effect } from "effect"
+import type {
+  AlreadyTerminal,
+  IdempotencyKeyReused,
+  InvalidInput,
+  JobNotFound,
+  LeaseLost,
+  StoreError
+} from "./Errors.js"
+import type { AbandonReason, Attempt, Charge, ErrorClass, Job, JobId, JobState, Json } from "./Models.js"
+
+/**
+ * What a caller asks for when submitting. `input` must be plain JSON (checked by `Canonical.ts`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubmitOptions {
+  readonly id: JobId
+  readonly queue: string
+  readonly tenant?: string | null | undefined
+  readonly type: string
+  readonly version: number
+  readonly requestKey?: string | null | undefined
+  readonly inputHash: string
+  readonly input: Json | null
+  readonly inputRef?: string | null | undefined
+  readonly priority?: number | undefined
+  /** Epoch ms (store time); defaults to now. */
+  readonly runAfter?: number | undefined
+  readonly deadlineAt?: number | null | undefined
+  readonly budgetCents?: number | null | undefined
+  readonly maxAttempts: number
+  readonly traceId?: string | null | undefined
+}
+
+/**
+ * `created` is false when the idempotency key already named a job with the same input: that job is returned.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubmitResult {
+  readonly job: Job
+  readonly created: boolean
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ClaimOptions {
+  readonly jobId: JobId
+  /** Worker identity recorded as `leaseOwner` and on the attempt row. */
+  readonly owner: string
+  /** Lease length: the worst case of one attempt (see `Lease.ts`). */
+  readonly leaseMs: number
+  /**
+   * The estimated cost of the next attempt. When `costCents >= budgetCents` or `costCents + estimate >
+   * budgetCents` the claim abandons the job with reason `budget` instead. Without an estimate, the largest
+   * spend of an earlier attempt serves.
+   */
+  readonly estimateCents?: number | undefined
+  /** Test-only store time override. */
+  readonly now?: number | undefined
+}
+
+/**
+ * The outcome of a claim. Only `Claimed` allows a model call.
+ * - `Claimed`: this caller holds the lease under `job.leaseToken`.
+ * - `Busy`: another holder's lease is live until `until` (store time).
+ * - `NotDue`: queued with `runAfter` in the future.
+ * - `Settled`: the job is terminal (possibly made so by this claim: deadline passed, budget cannot cover the next
+ *   attempt, attempts exhausted on a takeover). A transport acks the message.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ClaimResult =
+  | { readonly _tag: "Claimed"; readonly job: Job; readonly takeover: boolean }
+  | { readonly _tag: "Busy"; readonly job: Job; readonly until: number }
+  | { readonly _tag: "NotDue"; readonly job: Job; readonly until: number }
+  | { readonly _tag: "Settled"; readonly job: Job }
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface FencedOptions {
+  readonly jobId: JobId
+  readonly token: number
+  readonly now?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface HeartbeatOptions extends FencedOptions {
+  readonly leaseMs: number
+  /** 0..1; kept when omitted. */
+  readonly progress?: number | undefined
+}
+
+/**
+ * `leaseUntil` is the new lease end in store time; `cancelRequested` tells the worker to stop at once.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HeartbeatResult {
+  readonly leaseUntil: number
+  readonly cancelRequested: boolean
+}
+
+/**
+ * A reservation (`settled: false`, the estimate, written before the call) or a settlement (`settled: true`, the
+ * actual amount, on the same `callId`). A settled charge is final: later writes to the same call id change nothing.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChargeOptions {
+  readonly jobId: JobId
+  readonly callId: string
+  readonly token: number
+  readonly amountCents: number
+  readonly settled: boolean
+  readonly now?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CompleteOptions extends FencedOptions {
+  readonly result: Json | null
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface FailOptions extends FencedOptions {
+  readonly errorClass: ErrorClass
+  /** Redacted, truncated evidence. */
+  readonly error: string
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetryOptions extends FailOptions {
+  /** Store-time epoch ms when the job becomes due again. */
+  readonly runAfter: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface AbandonOptions extends FencedOptions {
+  readonly reason: AbandonReason
+  readonly errorClass?: ErrorClass | undefined
+  readonly error?: string | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ListOptions {
+  readonly queue?: string | undefined
+  readonly tenant?: string | undefined
+  readonly state?: JobState | undefined
+  readonly type?: string | undefined
+  /** Newest first; default 50. */
+  readonly limit?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface DeadLetterOptions {
+  readonly queue?: string | undefined
+  readonly tenant?: string | undefined
+  readonly errorClass?: ErrorClass | undefined
+  readonly type?: string | undefined
+  readonly limit?: number | undefined
+}
+
+/**
+ * One group of dead letters: "what did this cost" and "which inputs caused it" in one row.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DeadLetterGroup {
+  readonly errorClass: ErrorClass | null
+  readonly inputHash: string
+  readonly count: number
+  readonly costCents: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface DeadLetters {
+  readonly jobs: ReadonlyArray<Job>
+  readonly groups: ReadonlyArray<DeadLetterGroup>
+}
+
+/**
+ * Which dead letters to replay: explicit ids, or a filter. Each is moved failed -> queued through one conditional
+ * write; a job in any other state (a succeeded one above all) is skipped.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReplayOptions {
+  readonly jobIds?: ReadonlyArray<JobId> | undefined
+  readonly queue?: string | undefined
+  readonly tenant?: string | undefined
+  readonly errorClass?: ErrorClass | undefined
+  readonly type?: string | undefined
+  readonly limit?: number | undefined
+  readonly now?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReplayResult {
+  readonly replayed: ReadonlyArray<JobId>
+  readonly skipped: ReadonlyArray<JobId>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SweepOptions {
+  readonly queue?: string | undefined
+  /** Queued, due jobs untouched for this long are returned in `stale` for republishing. */
+  readonly republishAfterMs?: number | undefined
+  readonly limit?: number | undefined
+  readonly now?: number | undefined
+}
+
+/**
+ * What a sweep changed: expired leases requeued (or failed with `lease_expired` when no attempt is left), jobs
+ * past their deadline abandoned, and queued jobs that should be republished to a transport.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SweepResult {
+  readonly requeued: ReadonlyArray<JobId>
+  readonly expiredFailed: ReadonlyArray<JobId>
+  readonly abandoned: ReadonlyArray<JobId>
+  readonly stale: ReadonlyArray<Job>
+}
+
+/**
+ * Counts and ages for dashboards and metrics.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StoreStats {
+  readonly byState: Readonly<Record<JobState, number>>
+  /** Store-time epoch ms of the oldest due queued job per priority. */
+  readonly oldestQueuedAt: Readonly<Record<string, number>>
+  readonly costCentsByErrorClass: Readonly<Record<string, number>>
+  /** Jobs that became failed at or after the `failedSince` asked for (the dead-letter arrival count). */
+  readonly failedInWindow: number
+}
+
+/**
+ * The Store service: one tag, many adapters.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class Store extends Context.Tag("@slowcall/core/Store")<
+  Store,
+  {
+    readonly submit: (options: SubmitOptions) => Effect.Effect<SubmitResult, IdempotencyKeyReused | StoreError>
+    readonly claim: (options: ClaimOptions) => Effect.Effect<ClaimResult, JobNotFound | StoreError>
+    readonly heartbeat: (options: HeartbeatOptions) => Effect.Effect<HeartbeatResult, LeaseLost | StoreError>
+    readonly charge: (options: ChargeOptions) => Effect.Effect<{ readonly costCents: number }, JobNotFound | StoreError>
+    readonly complete: (options: CompleteOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    readonly fail: (options: FailOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    readonly retry: (options: RetryOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    readonly abandon: (options: AbandonOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    readonly release: (options: FencedOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    readonly cancel: (options: {
+      readonly jobId: JobId
+      readonly tenant?: string | undefined
+      readonly now?: number | undefined
+    }) => Effect.Effect<Job, JobNotFound | AlreadyTerminal | StoreError>
+    readonly get: (options: {
+      readonly jobId: JobId
+      readonly tenant?: string | undefined
+    }) => Effect.Effect<Job, JobNotFound | StoreError>
+    readonly list: (options: ListOptions) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+    readonly attempts: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
+    readonly charges: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Charge>, StoreError>
+    readonly deadLetters: (options: DeadLetterOptions) => Effect.Effect<DeadLetters, StoreError>
+    readonly replay: (options: ReplayOptions) => Effect.Effect<ReplayResult, StoreError>
+    readonly sweep: (options: SweepOptions) => Effect.Effect<SweepResult, StoreError>
+    readonly stats: (options: {
+      readonly queue?: string | undefined
+      readonly tenant?: string | undefined
+      /** Count failures that arrived at or after this store-time epoch ms. */
+      readonly failedSince: number
+    }) => Effect.Effect<StoreStats, StoreError>
+    /** Store time now (epoch ms), for callers that must compare against lease or run-after times. */
+    readonly now: Effect.Effect<number, StoreError>
+  }
+>() {}
+
+/**
+ * An input that is not plain JSON can never reach a Store; Client rejects it first.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
