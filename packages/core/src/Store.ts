@@ -48,6 +48,8 @@ export interface SubmitOptions {
   readonly budgetCents?: number | null | undefined
   readonly maxAttempts: number
   readonly traceId?: string | null | undefined
+  /** Test-only store time override. */
+  readonly now?: number | undefined
 }
 
 /**
@@ -305,34 +307,92 @@ export interface StoreStats {
 export class Store extends Context.Tag("@slowcall/core/Store")<
   Store,
   {
+    /**
+     * Insert a queued job (`attempts = attemptsBase = leaseToken = 0`, `costCents = 0`, `progress = 0`,
+     * `runAfter = options.runAfter ?? now`, `createdAt = updatedAt = now`). With a `requestKey` already used in the
+     * same (queue, tenant): the same `inputHash` returns the existing job with `created: false` and writes nothing;
+     * another hash fails with `IdempotencyKeyReused` and writes nothing.
+     */
     readonly submit: (options: SubmitOptions) => Effect.Effect<SubmitResult, IdempotencyKeyReused | StoreError>
+    /**
+     * One conditional write. In order: unknown id -> `JobNotFound`; terminal -> `Settled`; running with
+     * `leaseUntil >= now` -> `Busy`; queued with `runAfter > now` -> `NotDue`. Otherwise the job is claimable
+     * (queued and due, or running with an expired lease: a takeover, whose previous attempt row ends `expired`),
+     * and the claim settles it instead of running it when: a cancel was requested -> abandoned(cancelled);
+     * `deadlineAt <= now` -> abandoned(deadline); no attempt left in the run -> failed (`lease_expired` on a
+     * takeover, else the job's last error class); `budgetCents` set and `costCents >= budgetCents` or
+     * `costCents + estimate > budgetCents` -> abandoned(budget). Each of those returns `Settled`. Else: running,
+     * `attempts + 1`, `leaseToken + 1`, `leaseOwner`, `leaseUntil = now + leaseMs`, `cancelRequestedAt` null,
+     * a new attempt row (`running`), and `Claimed`.
+     */
     readonly claim: (options: ClaimOptions) => Effect.Effect<ClaimResult, JobNotFound | StoreError>
+    /**
+     * Fenced. Extends the lease to `now + leaseMs` (also when it has lapsed but nobody took over: the token is
+     * still current), stores `progress` when given, and reports whether a cancel was requested.
+     */
     readonly heartbeat: (options: HeartbeatOptions) => Effect.Effect<HeartbeatResult, LeaseLost | StoreError>
+    /**
+     * Not fenced (the money was spent whatever the token). Unknown job -> `JobNotFound`. A new call id inserts a
+     * row; a reservation for an existing call id changes nothing; a settlement of an unsettled row sets the
+     * amount and marks it settled; anything on a settled row changes nothing. `costCents` is the ledger's sum.
+     */
     readonly charge: (options: ChargeOptions) => Effect.Effect<{ readonly costCents: number }, JobNotFound | StoreError>
+    /** Fenced. running -> succeeded with `result`, `progress = 1`, lease cleared, error fields cleared. */
     readonly complete: (options: CompleteOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    /** Fenced. running -> failed (a dead letter) with the error class and evidence; lease cleared. */
     readonly fail: (options: FailOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    /** Fenced. running -> queued with `runAfter`, the error class and evidence; lease cleared. */
     readonly retry: (options: RetryOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    /** Fenced. running -> abandoned with the reason (and optional error class and evidence); lease cleared. */
     readonly abandon: (options: AbandonOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    /**
+     * Fenced. running -> queued, due now, lease cleared, `attemptsBase + 1` (the attempt is handed back; a
+     * graceful shutdown is not a failure). The attempt row ends `released`.
+     */
     readonly release: (options: FencedOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    /**
+     * queued -> abandoned(cancelled) at once; running -> `cancelRequestedAt = now` (kept if already set; the
+     * holder sees it at its next heartbeat); terminal -> `AlreadyTerminal`, nothing changed. A `tenant` that is
+     * not the job's gives `JobNotFound`.
+     */
     readonly cancel: (options: {
       readonly jobId: JobId
       readonly tenant?: string | undefined
       readonly now?: number | undefined
     }) => Effect.Effect<Job, JobNotFound | AlreadyTerminal | StoreError>
+    /** The job, or `JobNotFound` (also for another tenant's job). */
     readonly get: (options: {
       readonly jobId: JobId
       readonly tenant?: string | undefined
     }) => Effect.Effect<Job, JobNotFound | StoreError>
+    /** Jobs matching every given filter, newest `createdAt` first, at most `limit` (default 50). */
     readonly list: (options: ListOptions) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+    /** The job's attempt rows in token order. */
     readonly attempts: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
+    /** The job's charge rows in insertion order. */
     readonly charges: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Charge>, StoreError>
+    /**
+     * Failed jobs matching the filters (newest first, at most `limit`, default 50) and, over all matching failed
+     * jobs, groups by (errorClass, inputHash) with count and summed cost, largest count first.
+     */
     readonly deadLetters: (options: DeadLetterOptions) => Effect.Effect<DeadLetters, StoreError>
+    /**
+     * For each target: failed -> queued (due now, `attemptsBase = attempts`: a fresh run of `maxAttempts`;
+     * history and spend stay) through one conditional write; any other state is skipped.
+     */
     readonly replay: (options: ReplayOptions) => Effect.Effect<ReplayResult, StoreError>
+    /**
+     * Running jobs whose lease ended (`leaseUntil < now`): abandoned(cancelled) when a cancel was requested,
+     * abandoned(deadline) past the deadline, failed(`lease_expired`) with no attempt left, else queued and due now
+     * (attempt row `expired`). Queued jobs past their deadline: abandoned(deadline). `stale`: queued, due jobs whose
+     * `updatedAt <= now - republishAfterMs` (default 30 s), for a transport to republish; nothing is written for
+     * them.
+     */
     readonly sweep: (options: SweepOptions) => Effect.Effect<SweepResult, StoreError>
+    /** Counts by state, oldest due queued job per priority, cost by error class, failures since `failedSince`. */
     readonly stats: (options: {
       readonly queue?: string | undefined
       readonly tenant?: string | undefined
-      /** Count failures that arrived at or after this store-time epoch ms. */
       readonly failedSince: number
     }) => Effect.Effect<StoreStats, StoreError>
     /** Store time now (epoch ms), for callers that must compare against lease or run-after times. */

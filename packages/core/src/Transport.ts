@@ -69,7 +69,10 @@ export class Transport extends Context.Tag("@slowcall/core/Transport")<
       readonly visibilityMs: number
     }) => Effect.Effect<void, TransportError>
     /** Hide a delivery until `delayMs` from now without acking it. */
-    readonly defer: (options: { readonly delivery: Delivery; readonly delayMs: number }) => Effect.Effect<void, TransportError>
+    readonly defer: (options: {
+      readonly delivery: Delivery
+      readonly delayMs: number
+    }) => Effect.Effect<void, TransportError>
     /** Remove the message. Only after the job's outcome is durable in the Store. */
     readonly ack: (options: { readonly delivery: Delivery }) => Effect.Effect<void, TransportError>
   }
