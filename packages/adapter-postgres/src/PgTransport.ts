@@ -1,0 +1,166 @@
+/**
+ * The Transport on the Store's own tables: no second system to run. A "message" is a queued, due job row; a
+ * delivery hides that row from other receivers for the visibility time. Once a worker claims the job, the row is
+ * no longer queued and the Store's lease is what keeps it from everyone else. So `extend` and `defer` are
+ * single-row updates of the hiding time (cheap, never contended) that only matter while a job is still queued (a
+ * worker skipping a type it cannot run defers it), and `ack` writes nothing: the row is the message, and a job that
+ * is (again) queued must stay deliverable, so there is nothing to remove.
+ *
+ * Wake-ups: a trigger NOTIFYs when a job becomes queued (submit, retry, release, replay, sweep); receivers LISTEN
+ * and also poll every `pollMs`, so a missed notification (a LISTEN connection lost during a restart) only delays
+ * work. Receives select batches with FOR UPDATE SKIP LOCKED, so concurrent receivers never wait on each other.
+ *
+ * Capabilities: `defer` yes; no `maxReceiveCount` (a job is never moved aside by the transport; the Store's
+ * attempts and the sweeper decide its fate). Messages can only name jobs of this Store: publishing an id that is
+ * not a queued job of that queue delivers nothing, because there is nothing to run.
+ *
+ * @since 0.1.0
+ */
+import { TransportError } from "@slowcall/core/Errors"
+import type { JobId } from "@slowcall/core/Models"
+import type { Delivery, Transport, TransportCapabilities } from "@slowcall/core/Transport"
+import { Context, Deferred, Effect, Ref, type Scope } from "effect"
+import type { Driver } from "./internal/driver.js"
+import { classify } from "./internal/errors.js"
+import { isUuid, type Row } from "./internal/rows.js"
+import { makeStatements } from "./internal/statements.js"
+
+/**
+ * The PgTransport tag (same instance as the generic `Transport` its layers provide).
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class PgTransport extends Context.Tag("@slowcall/adapter-postgres/PgTransport")<
+  PgTransport,
+  Transport["Type"]
+>() {}
+
+/**
+ * What PgTransport declares: deliveries can be deferred; nothing is moved to a dead-letter queue by receive count.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const capabilities: TransportCapabilities = { defer: true, maxReceiveCount: null }
+
+const toTransportError = (operation: string, error: unknown): TransportError => {
+  const kind = classify(error)
+  const detail = error instanceof Error ? error.message.slice(0, 500) : String(error).slice(0, 500)
+  switch (kind) {
+    case "statement_timeout":
+    case "connect_timeout":
+    case "read_timeout":
+      return new TransportError({ reason: "Timeout", operation, detail })
+    case "server_shutdown":
+    case "connection_exception":
+    case "too_many_connections":
+    case "socket":
+    case "connection_lost":
+      return new TransportError({ reason: "Connection", operation, detail })
+    case "serialization":
+    case "deadlock":
+      return new TransportError({ reason: "Throttled", operation, detail })
+    case "unique_violation":
+    case "integrity_violation":
+    case "other":
+      return new TransportError({ reason: "Unknown", operation, detail })
+    default: {
+      const exhaustive: never = kind
+      return exhaustive
+    }
+  }
+}
+
+const receiptOf = (jobId: string, receiveCount: number): string => `${jobId}:${receiveCount}`
+
+const parseReceipt = (receipt: string): { readonly jobId: string; readonly count: number } | undefined => {
+  const at = receipt.lastIndexOf(":")
+  const jobId = receipt.slice(0, at)
+  const count = Number(receipt.slice(at + 1))
+  return at > 0 && isUuid(jobId) && Number.isInteger(count) ? { jobId, count } : undefined
+}
+
+/**
+ * A PgTransport over a migrated schema. Subscribes to notifications for the scope's lifetime.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (
+  driver: Driver,
+  options: { readonly schema?: string | undefined; readonly pollMs?: number | undefined } = {}
+): Effect.Effect<Transport["Type"], never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const schema = options.schema ?? "slowcall"
+    const st = makeStatements(schema)
+    const pollMs = options.pollMs ?? 500
+    const wake = yield* Ref.make(yield* Deferred.make<void>())
+    const signal = Effect.flatMap(Deferred.make<void>(), (next) =>
+      Ref.getAndSet(wake, next).pipe(Effect.flatMap((current) => Deferred.succeed(current, undefined)))
+    )
+    const runtime = yield* Effect.runtime<never>()
+    const prefix = `${schema}:`
+    yield* Effect.acquireRelease(
+      Effect.promise(() =>
+        driver
+          .listen("slowcall_jobs", (payload) => {
+            if (payload.startsWith(prefix)) Effect.runFork(signal.pipe(Effect.provide(runtime)))
+          })
+          .catch(() => async () => {})
+      ),
+      (unlisten) => Effect.promise(() => unlisten())
+    )
+
+    const q = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
+      Effect.tryPromise({
+        try: () => driver.query<Row>(text, params),
+        catch: (error) => toTransportError(operation, error)
+      })
+
+    const hide = (operation: string, delivery: Delivery, ms: number) => {
+      const parsed = parseReceipt(delivery.receipt)
+      return parsed === undefined
+        ? Effect.void
+        : Effect.asVoid(q(operation, st.hide, [parsed.jobId, parsed.count, Math.max(0, ms)]))
+    }
+
+    const receiveOnce = (queue: string, max: number, visibilityMs: number) =>
+      q("receive", st.receive, [queue, max, visibilityMs]).pipe(
+        Effect.map((rows) =>
+          rows.map(
+            (row): Delivery => ({
+              jobId: String(row.id) as JobId,
+              type: String(row.type),
+              version: Number(row.version),
+              priority: Number(row.priority),
+              queue,
+              receipt: receiptOf(String(row.id), Number(row.receive_count)),
+              receiveCount: Number(row.receive_count)
+            })
+          )
+        )
+      )
+
+    const transport: Transport["Type"] = {
+      publish: ({ delayMs, message, queue }) =>
+        isUuid(message.jobId)
+          ? Effect.asVoid(q("publish", st.publish, [message.jobId, queue, delayMs ?? 0]))
+          : Effect.void,
+      receive: ({ max, queue, visibilityMs, waitMs }) =>
+        Effect.gen(function* () {
+          const deadline = (yield* Effect.clockWith((clock) => clock.currentTimeMillis)) + waitMs
+          while (true) {
+            const waiter = yield* Ref.get(wake)
+            const batch = yield* receiveOnce(queue, Math.max(1, max), visibilityMs)
+            const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+            if (batch.length > 0 || now >= deadline) return batch
+            yield* Deferred.await(waiter).pipe(Effect.timeout(Math.min(pollMs, deadline - now)), Effect.ignore)
+          }
+        }),
+      extend: ({ delivery, visibilityMs }) => hide("extend", delivery, visibilityMs),
+      defer: ({ delayMs, delivery }) => hide("defer", delivery, delayMs),
+      ack: () => Effect.void
+    }
+    return transport
+  })

@@ -1,0 +1,231 @@
+/**
+ * The one small interface every statement of the adapter runs through, with two implementations: a node-postgres
+ * `Pool` (a server) and PGlite in process (embedded, optionally with a data directory on disk).
+ *
+ * Drivers speak promises and raw driver errors; `errors.ts` turns those into `StoreError` in one place.
+ *
+ * @internal
+ */
+import { createHash } from "node:crypto"
+import { PGlite } from "@electric-sql/pglite"
+import pg from "pg"
+
+/**
+ * Anything that runs one statement with positional parameters and returns its rows. A node-postgres client or
+ * pool and a PGlite instance or transaction all fit, which is what lets `submitInTransaction` run inside the
+ * caller's own transaction.
+ *
+ * @internal
+ */
+export interface SqlClient {
+  readonly query: (text: string, params?: Array<unknown>) => Promise<{ readonly rows: ReadonlyArray<unknown> }>
+}
+
+/** @internal */
+export interface Queryable {
+  /** One statement with `$n` parameters. */
+  readonly query: <R = Record<string, unknown>>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<R>>
+  /** A script of several statements without parameters (migrations). */
+  readonly exec: (text: string) => Promise<void>
+}
+
+/** @internal */
+export interface Driver extends Queryable {
+  readonly kind: "pg" | "pglite"
+  /** Runs `fn` inside BEGIN/COMMIT on one connection; ROLLBACK when it throws. */
+  readonly transaction: <A>(fn: (tx: Queryable) => Promise<A>) => Promise<A>
+  /** Subscribes to a notification channel; resolves to the unsubscribe function. */
+  readonly listen: (channel: string, onPayload: (payload: string) => void) => Promise<() => Promise<void>>
+  readonly close: () => Promise<void>
+}
+
+/** @internal */
+export interface PgDriverOptions {
+  readonly connectionString?: string | undefined
+  readonly pool?: pg.Pool | undefined
+  readonly max?: number | undefined
+  /** Client-side limit for one statement; without it a blackholed connection hangs forever. */
+  readonly queryTimeoutMs?: number | undefined
+  readonly connectionTimeoutMs?: number | undefined
+  /** Lower bound of the LISTEN connection's reconnect delay. */
+  readonly listenRetryMs?: number | undefined
+}
+
+const ignoreClientError = (): void => {}
+
+const guarded = new WeakSet<object>()
+
+/** Every client gets an error listener once: a socket that dies while idle or checked out must not crash Node. */
+const guard = (client: pg.ClientBase): void => {
+  if (guarded.has(client)) return
+  guarded.add(client)
+  client.on("error", ignoreClientError)
+}
+
+/**
+ * Statements with parameters run as named prepared statements: node-postgres prepares each once per connection,
+ * so the server parses and plans the (long) protocol statements once instead of on every call.
+ */
+const statementName = (text: string): string => `slowcall_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`
+
+const pgQueryable = (client: pg.ClientBase | pg.Pool): Queryable => ({
+  query: async <R>(text: string, params?: ReadonlyArray<unknown>) => {
+    const result =
+      params === undefined || params.length === 0
+        ? await client.query(text)
+        : await client.query({ name: statementName(text), text, values: [...params] })
+    return result.rows as Array<R>
+  },
+  exec: async (text: string) => {
+    await client.query(text)
+  }
+})
+
+/**
+ * node-postgres over a Pool. Owns the pool (and ends it on close) unless one was passed in.
+ *
+ * @internal
+ */
+export const makePgDriver = (options: PgDriverOptions): Driver => {
+  const owned = options.pool === undefined
+  const pool =
+    options.pool ??
+    new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max ?? 10,
+      query_timeout: options.queryTimeoutMs ?? 30_000,
+      connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000
+    })
+  pool.on("error", ignoreClientError)
+  pool.on("connect", guard)
+  const base = pgQueryable(pool)
+  const listeners = new Set<pg.Client>()
+  let closed = false
+  return {
+    kind: "pg",
+    ...base,
+    transaction: async (fn) => {
+      const client = await pool.connect()
+      guard(client)
+      let failure: unknown
+      try {
+        await client.query("BEGIN")
+        const value = await fn(pgQueryable(client))
+        await client.query("COMMIT")
+        return value
+      } catch (error) {
+        failure = error
+        await client.query("ROLLBACK").catch(ignoreClientError)
+        throw error
+      } finally {
+        client.release(failure instanceof Error ? failure : undefined)
+      }
+    },
+    listen: async (channel, onPayload) => {
+      let current: pg.Client | undefined
+      let stopped = false
+      const retryMs = options.listenRetryMs ?? 250
+      const connect = async (): Promise<void> => {
+        while (!stopped && !closed) {
+          const client = new pg.Client(
+            options.pool !== undefined
+              ? (options.pool as unknown as { options: pg.ClientConfig }).options
+              : {
+                  connectionString: options.connectionString,
+                  connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000
+                }
+          )
+          client.on("error", ignoreClientError)
+          try {
+            await client.connect()
+            await client.query(`LISTEN "${channel.replaceAll('"', '""')}"`)
+            client.on("notification", (message) => {
+              if (message.channel === channel) onPayload(message.payload ?? "")
+            })
+            client.on("end", () => {
+              listeners.delete(client)
+              if (!stopped && !closed) void reconnectLater()
+            })
+            current = client
+            listeners.add(client)
+            return
+          } catch {
+            await client.end().catch(ignoreClientError)
+            await new Promise((resolve) => setTimeout(resolve, retryMs))
+          }
+        }
+      }
+      const reconnectLater = async (): Promise<void> => {
+        await new Promise((resolve) => setTimeout(resolve, retryMs))
+        await connect()
+      }
+      await connect()
+      return async () => {
+        stopped = true
+        if (current !== undefined) {
+          listeners.delete(current)
+          await current.end().catch(ignoreClientError)
+        }
+      }
+    },
+    close: async () => {
+      closed = true
+      await Promise.all([...listeners].map((client) => client.end().catch(ignoreClientError)))
+      listeners.clear()
+      if (owned) await pool.end()
+    }
+  }
+}
+
+const pgliteQueryable = (db: Pick<PGlite, "query" | "exec">): Queryable => ({
+  query: async <R>(text: string, params?: ReadonlyArray<unknown>) => {
+    const result = await db.query<R>(text, params === undefined ? [] : [...params])
+    return result.rows
+  },
+  exec: async (text: string) => {
+    await db.exec(text)
+  }
+})
+
+/**
+ * PGlite in process. `dataDir` keeps the database on disk; without it the database lives in memory. PGlite
+ * runs one backend, so its statements are serialised; notifications are delivered in process.
+ *
+ * @internal
+ */
+export const makePgliteDriver = async (options: {
+  readonly dataDir?: string | undefined
+  readonly db?: PGlite | undefined
+}): Promise<Driver> => {
+  const owned = options.db === undefined
+  const db = options.db ?? (options.dataDir === undefined ? new PGlite() : new PGlite(options.dataDir))
+  await db.waitReady
+  return {
+    kind: "pglite",
+    ...pgliteQueryable(db),
+    transaction: (fn) => db.transaction((tx) => fn(pgliteQueryable(tx))),
+    listen: async (channel, onPayload) => {
+      const unsubscribe = await db.listen(channel, onPayload)
+      return () => unsubscribe()
+    },
+    close: async () => {
+      if (owned && !db.closed) await db.close()
+    }
+  }
+}
+
+/**
+ * Wraps a caller's client (node-postgres client or pool, PGlite instance or transaction) so the adapter's
+ * statements can run on it.
+ *
+ * @internal
+ */
+export const fromSqlClient = (client: SqlClient): Queryable => ({
+  query: async <R>(text: string, params?: ReadonlyArray<unknown>) => {
+    const result = await client.query(text, params === undefined ? [] : [...params])
+    return result.rows as Array<R>
+  },
+  exec: async (text: string) => {
+    await client.query(text)
+  }
+})

@@ -1,0 +1,68 @@
+/**
+ * Test support: the server's URL and a fresh schema per test file, dropped when the layer is torn down.
+ */
+import { randomBytes } from "node:crypto"
+import { Effect, Layer } from "effect"
+import pg from "pg"
+import { afterAll, beforeAll } from "vitest"
+import * as PgStore from "../src/PgStore.js"
+
+export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+
+/** A schema name no other test file uses. */
+export const uniqueSchema = (prefix: string): string => `${prefix}_${randomBytes(5).toString("hex")}`
+
+/** Drops a schema on the test server (used after each file). */
+export const dropSchema = async (schema: string): Promise<void> => {
+  const client = new pg.Client({ connectionString: DATABASE_URL })
+  client.on("error", () => {})
+  await client.connect()
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  } finally {
+    await client.end()
+  }
+}
+
+/** The server layer on a fresh schema that is dropped when the layer's scope closes. */
+export const serverLayer = (schema: string, options: Omit<PgStore.LayerOptions, "schema"> = {}) =>
+  Layer.scopedDiscard(Effect.addFinalizer(() => Effect.promise(() => dropSchema(schema)))).pipe(
+    Layer.provideMerge(PgStore.layer({ connectionString: DATABASE_URL, schema, ...options }))
+  )
+
+/**
+ * One test file of this package restarts the server. Files that use the server hold a shared advisory lock for
+ * their whole run and the restarting file takes it exclusively, so a restart never lands in the middle of another
+ * file's tests. A waiting connection killed by the restart simply tries again.
+ */
+const GATE = 0x5c4c0001
+
+const holdGate = async (mode: "shared" | "exclusive"): Promise<pg.Client> => {
+  const deadline = Date.now() + 55_000
+  while (true) {
+    const client = new pg.Client({ connectionString: DATABASE_URL })
+    client.on("error", () => {})
+    try {
+      await client.connect()
+      await client.query(mode === "shared" ? "SELECT pg_advisory_lock_shared($1)" : "SELECT pg_advisory_lock($1)", [
+        GATE
+      ])
+      return client
+    } catch (error) {
+      await client.end().catch(() => {})
+      if (Date.now() > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+  }
+}
+
+/** Registers hooks that keep the server from being restarted while this file runs. */
+export const holdServer = (mode: "shared" | "exclusive" = "shared"): void => {
+  let client: pg.Client | undefined
+  beforeAll(async () => {
+    client = await holdGate(mode)
+  }, 60_000)
+  afterAll(async () => {
+    await client?.end().catch(() => {})
+  })
+}
