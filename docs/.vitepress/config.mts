@@ -1,0 +1,79 @@
+import { fileURLToPath } from "node:url"
+import { defineConfig } from "vitepress"
+import { referenceModules } from "./reference.ts"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+
+const referenceSidebar = () => {
+  const byPackage = new Map<string, Array<{ text: string; link: string }>>()
+  for (const m of referenceModules()) {
+    const items = byPackage.get(m.packageName) ?? []
+    items.push({ text: m.module, link: `/reference/${m.slug}` })
+    byPackage.set(m.packageName, items)
+  }
+  return [
+    { text: "Overview", link: "/reference/" },
+    ...[...byPackage].map(([text, items]) => ({ text, collapsed: true, items }))
+  ]
+}
+
+export default defineConfig({
+  title: "slowcall",
+  description:
+    "Slow, billed AI calls as durable background jobs: claim before call, fencing, spend budgets, normalised errors, safe replay.",
+  lang: "en",
+  head: [["link", { rel: "icon", type: "image/svg+xml", href: "/favicon.svg" }]],
+  ignoreDeadLinks: false,
+  lastUpdated: false,
+  themeConfig: {
+    nav: [
+      { text: "Guide", link: "/guide/when-to-queue" },
+      { text: "Calculator", link: "/guide/calculator" },
+      { text: "Adapters", link: "/adapters/" },
+      { text: "Reference", link: "/reference/" }
+    ],
+    sidebar: {
+      "/reference/": referenceSidebar(),
+      "/": [
+        {
+          text: "Deciding",
+          items: [
+            { text: "When to put a slow call on a queue", link: "/guide/when-to-queue" },
+            { text: "Calculator", link: "/guide/calculator" },
+            { text: "slowcall advise", link: "/guide/advise" }
+          ]
+        },
+        {
+          text: "How jobs run",
+          items: [
+            { text: "Getting started", link: "/guide/getting-started" },
+            { text: "The job state machine", link: "/guide/state-machine" },
+            { text: "Claim before call: leases and fencing", link: "/guide/leases" },
+            { text: "Spend accounting and budgets", link: "/guide/spend" },
+            { text: "Error classes and retries", link: "/guide/errors" },
+            { text: "Dead letters and replay", link: "/guide/dead-letters" },
+            { text: "Delivering results", link: "/guide/delivery" },
+            { text: "Cancellation", link: "/guide/cancellation" }
+          ]
+        },
+        {
+          text: "Operating",
+          items: [
+            { text: "Choosing an adapter", link: "/adapters/" },
+            { text: "In-memory adapter", link: "/adapters/memory" },
+            { text: "Postgres adapter", link: "/adapters/postgres" },
+            { text: "The simulator in your CI", link: "/guide/simulator" },
+            { text: "Benchmarks", link: "/guide/benchmarks" },
+            { text: "Examples", link: "/guide/examples" }
+          ]
+        },
+        { text: "API reference", link: "/reference/" }
+      ]
+    },
+    search: { provider: "local" },
+    outline: { level: [2, 3] }
+  },
+  vite: {
+    server: { fs: { allow: [root] } }
+  }
+})

@@ -1,0 +1,551 @@
+/**
+ * Error normalisation: any thrown value (HTTP responses from fetch wrappers and vendor SDKs, Node and undici
+ * network errors, aborts and timeouts, Effect causes) becomes one stable `ErrorClass`, a retry hint and redacted
+ * evidence. Retry decisions, dead-letter groups and dashboards read the class, never a vendor string.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Clock, Effect } from "effect"
+import { policy } from "./ErrorClasses.js"
+import type { ErrorClass } from "./Models.js"
+
+/**
+ * The normalised view of a failure. `retryable` always equals `policy(errorClass).retryable`; `retryAfterMs` is
+ * present only when the server said how long to wait (Retry-After, retry-after-ms, or a vendor retry delay) and is
+ * never negative; `evidence` is redacted and at most `maxEvidenceLength` characters.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Normalized {
+  readonly errorClass: ErrorClass
+  readonly retryable: boolean
+  readonly retryAfterMs?: number
+  readonly status?: number
+  readonly evidence: string
+}
+
+/**
+ * Options of `normalize`. `nowMs` is the current time, needed only to turn a Retry-After HTTP-date into a delay;
+ * without it the response's own `Date` header serves, and without either the date hint is dropped.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface NormalizeOptions {
+  readonly nowMs?: number
+}
+
+/**
+ * The longest evidence string `normalize` and `truncate` produce.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const maxEvidenceLength = 2_000
+
+type Rec = { readonly [key: string]: unknown }
+type HeaderGet = (name: string) => string | undefined
+
+const isRecord = (u: unknown): u is Rec => typeof u === "object" && u !== null
+const str = (u: unknown): string | undefined => (typeof u === "string" && u.length > 0 ? u : undefined)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Redaction
+// ---------------------------------------------------------------------------------------------------------------
+
+const headerPattern =
+  /((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-key|openai-api-key|anthropic-api-key|cookie|set-cookie)(["']?\s*[:=]\s*["']?)[^"'\r\n,;}]+/gi
+const bearerPattern = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}/gi
+const vendorKeyPattern = /\bsk-(ant-)?[A-Za-z0-9_-]{6,}/g
+const googleKeyPattern = /\bAIza[0-9A-Za-z_-]{10,}/g
+const awsKeyPattern = /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g
+const queryKeyPattern =
+  /([?&;](?:key|api[_-]?key|apikey|access[_-]?token|token|auth|sig|signature|x-goog-api-key)=)[^&#\s"'<>]+/gi
+
+/**
+ * Removes credentials from a string: API keys (`sk-...`, `sk-ant-...`, `AIza...`, AWS access key ids), bearer and
+ * basic tokens, the values of Authorization / API-key / cookie headers (in `Name: value` and JSON forms) and
+ * `key=`, `api_key=`, `token=`-style query parameters. What remains keeps its shape, so evidence stays readable.
+ * Idempotent: redacting twice gives the same string as redacting once.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const redact = (s: string): string =>
+  s
+    .replace(headerPattern, "$1$2[redacted]")
+    .replace(bearerPattern, "$1 [redacted]")
+    .replace(vendorKeyPattern, (_m, ant: string | undefined) => (ant ? "sk-ant-[redacted]" : "sk-[redacted]"))
+    .replace(googleKeyPattern, "AIza[redacted]")
+    .replace(awsKeyPattern, "AKIA[redacted]")
+    .replace(queryKeyPattern, "$1[redacted]")
+
+/**
+ * Cuts a string to at most `max` characters (default `maxEvidenceLength`), marking the cut with an ellipsis.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const truncate = (s: string, max: number = maxEvidenceLength): string =>
+  s.length <= max ? s : `${s.slice(0, Math.max(0, max - 1))}…`
+
+// ---------------------------------------------------------------------------------------------------------------
+// Retry-After
+// ---------------------------------------------------------------------------------------------------------------
+
+const headerGetter = (h: unknown): HeaderGet | undefined => {
+  if (!isRecord(h)) return undefined
+  const get = (h as { get?: unknown }).get
+  if (typeof get === "function") {
+    return (name) => {
+      const v = get.call(h, name) ?? get.call(h, name.toLowerCase())
+      return typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined
+    }
+  }
+  const lower = new Map<string, unknown>()
+  for (const [k, v] of Object.entries(h)) lower.set(k.toLowerCase(), Array.isArray(v) ? v[0] : v)
+  return (name) => {
+    const v = lower.get(name.toLowerCase())
+    return typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined
+  }
+}
+
+const numeric = /^\s*\d+(?:\.\d+)?\s*$/
+
+const retryAfterFromHeaders = (get: HeaderGet, nowMs: number | undefined): number | undefined => {
+  const ms = get("retry-after-ms")
+  if (ms !== undefined && numeric.test(ms)) return Math.max(0, Math.round(Number(ms)))
+  const ra = get("retry-after")
+  if (ra === undefined) return undefined
+  if (numeric.test(ra)) return Math.max(0, Math.round(Number(ra) * 1000))
+  const at = Date.parse(ra)
+  if (Number.isNaN(at)) return undefined
+  const dateHeader = get("date")
+  const now = nowMs ?? (dateHeader !== undefined ? Date.parse(dateHeader) : Number.NaN)
+  if (Number.isNaN(now)) return undefined
+  return Math.max(0, at - now)
+}
+
+/** Parses protobuf-JSON durations as used by Google's RetryInfo ("37s", "1.5s", "250ms"). */
+const parseGoogleDuration = (s: string): number | undefined => {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$/.exec(s)
+  if (!m) return undefined
+  return Math.round(Number(m[1]) * (m[2] === "ms" ? 1 : 1000))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Vendor bodies
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Verdict {
+  readonly errorClass: ErrorClass
+  readonly detail: string
+  readonly retryAfterMs?: number
+  readonly status?: number
+}
+
+const contextLengthMessage =
+  /prompt is too long|maximum context length|context[ _-]length|context window|too many (?:input )?tokens|exceeds the maximum number of tokens|input token count|reduce the length of the messages/i
+
+const openAiCodes: { readonly [code: string]: ErrorClass } = {
+  rate_limit_exceeded: "rate_limited",
+  tokens: "rate_limited",
+  requests: "rate_limited",
+  insufficient_quota: "quota_exhausted",
+  billing_hard_limit_reached: "quota_exhausted",
+  context_length_exceeded: "context_length",
+  string_above_max_length: "context_length",
+  content_filter: "content_filtered",
+  content_policy_violation: "content_filtered",
+  server_error: "server_error",
+  invalid_api_key: "auth",
+  model_not_found: "invalid_request",
+  invalid_request_error: "invalid_request"
+}
+
+const vendorTypes: { readonly [type: string]: ErrorClass } = {
+  // Anthropic error types
+  overloaded_error: "overloaded",
+  rate_limit_error: "rate_limited",
+  invalid_request_error: "invalid_request",
+  authentication_error: "auth",
+  permission_error: "auth",
+  api_error: "server_error",
+  not_found_error: "invalid_request",
+  request_too_large: "invalid_request",
+  timeout_error: "timeout",
+  billing_error: "quota_exhausted",
+  // OpenAI error types
+  insufficient_quota: "quota_exhausted",
+  server_error: "server_error",
+  rate_limit_exceeded: "rate_limited",
+  tokens: "rate_limited",
+  requests: "rate_limited"
+}
+
+const googleStatuses: { readonly [status: string]: ErrorClass } = {
+  RESOURCE_EXHAUSTED: "rate_limited",
+  INVALID_ARGUMENT: "invalid_request",
+  FAILED_PRECONDITION: "invalid_request",
+  OUT_OF_RANGE: "invalid_request",
+  NOT_FOUND: "invalid_request",
+  UNAVAILABLE: "overloaded",
+  DEADLINE_EXCEEDED: "timeout",
+  PERMISSION_DENIED: "auth",
+  UNAUTHENTICATED: "auth",
+  INTERNAL: "server_error",
+  ABORTED: "server_error",
+  UNKNOWN: "server_error",
+  CANCELLED: "cancelled"
+}
+
+const safetyReasons = new Set(["SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "OTHER_SAFETY"])
+
+const parseJson = (s: string): unknown => {
+  const t = s.trim()
+  if (!(t.startsWith("{") || t.startsWith("["))) return undefined
+  try {
+    return JSON.parse(t)
+  } catch {
+    return undefined
+  }
+}
+
+const googleVerdict = (x: Rec): Verdict | undefined => {
+  const blocked = isRecord(x.promptFeedback) ? str(x.promptFeedback.blockReason) : undefined
+  if (blocked !== undefined) return { errorClass: "content_filtered", detail: `prompt blocked: ${blocked}` }
+  if (Array.isArray(x.candidates)) {
+    for (const c of x.candidates) {
+      const reason = isRecord(c) ? str(c.finishReason) : undefined
+      if (reason !== undefined && safetyReasons.has(reason)) {
+        return { errorClass: "content_filtered", detail: `finishReason ${reason}` }
+      }
+    }
+  }
+  return undefined
+}
+
+const googleDetails = (details: unknown): { retryAfterMs?: number; reasons: ReadonlyArray<string> } => {
+  const reasons: Array<string> = []
+  let retryAfterMs: number | undefined
+  if (Array.isArray(details)) {
+    for (const d of details) {
+      if (!isRecord(d)) continue
+      const delay = str(d.retryDelay)
+      if (delay !== undefined) retryAfterMs = parseGoogleDuration(delay)
+      const reason = str(d.reason)
+      if (reason !== undefined) reasons.push(reason)
+    }
+  }
+  return retryAfterMs === undefined ? { reasons } : { retryAfterMs, reasons }
+}
+
+/**
+ * Classifies a vendor error body: OpenAI (`{error:{type,code,message}}`), Anthropic
+ * (`{type:"error",error:{type,message}}`), Gemini (`{error:{code,status,message,details}}`), or the inner error
+ * object alone (as some SDKs expose it), and Gemini responses blocked for safety.
+ */
+const vendorVerdict = (body: unknown): Verdict | undefined => {
+  const x = typeof body === "string" ? parseJson(body) : body
+  if (!isRecord(x)) return undefined
+  const blocked = googleVerdict(x)
+  if (blocked) return blocked
+  const inner: Rec = isRecord(x.error) ? x.error : x
+  const type = str(inner.type)
+  const code = str(inner.code)
+  const gStatus = str(inner.status)
+  const message = str(inner.message) ?? str(x.message) ?? ""
+  const numericCode = typeof inner.code === "number" ? inner.code : undefined
+  const label = [type, code, gStatus].filter((s) => s !== undefined).join("/")
+  const detail = label.length > 0 ? `${label}: ${message}` : message
+  const { reasons, retryAfterMs } = googleDetails(inner.details)
+  const extra = {
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    ...(numericCode !== undefined && numericCode >= 100 && numericCode < 600 ? { status: numericCode } : {})
+  }
+
+  const byCode = code !== undefined ? openAiCodes[code] : undefined
+  if (byCode !== undefined && byCode !== "invalid_request") return { errorClass: byCode, detail, ...extra }
+  if (reasons.includes("API_KEY_INVALID") || /api key not valid/i.test(message)) {
+    return { errorClass: "auth", detail, ...extra }
+  }
+  const invalidish =
+    type === "invalid_request_error" || gStatus === "INVALID_ARGUMENT" || type === "request_too_large" || !label
+  if (invalidish && contextLengthMessage.test(message)) return { errorClass: "context_length", detail, ...extra }
+  const byType = type !== undefined ? vendorTypes[type] : undefined
+  if (byType !== undefined) return { errorClass: byType, detail, ...extra }
+  const byStatus = gStatus !== undefined ? googleStatuses[gStatus] : undefined
+  if (byStatus !== undefined) return { errorClass: byStatus, detail, ...extra }
+  if (byCode !== undefined) return { errorClass: byCode, detail, ...extra }
+  return undefined
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTTP statuses, network codes, names
+// ---------------------------------------------------------------------------------------------------------------
+
+const fromStatus = (status: number): ErrorClass | undefined => {
+  switch (status) {
+    case 400:
+    case 404:
+    case 405:
+    case 410:
+    case 413:
+    case 415:
+    case 422:
+      return "invalid_request"
+    case 401:
+    case 403:
+      return "auth"
+    case 402:
+      return "quota_exhausted"
+    case 408:
+      return "timeout"
+    case 409:
+    case 425:
+      return "server_error"
+    case 429:
+      return "rate_limited"
+    case 499:
+      return "cancelled"
+    case 500:
+    case 501:
+    case 502:
+      return "server_error"
+    case 503:
+    case 529:
+      return "overloaded"
+    case 504:
+    case 524:
+      return "timeout"
+    default:
+      if (status >= 400 && status < 500) return "invalid_request"
+      if (status >= 500 && status < 600) return "server_error"
+      return undefined
+  }
+}
+
+const timeoutCodes = new Set([
+  "ETIMEDOUT",
+  "ESOCKETTIMEDOUT",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "ERR_HTTP2_STREAM_CANCEL_TIMEOUT"
+])
+const networkCodes = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "EHOSTDOWN",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EPROTO",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+  "UND_ERR_DESTROYED",
+  "UND_ERR_REQ_CONTENT_LENGTH_MISMATCH",
+  "UND_ERR_RES_CONTENT_LENGTH_MISMATCH",
+  "ERR_STREAM_PREMATURE_CLOSE",
+  "ERR_HTTP2_STREAM_ERROR",
+  "ERR_HTTP2_GOAWAY_SESSION"
+])
+const cancelCodes = new Set(["ABORT_ERR", "UND_ERR_ABORTED"])
+const timeoutNames = new Set(["TimeoutError", "TimeoutException", "APIConnectionTimeoutError", "ConnectTimeoutError"])
+const cancelNames = new Set(["AbortError", "InterruptedException", "APIUserAbortError", "CancelledError"])
+const networkNames = new Set(["APIConnectionError", "FetchError", "SocketError"])
+const ownTags: { readonly [tag: string]: ErrorClass } = {
+  LeaseLost: "lease_lost",
+  InvalidInput: "invalid_input",
+  UnknownJobVersion: "unknown_job_version"
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Walking the error
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Facts {
+  status: number | undefined
+  statusText: string | undefined
+  headers: Array<HeaderGet>
+  bodies: Array<unknown>
+  codes: Array<string>
+  names: Array<string>
+  lines: Array<string>
+}
+
+const statusOf = (u: unknown): number | undefined => {
+  const n = typeof u === "number" ? u : typeof u === "string" && /^\d{3}$/.test(u) ? Number(u) : undefined
+  return n !== undefined && Number.isInteger(n) && n >= 100 && n < 600 ? n : undefined
+}
+
+const maxDepth = 6
+
+const collect = (root: unknown): Facts => {
+  const facts: Facts = {
+    status: undefined,
+    statusText: undefined,
+    headers: [],
+    bodies: [],
+    codes: [],
+    names: [],
+    lines: []
+  }
+  const seen = new Set<unknown>()
+  const visit = (u: unknown, depth: number): void => {
+    if (depth > maxDepth || seen.has(u)) return
+    if (typeof u === "string") {
+      facts.lines.push(u)
+      facts.bodies.push(u)
+      return
+    }
+    if (!isRecord(u)) {
+      if (u !== undefined && u !== null) facts.lines.push(String(u))
+      return
+    }
+    seen.add(u)
+    const name = str(u._tag) ?? str(u.name) ?? (u instanceof Error ? u.constructor.name : undefined)
+    const tag = str(u._tag)
+    if (tag !== undefined && tag !== name) facts.names.push(tag)
+    if (name !== undefined) facts.names.push(name)
+    const code = str(u.code) ?? str(u.errno)
+    if (code !== undefined) facts.codes.push(code)
+    const message = str(u.message)
+    const status = statusOf(u.status) ?? statusOf(u.statusCode)
+    if (facts.status === undefined && status !== undefined) facts.status = status
+    if (facts.statusText === undefined) facts.statusText = str(u.statusText)
+    const h = headerGetter(u.headers)
+    if (h) facts.headers.push(h)
+    const line = [name, code !== undefined && !message?.includes(code) ? `[${code}]` : undefined, message]
+      .filter((s) => s !== undefined)
+      .join(" ")
+    if (line.length > 0 && (message !== undefined || code !== undefined || depth === 0)) facts.lines.push(line)
+    for (const key of ["body", "data", "error", "responseBody"] as const) {
+      const b = u[key]
+      if (b === undefined || b === null) continue
+      facts.bodies.push(b)
+      if (typeof b === "string" && parseJson(b) === undefined) facts.lines.push(`body: ${b.slice(0, 500)}`)
+    }
+    // The thrown value may itself be a vendor body, or an SDK error exposing the inner error's fields.
+    facts.bodies.push(u)
+    if (isRecord(u.response)) visit(u.response, depth + 1)
+    if (u.cause !== undefined) visit(u.cause, depth + 1)
+    if (u.reason !== undefined && isRecord(u.reason)) visit(u.reason, depth + 1)
+    if (Array.isArray(u.errors)) for (const e of u.errors) visit(e, depth + 1)
+    if (isRecord(u.error) && u.error instanceof Error) visit(u.error, depth + 1)
+  }
+  visit(root, 0)
+  return facts
+}
+
+const result = (errorClass: ErrorClass, evidence: string, retryAfterMs?: number, status?: number): Normalized => ({
+  errorClass,
+  retryable: policy(errorClass).retryable,
+  ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+  ...(status === undefined ? {} : { status }),
+  evidence: truncate(redact(evidence))
+})
+
+const causeEvidence = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause, { renderErrorCause: true })
+
+/**
+ * Maps any failure to its `ErrorClass` with a retry hint and redacted, truncated evidence. Total: never throws;
+ * anything unrecognised is `unknown`. The most specific signal wins, in this order:
+ *
+ * 1. an Effect `Cause` made only of interruptions -> `cancelled` (other causes are squashed and classified);
+ * 2. a vendor error body (OpenAI, Anthropic, Gemini; from `body`, `data`, `error` or the value itself, as a string
+ *    or parsed) -> its class, so a 429 `insufficient_quota` is `quota_exhausted`, not `rate_limited`;
+ * 3. the HTTP status (`status`, `statusCode`, `response.status`);
+ * 4. timeouts anywhere in the `cause` / `errors` chain (ETIMEDOUT, undici timeouts, TimeoutError,
+ *    TimeoutException) -> `timeout`;
+ * 5. network codes in the chain (ECONNRESET, ECONNREFUSED, EAI_AGAIN, EPIPE, UND_ERR_SOCKET, ...) -> `network`;
+ * 6. aborts and interruptions (AbortError, UND_ERR_ABORTED) -> `cancelled`; slowcall's own errors by tag.
+ *
+ * `retryAfterMs` comes from `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`) or a
+ * vendor retry delay in the body.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const normalize = (error: unknown, options: NormalizeOptions = {}): Normalized => {
+  try {
+    return classifyError(error, options)
+  } catch {
+    // A getter that throws or a proxy that refuses inspection: keep the failure, classify it as unknown.
+    return result("unknown", "unclassifiable error: inspecting it threw")
+  }
+}
+
+const classifyError = (error: unknown, options: NormalizeOptions): Normalized => {
+  if (Cause.isCause(error)) {
+    if (Cause.isInterruptedOnly(error)) return result("cancelled", `interrupted\n${causeEvidence(error)}`)
+    return normalize(Cause.squash(error), options)
+  }
+  const facts = collect(error)
+  let retryAfterMs: number | undefined
+  for (const h of facts.headers) {
+    retryAfterMs = retryAfterFromHeaders(h, options.nowMs)
+    if (retryAfterMs !== undefined) break
+  }
+  let verdict: Verdict | undefined
+  for (const b of facts.bodies) {
+    verdict = vendorVerdict(b)
+    if (verdict) break
+  }
+  const status = facts.status ?? verdict?.status
+  retryAfterMs ??= verdict?.retryAfterMs
+  const evidenceParts: Array<string> = []
+  if (status !== undefined) evidenceParts.push(`HTTP ${status}${facts.statusText ? ` ${facts.statusText}` : ""}`)
+  if (verdict && verdict.detail.length > 0) evidenceParts.push(verdict.detail)
+  for (const line of facts.lines) if (!evidenceParts.includes(line)) evidenceParts.push(line)
+  if (retryAfterMs !== undefined) evidenceParts.push(`retry after ${retryAfterMs} ms`)
+  const evidence = evidenceParts.length > 0 ? evidenceParts.join("; ") : describe(error)
+
+  const classify = (): ErrorClass => {
+    if (verdict) return verdict.errorClass
+    const byStatus = status !== undefined ? fromStatus(status) : undefined
+    if (byStatus !== undefined) return byStatus
+    if (facts.codes.some((c) => timeoutCodes.has(c)) || facts.names.some((n) => timeoutNames.has(n))) {
+      return "timeout"
+    }
+    if (facts.codes.some((c) => networkCodes.has(c)) || facts.names.some((n) => networkNames.has(n))) {
+      return "network"
+    }
+    if (facts.codes.some((c) => cancelCodes.has(c)) || facts.names.some((n) => cancelNames.has(n))) {
+      return "cancelled"
+    }
+    for (const n of facts.names) {
+      const own = ownTags[n]
+      if (own !== undefined) return own
+    }
+    const first = facts.lines[0] ?? ""
+    if (/\bfetch failed\b|socket hang up|network error/i.test(first)) return "network"
+    if (/\btimed? ?out\b/i.test(first)) return "timeout"
+    return "unknown"
+  }
+  return result(classify(), evidence, retryAfterMs, status)
+}
+
+const describe = (u: unknown): string => {
+  if (u === undefined) return "undefined"
+  try {
+    return typeof u === "string" ? u : (JSON.stringify(u) ?? String(u))
+  } catch {
+    return String(u)
+  }
+}
+
+/**
+ * `normalize` with the current time read from Effect's `Clock`, so a Retry-After HTTP-date becomes a delay
+ * measured against the same clock that schedules the retry (a `TestClock` in tests).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const normalizeWithClock = (error: unknown): Effect.Effect<Normalized> =>
+  Effect.map(Clock.currentTimeMillis, (nowMs) => normalize(error, { nowMs }))

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as ErrorClasses from "../src/ErrorClasses.js"
+import { ErrorClass } from "../src/Models.js"
+
+describe("ErrorClasses", () => {
+  it("has exactly one policy per error class, keyed by its own class", () => {
+    expect([...ErrorClasses.all].sort()).toEqual([...ErrorClass.literals].sort())
+    for (const c of ErrorClass.literals) {
+      expect(ErrorClasses.policy(c).errorClass).toBe(c)
+    }
+  })
+
+  const permanent = [
+    "invalid_request",
+    "auth",
+    "content_filtered",
+    "context_length",
+    "invalid_input",
+    "unknown_job_version",
+    "quota_exhausted",
+    "cancelled",
+    "lease_lost"
+  ] as const
+  const retryable = ["rate_limited", "overloaded", "timeout", "network", "server_error", "lease_expired", "unknown"]
+
+  it.each(permanent)("%s is permanent with no delay", (c) => {
+    const p = ErrorClasses.policy(c)
+    expect(p.retryable).toBe(false)
+    expect(ErrorClasses.isRetryable(c)).toBe(false)
+    expect(p.baseMs).toBe(0)
+  })
+
+  it.each(retryable)("%s is retryable with a positive base under its cap", (c) => {
+    const p = ErrorClasses.policy(c as ErrorClass)
+    expect(p.retryable).toBe(true)
+    expect(p.baseMs).toBeGreaterThan(0)
+    expect(p.capMs).toBeGreaterThanOrEqual(p.baseMs)
+  })
+
+  it("covers every class in one of the two lists", () => {
+    expect([...permanent, ...retryable].sort()).toEqual([...ErrorClass.literals].sort())
+  })
+
+  it("honours Retry-After for rate limits, and backs off longer when overloaded", () => {
+    expect(ErrorClasses.policy("rate_limited").honoursRetryAfter).toBe(true)
+    expect(ErrorClasses.policy("overloaded").baseMs).toBeGreaterThan(ErrorClasses.policy("rate_limited").baseMs)
+    expect(ErrorClasses.policy("overloaded").baseMs).toBeGreaterThan(ErrorClasses.policy("server_error").baseMs)
+  })
+})
