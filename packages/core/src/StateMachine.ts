@@ -3,7 +3,7 @@
  * conditions checked by the conformance suite); a transition outside it is an `InvalidTransition`.
  *
  * ```
- * queued   -> running (claim) | abandoned (cancel, deadline, budget)
+ * queued   -> running (claim) | abandoned (cancel, deadline, budget) | failed (a claim finds no attempt left)
  * running  -> succeeded | queued (retry, release, expire) | failed | abandoned | running (takeover, new token)
  * failed   -> queued (replay)
  * succeeded, abandoned: absorbing
@@ -43,6 +43,8 @@ export const table: ReadonlyArray<readonly [from: JobState, event: Event, to: Jo
   ["queued", "claim", "running"],
   ["queued", "cancel", "abandoned"],
   ["queued", "abandon", "abandoned"],
+  // A claim of a queued job whose run has no attempt left settles it as failed (see `Store.claim`).
+  ["queued", "fail", "failed"],
   ["running", "complete", "succeeded"],
   ["running", "retry", "queued"],
   ["running", "release", "queued"],

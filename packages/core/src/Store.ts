@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { Context, type Effect } from "effect"
+import { Context, type Effect, Layer } from "effect"
 import type {
   AlreadyTerminal,
   IdempotencyKeyReused,
@@ -23,6 +23,7 @@ import type {
   LeaseLost,
   StoreError
 } from "./Errors.js"
+import * as internalMemoryStore from "./internal/memoryStore.js"
 import type { AbandonReason, Attempt, Charge, ErrorClass, Job, JobId, JobState, Json } from "./Models.js"
 
 /**
@@ -407,3 +408,23 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
  * @category errors
  */
 export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
+
+/**
+ * A fresh, empty in-memory Store that implements every verb exactly as documented on `Store`. Each verb is one
+ * synchronous step over plain maps, so verbs are atomic among fibers. Store time is the `Clock` in scope when the
+ * store is made (or an explicit `now`), never the caller's clock. Nothing is persisted: for tests, examples and the
+ * simulator.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory: Effect.Effect<Store["Type"]> = internalMemoryStore.make
+
+/**
+ * A Layer with a fresh in-memory Store (see `makeMemory`). Cheap to build: for tests, examples and the simulator,
+ * which builds thousands of them. Not durable.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory: Layer.Layer<Store> = Layer.effect(Store, makeMemory)

@@ -13,8 +13,9 @@
  *
  * @since 0.1.0
  */
-import { Context, type Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { TransportError } from "./Errors.js"
+import * as internalMemoryTransport from "./internal/memoryTransport.js"
 import type { JobId } from "./Models.js"
 
 /**
@@ -90,3 +91,54 @@ export interface TransportCapabilities {
   /** Messages are moved aside after this many receives. */
   readonly maxReceiveCount: number | null
 }
+
+/**
+ * A message the in-memory transport moved aside after `maxReceiveCount` deliveries, with how often it was
+ * delivered.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DeadLetteredMessage = internalMemoryTransport.DeadLetteredMessage
+
+/**
+ * The in-memory transport's extra view for tests: its dead-letter list and the number of messages a queue holds
+ * (visible or in flight). Provided by `layerMemory` beside `Transport`, backed by the same queues.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class MemoryTransport extends Context.Tag("@slowcall/core/MemoryTransport")<
+  MemoryTransport,
+  internalMemoryTransport.MemoryTransportService
+>() {}
+
+/**
+ * A fresh in-memory Transport with SQS-like at-least-once semantics: a received message is hidden for
+ * `visibilityMs` under a fresh receipt and delivered again unless acked; `extend`, `defer` and `ack` with a
+ * superseded receipt change nothing; delivery order is priority (highest first), then visible time, then publish
+ * order. With `maxReceiveCount`, a message already delivered that many times is moved to the dead-letter list
+ * instead of being delivered again. Time is the `Clock` in scope when it is made. For tests, examples and the
+ * simulator; nothing is persisted.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory: (options?: {
+  readonly maxReceiveCount?: number | undefined
+}) => Effect.Effect<internalMemoryTransport.MemoryTransportService> = internalMemoryTransport.make
+
+/**
+ * A Layer providing one fresh in-memory transport as both `Transport` and `MemoryTransport` (see `makeMemory`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory = (options?: {
+  readonly maxReceiveCount?: number | undefined
+}): Layer.Layer<Transport | MemoryTransport> =>
+  Layer.effectContext(
+    Effect.map(makeMemory(options), (service) =>
+      Context.make(Transport, service).pipe(Context.add(MemoryTransport, service))
+    )
+  )

@@ -1,0 +1,116 @@
+/**
+ * Canonical JSON: one string per JSON value, whatever the key order of its objects. The input hash of a job is the
+ * sha-256 of this string, so two submits of the same value under one idempotency key always agree, and anything
+ * that is not plain JSON is rejected before it can reach a Store.
+ *
+ * @since 0.1.0
+ */
+import { createHash } from "node:crypto"
+import { Effect, Either } from "effect"
+import { InvalidInput } from "./Errors.js"
+import type { Json } from "./Models.js"
+
+const isPlainObject = (value: object): boolean => {
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+const describe = (value: unknown): string => {
+  if (value === undefined) return "undefined"
+  if (typeof value === "number") return String(value)
+  if (typeof value === "function") return "a function"
+  if (typeof value === "symbol") return "a symbol"
+  if (typeof value === "bigint") return "a BigInt"
+  const name = (value as object).constructor?.name
+  return name ? `an instance of ${name}` : "a non-plain object"
+}
+
+const propertyPath = (path: string, key: string): string =>
+  /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`
+
+class Rejection {
+  constructor(
+    readonly path: string,
+    readonly message: string
+  ) {}
+}
+
+const encode = (value: unknown, path: string, ancestors: Set<object>): string => {
+  switch (typeof value) {
+    case "string":
+      return JSON.stringify(value)
+    case "boolean":
+      return value ? "true" : "false"
+    case "number":
+      if (!Number.isFinite(value)) throw new Rejection(path, `${describe(value)} is not a JSON number`)
+      // JSON.stringify(-0) is "0" already; the explicit check keeps the rule visible.
+      return Object.is(value, -0) ? "0" : JSON.stringify(value)
+    case "object": {
+      if (value === null) return "null"
+      if (ancestors.has(value)) throw new Rejection(path, "the value contains a cycle")
+      if (Array.isArray(value)) {
+        ancestors.add(value)
+        const parts: Array<string> = []
+        for (let i = 0; i < value.length; i++) {
+          // Holes in sparse arrays read as undefined and are rejected like undefined.
+          parts.push(encode(value[i], `${path}[${i}]`, ancestors))
+        }
+        ancestors.delete(value)
+        return `[${parts.join(",")}]`
+      }
+      if (!isPlainObject(value)) throw new Rejection(path, `${describe(value)} is not plain JSON`)
+      if (Object.getOwnPropertySymbols(value).length > 0) {
+        throw new Rejection(path, "symbol keys are not plain JSON")
+      }
+      ancestors.add(value)
+      const record = value as Record<string, unknown>
+      const keys = Object.keys(record).sort()
+      const parts: Array<string> = []
+      for (const key of keys) {
+        parts.push(`${JSON.stringify(key)}:${encode(record[key], propertyPath(path, key), ancestors)}`)
+      }
+      ancestors.delete(value)
+      return `{${parts.join(",")}}`
+    }
+    default:
+      throw new Rejection(path, `${describe(value)} is not plain JSON`)
+  }
+}
+
+/**
+ * The canonical JSON text of a value: object keys sorted recursively (by UTF-16 code units), no whitespace, `-0`
+ * written as `0`. Two values that are equal as JSON give the same text. Anything that is not plain JSON (undefined
+ * anywhere, NaN, infinities, functions, symbols, BigInt, cycles, objects whose prototype is neither
+ * `Object.prototype` nor null) is rejected with an `InvalidInput` naming its path (`$.a[2].b`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const canonicalJson = (value: unknown): Either.Either<string, InvalidInput> => {
+  try {
+    return Either.right(encode(value, "$", new Set()))
+  } catch (error) {
+    if (error instanceof Rejection) return Either.left(new InvalidInput({ path: error.path, message: error.message }))
+    throw error
+  }
+}
+
+/**
+ * The value itself, typed as `Json`, when it is plain JSON as `canonicalJson` defines it; otherwise the same
+ * `InvalidInput`. The value is not copied.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const validateJson = (value: unknown): Either.Either<Json, InvalidInput> =>
+  Either.map(canonicalJson(value), () => value as Json)
+
+/**
+ * Lowercase hex sha-256 of the canonical JSON text: equal JSON values hash equally, so a reused idempotency key
+ * with other input is detected whatever the key order.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const inputHash = (value: unknown): Effect.Effect<string, InvalidInput> =>
+  Effect.map(canonicalJson(value), (text) => createHash("sha256").update(text, "utf8").digest("hex"))

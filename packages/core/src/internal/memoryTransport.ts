@@ -1,0 +1,195 @@
+/**
+ * The in-memory Transport: SQS-like at-least-once queues over plain Maps. Each operation is one synchronous step;
+ * `receive` waits on a signal that every change fires, raced with a sleep on the captured Clock, so a `TestClock`
+ * drives long polls and visibility timeouts.
+ *
+ * @internal
+ */
+import { Deferred, Duration, Effect, Exit, FiberId } from "effect"
+import type { JobId } from "../Models.js"
+
+interface Entry {
+  readonly seq: number
+  readonly message: Message
+  visibleAt: number
+  receiveCount: number
+  receipt: string | null
+}
+
+interface QueueState {
+  readonly entries: Map<number, Entry>
+  readonly byReceipt: Map<string, Entry>
+  readonly deadLetters: Array<DeadLetteredMessage>
+  signal: Deferred.Deferred<void>
+}
+
+/** @internal */
+export interface DeadLetteredMessage {
+  readonly message: Message
+  readonly receiveCount: number
+}
+
+// The message shapes and verbs as this module reads them, declared here rather than imported so that the internal
+// module does not depend on `Transport.ts` (which imports it); `Transport.layerMemory` checks at compile time that
+// this implementation is assignable to the `Transport` service.
+
+interface Message {
+  readonly jobId: JobId
+  readonly type: string
+  readonly version: number
+  readonly priority?: number | undefined
+}
+
+interface Delivery extends Message {
+  readonly queue: string
+  readonly receipt: string
+  readonly receiveCount: number
+}
+
+/** @internal */
+export interface MemoryTransportService {
+  readonly publish: (options: {
+    readonly queue: string
+    readonly message: Message
+    readonly delayMs?: number | undefined
+  }) => Effect.Effect<void>
+  readonly receive: (options: {
+    readonly queue: string
+    readonly max: number
+    readonly visibilityMs: number
+    readonly waitMs: number
+  }) => Effect.Effect<ReadonlyArray<Delivery>>
+  readonly extend: (options: { readonly delivery: Delivery; readonly visibilityMs: number }) => Effect.Effect<void>
+  readonly defer: (options: { readonly delivery: Delivery; readonly delayMs: number }) => Effect.Effect<void>
+  readonly ack: (options: { readonly delivery: Delivery }) => Effect.Effect<void>
+  /** Messages moved aside after `maxReceiveCount` deliveries, oldest first. */
+  readonly deadLettered: (queue: string) => Effect.Effect<ReadonlyArray<DeadLetteredMessage>>
+  /** Messages the queue holds, visible or in flight. */
+  readonly size: (queue: string) => Effect.Effect<number>
+}
+
+const byDeliveryOrder = (a: Entry, b: Entry): number =>
+  (b.message.priority ?? 0) - (a.message.priority ?? 0) || a.visibleAt - b.visibleAt || a.seq - b.seq
+
+/** @internal */
+export const make = (options?: {
+  readonly maxReceiveCount?: number | undefined
+}): Effect.Effect<MemoryTransportService> =>
+  Effect.gen(function* () {
+    const clock = yield* Effect.clock
+    const maxReceiveCount = options?.maxReceiveCount
+    const queues = new Map<string, QueueState>()
+    let seq = 0
+
+    const now = (): number => clock.unsafeCurrentTimeMillis()
+
+    const queueState = (name: string): QueueState => {
+      let state = queues.get(name)
+      if (state === undefined) {
+        state = {
+          entries: new Map(),
+          byReceipt: new Map(),
+          deadLetters: [],
+          signal: Deferred.unsafeMake<void>(FiberId.none)
+        }
+        queues.set(name, state)
+      }
+      return state
+    }
+
+    /** Wakes every waiting receive on the queue. */
+    const changed = (state: QueueState): void => {
+      const signal = state.signal
+      state.signal = Deferred.unsafeMake<void>(FiberId.none)
+      Deferred.unsafeDone(signal, Exit.void)
+    }
+
+    const take = (queue: string, max: number, visibilityMs: number) => {
+      const state = queueState(queue)
+      const at = now()
+      const deliveries: Array<Delivery> = []
+      const visible = [...state.entries.values()].filter((entry) => entry.visibleAt <= at).sort(byDeliveryOrder)
+      for (const entry of visible) {
+        if (deliveries.length >= max) break
+        if (entry.receipt !== null) state.byReceipt.delete(entry.receipt)
+        if (maxReceiveCount !== undefined && entry.receiveCount >= maxReceiveCount) {
+          state.entries.delete(entry.seq)
+          state.deadLetters.push({ message: entry.message, receiveCount: entry.receiveCount })
+          continue
+        }
+        entry.receiveCount += 1
+        entry.receipt = `m${entry.seq}-r${entry.receiveCount}`
+        entry.visibleAt = at + visibilityMs
+        state.byReceipt.set(entry.receipt, entry)
+        deliveries.push({ ...entry.message, queue, receipt: entry.receipt, receiveCount: entry.receiveCount })
+      }
+      let nextVisibleAt = Number.POSITIVE_INFINITY
+      for (const entry of state.entries.values()) nextVisibleAt = Math.min(nextVisibleAt, entry.visibleAt)
+      return { deliveries, signal: state.signal, nextVisibleAt }
+    }
+
+    /** The entry of a delivery when its receipt is still the current one; else undefined (superseded). */
+    const current = (delivery: Delivery): { state: QueueState; entry: Entry } | undefined => {
+      const state = queues.get(delivery.queue)
+      const entry = state?.byReceipt.get(delivery.receipt)
+      return state === undefined || entry === undefined ? undefined : { state, entry }
+    }
+
+    const service: MemoryTransportService = {
+      publish: (options) =>
+        Effect.sync(() => {
+          const state = queueState(options.queue)
+          const entry: Entry = {
+            seq: seq++,
+            message: options.message,
+            visibleAt: now() + Math.max(0, options.delayMs ?? 0),
+            receiveCount: 0,
+            receipt: null
+          }
+          state.entries.set(entry.seq, entry)
+          changed(state)
+        }),
+
+      receive: (options) =>
+        Effect.gen(function* () {
+          const deadline = now() + Math.max(0, options.waitMs)
+          while (true) {
+            const { deliveries, signal, nextVisibleAt } = take(options.queue, options.max, options.visibilityMs)
+            const at = now()
+            if (deliveries.length > 0 || options.max <= 0 || at >= deadline) return deliveries
+            const wakeAt = Math.min(deadline, nextVisibleAt)
+            yield* Effect.raceFirst(Deferred.await(signal), clock.sleep(Duration.millis(Math.max(0, wakeAt - at))))
+          }
+        }),
+
+      extend: (options) =>
+        Effect.sync(() => {
+          const found = current(options.delivery)
+          if (found === undefined) return
+          found.entry.visibleAt = now() + Math.max(0, options.visibilityMs)
+          changed(found.state)
+        }),
+
+      defer: (options) =>
+        Effect.sync(() => {
+          const found = current(options.delivery)
+          if (found === undefined) return
+          found.entry.visibleAt = now() + Math.max(0, options.delayMs)
+          changed(found.state)
+        }),
+
+      ack: (options) =>
+        Effect.sync(() => {
+          const found = current(options.delivery)
+          if (found === undefined) return
+          found.state.byReceipt.delete(options.delivery.receipt)
+          found.state.entries.delete(found.entry.seq)
+          changed(found.state)
+        }),
+
+      deadLettered: (queue) => Effect.sync(() => [...(queues.get(queue)?.deadLetters ?? [])]),
+
+      size: (queue) => Effect.sync(() => queues.get(queue)?.entries.size ?? 0)
+    }
+    return service
+  })

@@ -1,0 +1,33 @@
+import * as Store from "@slowcall/core/Store"
+import * as Transport from "@slowcall/core/Transport"
+import { StoreConformance } from "@slowcall/testing/StoreConformance"
+import { TransportConformance } from "@slowcall/testing/TransportConformance"
+import { Effect, Layer } from "effect"
+
+StoreConformance({
+  name: "memory",
+  layer: Store.layerMemory,
+  capabilities: { concurrent: true, sharedState: false }
+})
+
+// One store behind every build of the layer, made outside the tests: like a database, it shares its jobs between
+// layer instances and keeps its own (live) clock, so the suite must drive it through `now` alone.
+const shared = Effect.runSync(Store.makeMemory)
+
+StoreConformance({
+  name: "memory, one instance shared by every build, on the live clock",
+  layer: Layer.succeed(Store.Store, shared),
+  capabilities: { concurrent: true, sharedState: true }
+})
+
+TransportConformance({
+  name: "memory",
+  layer: Transport.layerMemory(),
+  capabilities: { defer: true, maxReceiveCount: null }
+})
+
+TransportConformance({
+  name: "memory with maxReceiveCount 3",
+  layer: Transport.layerMemory({ maxReceiveCount: 3 }),
+  capabilities: { defer: true, maxReceiveCount: 3 }
+})

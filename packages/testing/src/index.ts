@@ -1,0 +1,25 @@
+/**
+ * Conformance suites that every Store and Transport adapter runs, and the job factory they arrange state with.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * @since 0.1.0
+ */
+export * as JobFactory from "./JobFactory.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as StoreConformance from "./StoreConformance.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as TransportConformance from "./TransportConformance.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as FaultProxy from "./FaultProxy.js"

@@ -1,0 +1,53 @@
+// `npm test`: the one command that runs everything CI runs, in order, and ends with one summary line
+// ("N passed, N failed") counting every vitest test plus every non-vitest step.
+import { spawnSync } from "node:child_process"
+import { mkdirSync, readFileSync, rmSync } from "node:fs"
+
+const steps = [
+  { name: "typecheck", cmd: "npm run --silent check" },
+  { name: "lint", cmd: "npm run --silent lint" },
+  { name: "docs build", cmd: "npm run --silent docs:build" },
+  { name: "vitest", cmd: "npx vitest run --reporter=default --reporter=json --outputFile=test-output/vitest.json", vitest: true },
+  { name: "examples", cmd: "npm run --silent examples" }
+]
+
+mkdirSync("test-output", { recursive: true })
+let passed = 0
+let failed = 0
+const failures = []
+for (const step of steps) {
+  console.log(`\n== ${step.name}: ${step.cmd}`)
+  if (step.vitest) rmSync("test-output/vitest.json", { force: true })
+  const started = process.hrtime.bigint()
+  const { status } = spawnSync(step.cmd, { shell: true, stdio: "inherit", env: { ...process.env, FORCE_COLOR: "0" } })
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  if (step.vitest) {
+    let report
+    try {
+      report = JSON.parse(readFileSync("test-output/vitest.json", "utf8"))
+    } catch {
+      report = undefined
+    }
+    if (report === undefined || report.numTotalTests === 0) {
+      failed += 1
+      failures.push(`${step.name}: no test report`)
+    } else {
+      passed += report.numPassedTests
+      failed += report.numFailedTests + (status === 0 ? 0 : report.numFailedTests === 0 ? 1 : 0)
+      if (status !== 0) failures.push(`${step.name}: ${report.numFailedTests} failed tests (exit ${status})`)
+      if (report.numPendingTests + report.numTodoTests > 0) {
+        failed += 1
+        failures.push(`${step.name}: ${report.numPendingTests + report.numTodoTests} skipped or todo tests`)
+      }
+    }
+  } else if (status === 0) {
+    passed += 1
+  } else {
+    failed += 1
+    failures.push(`${step.name}: exit ${status}`)
+  }
+  console.log(`== ${step.name}: ${status === 0 ? "ok" : "FAILED"} in ${seconds.toFixed(1)} s`)
+}
+for (const f of failures) console.log(`FAILED ${f}`)
+console.log(`\nslowcall: ${passed} passed, ${failed} failed`)
+process.exit(failed === 0 ? 0 : 1)
