@@ -8,158 +8,20 @@
  */
 import { Effect } from "effect"
 import { AlreadyTerminal, IdempotencyKeyReused, JobNotFound, LeaseLost, StoreError } from "../Errors.js"
-import type {
-  AbandonReason,
-  Attempt,
-  AttemptOutcome,
-  Charge,
-  ErrorClass,
-  Job,
-  JobId,
-  JobState,
-  Json
-} from "../Models.js"
+import type { AbandonReason, Attempt, AttemptOutcome, Charge, ErrorClass, Job, JobId, JobState } from "../Models.js"
 import { attemptsLeft, isTerminal, nextUpdatedAt } from "../Models.js"
 import * as StateMachine from "../StateMachine.js"
+import type {
+  ClaimResult,
+  DeadLetterGroup,
+  DeadLetterOptions,
+  Store as StoreService,
+  StoreStats,
+  SubmitResult
+} from "../Store.js"
 
-// The verbs' shapes as this module reads them. They are declared here rather than imported so that the internal
-// module does not depend on `Store.ts` (which imports it); `Store.makeMemory` checks at compile time that this
-// implementation is assignable to the `Store` service.
-
-interface At {
-  readonly now?: number | undefined
-}
-
-interface Fenced extends At {
-  readonly jobId: JobId
-  readonly token: number
-}
-
-interface ErrorDetail {
-  readonly errorClass: ErrorClass
-  readonly error: string
-}
-
-interface FailedFilter {
-  readonly queue?: string | undefined
-  readonly tenant?: string | undefined
-  readonly errorClass?: ErrorClass | undefined
-  readonly type?: string | undefined
-  readonly limit?: number | undefined
-}
-
-type ClaimResult =
-  | { readonly _tag: "Claimed"; readonly job: Job; readonly takeover: boolean }
-  | { readonly _tag: "Busy"; readonly job: Job; readonly until: number }
-  | { readonly _tag: "NotDue"; readonly job: Job; readonly until: number }
-  | { readonly _tag: "Settled"; readonly job: Job }
-
-interface SubmitResult {
-  readonly job: Job
-  readonly created: boolean
-}
-
-interface DeadLetterGroup {
-  readonly errorClass: ErrorClass | null
-  readonly inputHash: string
-  readonly count: number
-  readonly costCents: number
-}
-
-interface StoreStats {
-  readonly byState: Readonly<Record<JobState, number>>
-  readonly oldestQueuedAt: Readonly<Record<string, number>>
-  readonly costCentsByErrorClass: Readonly<Record<string, number>>
-  readonly failedInWindow: number
-}
-
-interface MemoryStore {
-  readonly submit: (
-    options: At & {
-      readonly id: JobId
-      readonly queue: string
-      readonly tenant?: string | null | undefined
-      readonly type: string
-      readonly version: number
-      readonly requestKey?: string | null | undefined
-      readonly inputHash: string
-      readonly input: Json | null
-      readonly inputRef?: string | null | undefined
-      readonly priority?: number | undefined
-      readonly runAfter?: number | undefined
-      readonly deadlineAt?: number | null | undefined
-      readonly budgetCents?: number | null | undefined
-      readonly maxAttempts: number
-      readonly traceId?: string | null | undefined
-    }
-  ) => Effect.Effect<SubmitResult, IdempotencyKeyReused | StoreError>
-  readonly claim: (
-    options: At & {
-      readonly jobId: JobId
-      readonly owner: string
-      readonly leaseMs: number
-      readonly estimateCents?: number | undefined
-    }
-  ) => Effect.Effect<ClaimResult, JobNotFound>
-  readonly heartbeat: (
-    options: Fenced & { readonly leaseMs: number; readonly progress?: number | undefined }
-  ) => Effect.Effect<{ readonly leaseUntil: number; readonly cancelRequested: boolean }, LeaseLost>
-  readonly charge: (
-    options: Fenced & { readonly callId: string; readonly amountCents: number; readonly settled: boolean }
-  ) => Effect.Effect<{ readonly costCents: number }, JobNotFound>
-  readonly complete: (options: Fenced & { readonly result: Json | null }) => Effect.Effect<Job, LeaseLost>
-  readonly fail: (options: Fenced & ErrorDetail) => Effect.Effect<Job, LeaseLost>
-  readonly retry: (options: Fenced & ErrorDetail & { readonly runAfter: number }) => Effect.Effect<Job, LeaseLost>
-  readonly abandon: (
-    options: Fenced & {
-      readonly reason: AbandonReason
-      readonly errorClass?: ErrorClass | undefined
-      readonly error?: string | undefined
-    }
-  ) => Effect.Effect<Job, LeaseLost>
-  readonly release: (options: Fenced) => Effect.Effect<Job, LeaseLost>
-  readonly cancel: (
-    options: At & { readonly jobId: JobId; readonly tenant?: string | undefined }
-  ) => Effect.Effect<Job, JobNotFound | AlreadyTerminal>
-  readonly get: (options: {
-    readonly jobId: JobId
-    readonly tenant?: string | undefined
-  }) => Effect.Effect<Job, JobNotFound>
-  readonly list: (options: {
-    readonly queue?: string | undefined
-    readonly tenant?: string | undefined
-    readonly state?: JobState | undefined
-    readonly type?: string | undefined
-    readonly limit?: number | undefined
-  }) => Effect.Effect<ReadonlyArray<Job>>
-  readonly attempts: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Attempt>>
-  readonly charges: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Charge>>
-  readonly deadLetters: (options: FailedFilter) => Effect.Effect<{
-    readonly jobs: ReadonlyArray<Job>
-    readonly groups: ReadonlyArray<DeadLetterGroup>
-  }>
-  readonly replay: (
-    options: At & FailedFilter & { readonly jobIds?: ReadonlyArray<JobId> | undefined }
-  ) => Effect.Effect<{ readonly replayed: ReadonlyArray<JobId>; readonly skipped: ReadonlyArray<JobId> }>
-  readonly sweep: (
-    options: At & {
-      readonly queue?: string | undefined
-      readonly republishAfterMs?: number | undefined
-      readonly limit?: number | undefined
-    }
-  ) => Effect.Effect<{
-    readonly requeued: ReadonlyArray<JobId>
-    readonly expiredFailed: ReadonlyArray<JobId>
-    readonly abandoned: ReadonlyArray<JobId>
-    readonly stale: ReadonlyArray<Job>
-  }>
-  readonly stats: (options: {
-    readonly queue?: string | undefined
-    readonly tenant?: string | undefined
-    readonly failedSince: number
-  }) => Effect.Effect<StoreStats>
-  readonly now: Effect.Effect<number>
-}
+type MemoryStore = StoreService["Type"]
+type FailedFilter = DeadLetterOptions
 
 interface Row {
   job: Job

@@ -6,6 +6,7 @@
  * @internal
  */
 import { Deferred, Duration, Effect, Exit, FiberId } from "effect"
+import type { Delivery, Message } from "../Transport.js"
 import type { JobId } from "../Models.js"
 
 interface Entry {
@@ -26,23 +27,6 @@ interface QueueState {
 /** @internal */
 export interface DeadLetteredMessage {
   readonly message: Message
-  readonly receiveCount: number
-}
-
-// The message shapes and verbs as this module reads them, declared here rather than imported so that the internal
-// module does not depend on `Transport.ts` (which imports it); `Transport.layerMemory` checks at compile time that
-// this implementation is assignable to the `Transport` service.
-
-interface Message {
-  readonly jobId: JobId
-  readonly type: string
-  readonly version: number
-  readonly priority?: number | undefined
-}
-
-interface Delivery extends Message {
-  readonly queue: string
-  readonly receipt: string
   readonly receiveCount: number
 }
 
