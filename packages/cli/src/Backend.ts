@@ -1,0 +1,62 @@
+/**
+ * Which Store and Transport a command runs on: a Postgres server when a database URL is given, embedded PGlite
+ * under a data directory otherwise, or the in-memory store for throwaway runs.
+ *
+ * @since 0.1.0
+ */
+import { mkdirSync } from "node:fs"
+import * as PgStore from "@slowcall/adapter-postgres/PgStore"
+import * as Store from "@slowcall/core/Store"
+import * as Transport from "@slowcall/core/Transport"
+import { Layer } from "effect"
+
+/**
+ * Where the data lives. `url` wins over `dataDir`; `memory` wins over both.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BackendOptions {
+  readonly databaseUrl?: string | undefined
+  readonly dataDir: string
+  readonly memory?: boolean | undefined
+  readonly schema?: string | undefined
+}
+
+/**
+ * A human description of the backend, for startup messages.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const describe = (options: BackendOptions): string =>
+  options.memory
+    ? "in-memory store (nothing is kept)"
+    : options.databaseUrl
+      ? `Postgres at ${redactUrl(options.databaseUrl)}`
+      : `embedded PGlite in ${options.dataDir}`
+
+const redactUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "the configured database"
+  }
+}
+
+/**
+ * The Store and Transport layer for the options; migrations run when it is built.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: BackendOptions): Layer.Layer<Store.Store | Transport.Transport, unknown> => {
+  if (options.memory) return Layer.merge(Store.layerMemory, Transport.layerMemory())
+  if (options.databaseUrl) {
+    return PgStore.layer({ connectionString: options.databaseUrl, schema: options.schema })
+  }
+  mkdirSync(options.dataDir, { recursive: true })
+  return PgStore.layerPglite({ dataDir: options.dataDir, schema: options.schema })
+}

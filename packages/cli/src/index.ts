@@ -1,0 +1,59 @@
+/**
+ * @since 0.1.0
+ */
+
+/**
+ * Store and Transport selection for commands.
+ *
+ * @since 0.1.0
+ */
+export * as Backend from "./Backend.js"
+
+/**
+ * The command tree and its runner.
+ *
+ * @since 0.1.0
+ */
+export * as Cli from "./Cli.js"
+
+/**
+ * The commands' error.
+ *
+ * @since 0.1.0
+ */
+export * as CliError from "./CliError.js"
+
+/**
+ * The demo job types.
+ *
+ * @since 0.1.0
+ */
+export * as Demo from "./Demo.js"
+
+/**
+ * `slowcall dlq`.
+ *
+ * @since 0.1.0
+ */
+export * as Dlq from "./Dlq.js"
+
+/**
+ * `slowcall jobs`.
+ *
+ * @since 0.1.0
+ */
+export * as Jobs from "./Jobs.js"
+
+/**
+ * `slowcall migrate`.
+ *
+ * @since 0.1.0
+ */
+export * as Migrate from "./Migrate.js"
+
+/**
+ * `slowcall serve`.
+ *
+ * @since 0.1.0
+ */
+export * as Serve from "./Serve.js"

@@ -1,0 +1,161 @@
+/**
+ * The `slowcall` executable, run as a user runs it (`packages/cli/bin/slowcall.mjs`), against a live server on the
+ * memory store and against PGlite and the Postgres server for `migrate`.
+ */
+import { execFile } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { JobId } from "@slowcall/core/Models"
+import * as Store from "@slowcall/core/Store"
+import * as Transport from "@slowcall/core/Transport"
+import { Effect, Layer } from "effect"
+import pg from "pg"
+import { failJob, post } from "../../http/test/contract.js"
+import { type Running, start } from "../../http/test/harness.js"
+
+const bin = new URL("../bin/slowcall.mjs", import.meta.url).pathname
+
+const slowcall = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { env: { ...process.env, NO_COLOR: "1", ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr })
+      }
+    )
+  })
+
+describe("slowcall jobs and dlq against a running server", () => {
+  let server: Running
+  let url: string
+  beforeAll(async () => {
+    server = await start(Layer.merge(Store.layerMemory, Transport.layerMemory()), { queue: "cli" })
+    url = server.url
+  })
+  afterAll(async () => {
+    await server?.close()
+  })
+  const submit = async (input: unknown) =>
+    (await (await post(url, "/v1/jobs", { type: "test.work", input })).json()) as any
+
+  it("jobs get prints the job, and --json prints the API's view", async () => {
+    const job = await submit({ text: "get me" })
+    const text = await slowcall(["jobs", "get", job.id, "--url", url])
+    expect(text.code).toBe(0)
+    expect(text.stdout).toContain(`id           ${job.id}`)
+    expect(text.stdout).toMatch(/state\s+queued/)
+    const json = await slowcall(["jobs", "get", job.id, "--json", "--url", url])
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: job.id, state: "queued", type: "test.work" })
+  })
+
+  it("jobs list and jobs cancel", async () => {
+    const job = await submit({ text: "cancel me" })
+    const list = await slowcall(["jobs", "list", "--state", "queued", "--json", "--url", url])
+    expect(list.code).toBe(0)
+    expect(JSON.parse(list.stdout).map((j: any) => j.id)).toContain(job.id)
+    const table = await slowcall(["jobs", "list", "--url", url])
+    expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+TYPE\s+STATE/)
+    const cancel = await slowcall(["jobs", "cancel", job.id, "--url", url])
+    expect(cancel.code).toBe(0)
+    expect(cancel.stdout.trim()).toBe(`cancelled ${job.id}`)
+    const again = await slowcall(["jobs", "cancel", job.id, "--url", url])
+    expect(again.code).not.toBe(0)
+    expect(again.stderr.trim().split("\n")).toHaveLength(1)
+    expect(again.stderr).toContain("already_terminal")
+  })
+
+  it("errors are one line on stderr with a non-zero exit", async () => {
+    const missing = await slowcall(["jobs", "get", "01900000-0000-7000-8000-000000000000", "--url", url])
+    expect(missing.code).not.toBe(0)
+    expect(missing.stdout).toBe("")
+    expect(missing.stderr.trim()).toMatch(/^slowcall: GET \/v1\/jobs\/\S+ failed: not_found$/)
+    const down = await slowcall(["jobs", "list", "--url", "http://127.0.0.1:9"])
+    expect(down.code).not.toBe(0)
+    expect(down.stderr.trim()).toBe(
+      "slowcall: cannot reach the slowcall server at http://127.0.0.1:9 (is `slowcall serve` running?)"
+    )
+  })
+
+  it("dlq list groups dead letters; dlq replay replays them in batches with progress", async () => {
+    const jobs = await Promise.all([1, 2, 3, 4, 5].map(() => submit({ text: "poison" })))
+    for (const job of jobs) await server.run(failJob(job.id, "auth", 1))
+    const list = await slowcall(["dlq", "list", "--error-class", "auth", "--url", url])
+    expect(list.code).toBe(0)
+    expect(list.stdout).toMatch(/^auth\s+[0-9a-f]{16}\s+5\s+5¢$/m)
+    const json = await slowcall(["dlq", "list", "--json", "--url", url])
+    expect(JSON.parse(json.stdout).groups[0]).toMatchObject({ errorClass: "auth", count: 5 })
+
+    const replay = await slowcall(["dlq", "replay", "--error-class", "auth", "--batch", "2", "--url", url])
+    expect(replay.code).toBe(0)
+    expect(replay.stdout.trim()).toBe("replayed 5 dead letters, skipped 0")
+    // Three batches of at most two, each drawn as a progress bar.
+    expect(replay.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^\[#+\.*\] 2\/5 replayed 2, skipped 0$/),
+      expect.stringMatching(/^\[#+\.*\] 4\/5 replayed 4, skipped 0$/),
+      expect.stringMatching(/^\[#{30}\] 5\/5 replayed 5, skipped 0$/)
+    ])
+    const states = await server.run(
+      Effect.forEach(jobs, (job) =>
+        Effect.map(
+          Effect.flatMap(Store.Store, (store) => store.get({ jobId: job.id as JobId })),
+          (j) => j.state
+        )
+      )
+    )
+    expect(states).toEqual(["queued", "queued", "queued", "queued", "queued"])
+    const none = await slowcall(["dlq", "replay", "--id", jobs[0].id, "--json", "--url", url])
+    expect(JSON.parse(none.stdout)).toEqual({ replayed: 0, skipped: 1 })
+  })
+
+  it("usage errors exit non-zero", async () => {
+    const bad = await slowcall(["jobs", "list", "--state", "bogus", "--url", url])
+    expect(bad.code).not.toBe(0)
+    const help = await slowcall(["--help"])
+    expect(help.code).toBe(0)
+    for (const name of ["serve", "migrate", "jobs", "dlq", "advise", "simulate"]) expect(help.stdout).toContain(name)
+  })
+})
+
+describe("slowcall migrate", () => {
+  const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+  const schema = `cli_migrate_${process.pid}_${Date.now().toString(36)}`
+  const dir = mkdtempSync(join(tmpdir(), "slowcall-cli-"))
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true })
+    const client = new pg.Client({ connectionString: databaseUrl })
+    client.on("error", () => {})
+    await client.connect()
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    } finally {
+      await client.end()
+    }
+  })
+
+  it("creates the schema in embedded PGlite, then reports it up to date", async () => {
+    const first = await slowcall(["migrate", "--data-dir", join(dir, "db"), "--json"])
+    expect(first.code).toBe(0)
+    const result = JSON.parse(first.stdout)
+    expect(result.schema).toBe("slowcall")
+    expect(result.applied.length).toBeGreaterThan(0)
+    const second = await slowcall(["migrate", "--data-dir", join(dir, "db")])
+    expect(second.stdout.trim()).toBe("schema slowcall is up to date")
+  })
+
+  it("migrates a Postgres server given by --database-url", async () => {
+    const first = await slowcall(["migrate", "--database-url", databaseUrl, "--schema", schema])
+    expect(first.code).toBe(0)
+    expect(first.stdout).toMatch(new RegExp(`^applied migrations? [0-9, ]+ to schema ${schema}\\n$`))
+    const second = await slowcall(["migrate", "--schema", schema], { DATABASE_URL: databaseUrl })
+    expect(second.stdout.trim()).toBe(`schema ${schema} is up to date`)
+    const down = await slowcall(["migrate", "--database-url", "postgres://postgres@127.0.0.1:9/none"])
+    expect(down.code).not.toBe(0)
+    expect(down.stderr.trim().split("\n")).toHaveLength(1)
+    expect(down.stderr).toMatch(/^slowcall: migrate failed: /)
+  })
+})

@@ -1,0 +1,438 @@
+/**
+ * The HTTP contract of issue 5, as one suite run against every backend (memory, PGlite, Postgres server).
+ * Each test arranges state through the API or directly through the Store (claim, charge, complete, fail), acts over
+ * HTTP against a live server, and asserts on the responses and on the Store.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import type { JobId } from "@slowcall/core/Models"
+import { Store } from "@slowcall/core/Store"
+import type { Transport } from "@slowcall/core/Transport"
+import { Effect, type Layer, Option } from "effect"
+import { type Running, start } from "./harness.js"
+
+export interface ContractOptions {
+  readonly name: string
+  /** A fresh backend; each server of the suite gets its own queue so backends may be shared. */
+  readonly backend: () => Layer.Layer<Store | Transport, unknown>
+}
+
+let counter = 0
+const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}-${counter++}`
+
+export const post = (base: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(base + path, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+
+/** Reads an SSE response into events until the stream ends or `max` events arrived. */
+export const readEvents = async (response: Response, max = Number.POSITIVE_INFINITY, onEvent?: () => unknown) => {
+  const events: Array<{ id: number; data: any }> = []
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  let buffer = ""
+  while (events.length < max) {
+    const { value, done } = await reader.read()
+    if (done) return { events, ended: true }
+    buffer += decoder.decode(value, { stream: true })
+    let index = buffer.indexOf("\n\n")
+    while (index >= 0) {
+      const block = buffer.slice(0, index)
+      buffer = buffer.slice(index + 2)
+      const lines = block.split("\n")
+      const id = lines.find((line) => line.startsWith("id: "))
+      const data = lines.find((line) => line.startsWith("data: "))
+      if (id && data) {
+        events.push({ id: Number(id.slice(4)), data: JSON.parse(data.slice(6)) })
+        await onEvent?.()
+      }
+      index = buffer.indexOf("\n\n")
+    }
+  }
+  await reader.cancel()
+  return { events, ended: false }
+}
+
+export const claim = (jobId: string) =>
+  Effect.gen(function* () {
+    const store = yield* Store
+    const result = yield* store.claim({ jobId: jobId as JobId, owner: "test-worker", leaseMs: 60_000 })
+    if (result._tag !== "Claimed") return yield* Effect.die(`expected a claim, got ${result._tag}`)
+    return result.job
+  })
+
+export const failJob = (jobId: string, errorClass: "rate_limited" | "auth" = "auth", cost = 2) =>
+  Effect.gen(function* () {
+    const store = yield* Store
+    const job = yield* claim(jobId)
+    yield* store.charge({
+      jobId: job.id,
+      callId: `${job.id}:${job.leaseToken}:1`,
+      token: job.leaseToken,
+      amountCents: cost,
+      settled: true
+    })
+    return yield* store.fail({
+      jobId: job.id,
+      token: job.leaseToken,
+      errorClass,
+      error: "HTTP 401 from provider, Authorization: Bearer sk-secretsecretsecret"
+    })
+  })
+
+export const completeJob = (jobId: string, result: unknown = { ok: true }) =>
+  Effect.gen(function* () {
+    const store = yield* Store
+    const job = yield* claim(jobId)
+    return yield* store.complete({ jobId: job.id, token: job.leaseToken, result: result as any })
+  })
+
+const countJobs = (queue: string) =>
+  Effect.gen(function* () {
+    const store = yield* Store
+    return (yield* store.list({ queue, limit: 1000 })).length
+  })
+
+export const contractSuite = (options: ContractOptions) => {
+  describe(`HTTP contract on ${options.name}`, () => {
+    let server: Running
+    let base: string
+    const queue = unique("http")
+    const submit = async (body: Record<string, unknown> = {}, headers: Record<string, string> = {}) => {
+      const response = await post(base, "/v1/jobs", { type: "test.work", input: { n: counter++ }, ...body }, headers)
+      return { response, body: (await response.json()) as any }
+    }
+
+    beforeAll(async () => {
+      server = await start(options.backend(), { queue, maxBodyBytes: 64 * 1024 })
+      base = server.url
+    })
+    afterAll(async () => {
+      await server?.close()
+    })
+
+    it("POST /v1/jobs answers 202 with Location and the job view", async () => {
+      const { response, body } = await submit({ priority: 3, budgetCents: 50, maxAttempts: 2 })
+      expect(response.status).toBe(202)
+      expect(response.headers.get("location")).toBe(`/v1/jobs/${body.id}`)
+      expect(Object.keys(body).sort()).toEqual(
+        [
+          "id",
+          "type",
+          "version",
+          "state",
+          "abandonReason",
+          "attempts",
+          "maxAttempts",
+          "progress",
+          "costCents",
+          "budgetCents",
+          "errorClass",
+          "lastError",
+          "result",
+          "createdAt",
+          "updatedAt",
+          "runAfter",
+          "deadline"
+        ].sort()
+      )
+      expect(body).toMatchObject({ type: "test.work", version: 1, state: "queued", maxAttempts: 2, budgetCents: 50 })
+      expect(new Date(body.createdAt).toISOString()).toBe(body.createdAt)
+    })
+
+    it("GET /v1/jobs/{id} gives the view with an ETag, 304 on If-None-Match and a Retry-After hint", async () => {
+      const { body: created } = await submit()
+      const first = await fetch(`${base}/v1/jobs/${created.id}`)
+      expect(first.status).toBe(200)
+      const tag = first.headers.get("etag")!
+      expect(tag).toMatch(/^".+"$/)
+      expect(Number(first.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+      expect(((await first.json()) as any).id).toBe(created.id)
+
+      const cached = await fetch(`${base}/v1/jobs/${created.id}`, { headers: { "if-none-match": tag } })
+      expect(cached.status).toBe(304)
+
+      await server.run(completeJob(created.id, { echo: "done" }))
+      const changed = await fetch(`${base}/v1/jobs/${created.id}`, { headers: { "if-none-match": tag } })
+      expect(changed.status).toBe(200)
+      expect(changed.headers.get("etag")).not.toBe(tag)
+      expect(changed.headers.get("retry-after")).toBeNull()
+      expect(await changed.json()).toMatchObject({ state: "succeeded", result: { echo: "done" }, progress: 1 })
+    })
+
+    it("unknown and malformed ids answer 404 not_found", async () => {
+      const unknown = await fetch(`${base}/v1/jobs/01900000-0000-7000-8000-000000000000`)
+      expect(unknown.status).toBe(404)
+      expect(await unknown.json()).toEqual({ error: "not_found" })
+      const malformed = await fetch(`${base}/v1/jobs/not-an-id`)
+      expect(malformed.status).toBe(404)
+      const cancel = await post(base, "/v1/jobs/01900000-0000-7000-8000-000000000000/cancel", {})
+      expect(cancel.status).toBe(404)
+    })
+
+    it("Idempotency-Key: same input replays the job (200), other input is 422 and writes nothing", async () => {
+      const key = unique("key")
+      const input = { text: "same", nested: { a: 1, b: [1, 2] } }
+      const first = await submit({ input }, { "idempotency-key": key })
+      expect(first.response.status).toBe(202)
+      const before = await server.run(countJobs(queue))
+      // Same input, keys in another order: canonical JSON makes it the same input.
+      const again = await submit({ input: { nested: { b: [1, 2], a: 1 }, text: "same" } }, { "idempotency-key": key })
+      expect(again.response.status).toBe(200)
+      expect(again.response.headers.get("idempotent-replayed")).toBe("true")
+      expect(again.body.id).toBe(first.body.id)
+      const reused = await submit({ input: { text: "other" } }, { "idempotency-key": key })
+      expect(reused.response.status).toBe(422)
+      expect(reused.body).toEqual({ error: "idempotency_key_reused" })
+      expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
+    it("invalid bodies, unknown types and bad keys answer 400 invalid_request with issues and write nothing", async () => {
+      const before = await server.run(countJobs(queue))
+      const cases: Array<[unknown, Record<string, string>, string]> = [
+        ["{not json", {}, ""],
+        [{ type: 42 }, {}, "type"],
+        [{ type: "test.work", priority: 1.5 }, {}, "priority"],
+        [{ type: "test.work", runAfter: "yesterday" }, {}, "runAfter"],
+        [{ type: "test.work", budgetCents: -1 }, {}, "budgetCents"],
+        [{ type: "test.work", surprise: true }, {}, "surprise"],
+        [{ type: "no.such.type", input: {} }, {}, "type"],
+        [{ type: "test.work" }, { "idempotency-key": "k".repeat(256) }, "Idempotency-Key"]
+      ]
+      for (const [body, headers, field] of cases) {
+        const response = await post(base, "/v1/jobs", body, headers)
+        expect(response.status, JSON.stringify(body)).toBe(400)
+        const json = (await response.json()) as any
+        expect(json.error).toBe("invalid_request")
+        expect(json.issues.length).toBeGreaterThan(0)
+        for (const issue of json.issues) expect(typeof issue.message).toBe("string")
+        if (field !== "") expect(json.issues.map((issue: any) => issue.path[0])).toContain(field)
+      }
+      expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
+    it("a body over the limit answers 413 and writes nothing", async () => {
+      const before = await server.run(countJobs(queue))
+      const response = await post(base, "/v1/jobs", { type: "test.work", input: { blob: "x".repeat(70 * 1024) } })
+      expect(response.status).toBe(413)
+      expect(((await response.json()) as any).error).toBe("payload_too_large")
+      expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
+    it("cancel: queued is abandoned at once, running gets a cancel request, terminal is 409", async () => {
+      const { body: queued } = await submit()
+      const cancelled = await post(base, `/v1/jobs/${queued.id}/cancel`, {})
+      expect(cancelled.status).toBe(202)
+      expect(await cancelled.json()).toMatchObject({ state: "abandoned", abandonReason: "cancelled" })
+      const again = await post(base, `/v1/jobs/${queued.id}/cancel`, {})
+      expect(again.status).toBe(409)
+      expect(await again.json()).toEqual({ error: "already_terminal" })
+
+      const { body: running } = await submit()
+      const claimed = await server.run(claim(running.id))
+      const requested = await post(base, `/v1/jobs/${running.id}/cancel`, {})
+      expect(requested.status).toBe(202)
+      expect(await requested.json()).toMatchObject({ state: "running" })
+      const heartbeat = await server.run(
+        Effect.flatMap(Store, (store) =>
+          store.heartbeat({ jobId: claimed.id, token: claimed.leaseToken, leaseMs: 60_000 })
+        )
+      )
+      expect(heartbeat.cancelRequested).toBe(true)
+    })
+
+    it("GET /v1/jobs/{id}/events streams the view, then each change with increasing ids, and ends at terminal", async () => {
+      const { body: created } = await submit()
+      const response = await fetch(`${base}/v1/jobs/${created.id}/events`)
+      expect(response.status).toBe(200)
+      expect(response.headers.get("content-type")).toContain("text/event-stream")
+      let step = 0
+      const { events, ended } = await readEvents(response, 20, async () => {
+        // Drive the job forward once each event has been seen, so every change is observed.
+        step++
+        if (step === 1) await server.run(claim(created.id))
+        if (step === 2) {
+          await server.run(
+            Effect.gen(function* () {
+              const store = yield* Store
+              const job = yield* store.get({ jobId: created.id as JobId })
+              yield* store.complete({ jobId: job.id, token: job.leaseToken, result: { echo: "x" } })
+            })
+          )
+        }
+      })
+      expect(ended).toBe(true)
+      expect(events.map((event) => event.data.state)).toEqual(["queued", "running", "succeeded"])
+      for (let i = 1; i < events.length; i++) expect(events[i]!.id).toBeGreaterThan(events[i - 1]!.id)
+
+      // Resume after the first event: the stream starts at the next change.
+      const resumed = await readEvents(
+        await fetch(`${base}/v1/jobs/${created.id}/events`, { headers: { "last-event-id": String(events[0]!.id) } })
+      )
+      expect(resumed.ended).toBe(true)
+      expect(resumed.events.map((event) => event.data.state)).toEqual(["succeeded"])
+      expect(resumed.events[0]!.id).toBe(events[2]!.id)
+      // Resume after the terminal event: nothing more to say.
+      const done = await readEvents(
+        await fetch(`${base}/v1/jobs/${created.id}/events`, { headers: { "last-event-id": String(events[2]!.id) } })
+      )
+      expect(done).toEqual({ events: [], ended: true })
+      const missing = await fetch(`${base}/v1/jobs/01900000-0000-7000-8000-000000000000/events`)
+      expect(missing.status).toBe(404)
+    })
+
+    it("dead letters: groups with cost, arrival rate, filters, and replay that never re-runs a succeeded job", async () => {
+      const input = { text: "poison" }
+      const a = await submit({ input })
+      const b = await submit({ input })
+      const ok = await submit()
+      await server.run(failJob(a.body.id, "auth", 2))
+      await server.run(failJob(b.body.id, "auth", 3))
+      await server.run(completeJob(ok.body.id))
+
+      const response = await fetch(`${base}/v1/dead-letters?errorClass=auth&type=test.work&limit=10`)
+      expect(response.status).toBe(200)
+      const body = (await response.json()) as any
+      expect(body.jobs.map((job: any) => job.id).sort()).toEqual([a.body.id, b.body.id].sort())
+      const group = body.groups.find((g: any) => g.count === 2)
+      expect(group).toMatchObject({ errorClass: "auth", count: 2, costCents: 5 })
+      expect(body.arrivalsPerMinute).toBeGreaterThan(0)
+      expect(body.jobs[0].lastError).not.toContain("sk-secret")
+
+      const other = (await (await fetch(`${base}/v1/dead-letters?errorClass=rate_limited`)).json()) as any
+      expect(other.jobs.map((job: any) => job.id)).not.toContain(a.body.id)
+      expect((await fetch(`${base}/v1/dead-letters?errorClass=bogus`)).status).toBe(400)
+      expect((await fetch(`${base}/v1/dead-letters?limit=0`)).status).toBe(400)
+
+      const replay = await post(base, "/v1/dead-letters/replay", { ids: [a.body.id, ok.body.id, "nope"] })
+      expect(replay.status).toBe(200)
+      expect(await replay.json()).toEqual({ replayed: 1, skipped: 2 })
+      const replayedJob = (await (await fetch(`${base}/v1/jobs/${a.body.id}`)).json()) as any
+      expect(replayedJob).toMatchObject({ state: "queued", costCents: 2 })
+      const succeeded = (await (await fetch(`${base}/v1/jobs/${ok.body.id}`)).json()) as any
+      expect(succeeded.state).toBe("succeeded")
+
+      const byFilter = await post(base, "/v1/dead-letters/replay", { errorClass: "auth" })
+      expect(await byFilter.json()).toMatchObject({ replayed: 1 })
+      const again = await post(base, "/v1/dead-letters/replay", { ids: [a.body.id, b.body.id] })
+      expect(await again.json()).toEqual({ replayed: 0, skipped: 2 })
+      expect((await post(base, "/v1/dead-letters/replay", { ids: "x" })).status).toBe(400)
+      expect((await post(base, "/v1/dead-letters/replay", { errorClass: "bogus" })).status).toBe(400)
+    })
+
+    it("GET /v1/stats, /metrics and /healthz", async () => {
+      const { body: waiting } = await submit({ priority: 7 })
+      const failed = await submit()
+      await server.run(failJob(failed.body.id, "rate_limited", 4))
+      const stats = (await (await fetch(`${base}/v1/stats`)).json()) as any
+      expect(Object.keys(stats.byState).sort()).toEqual(["abandoned", "failed", "queued", "running", "succeeded"])
+      expect(stats.byState.queued).toBeGreaterThanOrEqual(1)
+      expect(stats.byState.failed).toBeGreaterThanOrEqual(1)
+      expect(stats.oldestQueuedAgeSeconds["7"]).toBeGreaterThanOrEqual(0)
+      expect(stats.deadLetterArrivalsPerMinute).toBeGreaterThan(0)
+      expect(stats.costCentsByErrorClass.rate_limited).toBeGreaterThanOrEqual(4)
+      expect(stats.deadLetterArrivals.at(-1).count).toBeGreaterThanOrEqual(1)
+      expect(waiting.state).toBe("queued")
+
+      const metrics = await fetch(`${base}/metrics`)
+      expect(metrics.status).toBe(200)
+      expect(metrics.headers.get("content-type")).toContain("text/plain")
+      const text = await metrics.text()
+      expect(text).toMatch(/^# TYPE slowcall_jobs gauge$/m)
+      expect(text).toMatch(/^slowcall_jobs\{state="failed"\} [1-9]/m)
+      const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as any
+      expect(Object.keys(openapi.paths)).toEqual(
+        expect.arrayContaining(["/v1/jobs", "/v1/jobs/{id}", "/v1/jobs/{id}/events", "/v1/dead-letters/replay"])
+      )
+      const health = await fetch(`${base}/healthz`)
+      expect(health.status).toBe(200)
+      expect(await health.json()).toEqual({ ok: true })
+    })
+
+    it("GET / serves the dashboard with no external assets; GET /v1/jobs lists recent jobs", async () => {
+      const page = await fetch(`${base}/`)
+      expect(page.status).toBe(200)
+      expect(page.headers.get("content-type")).toContain("text/html")
+      const html = await page.text()
+      expect(html).toContain("<title>slowcall</title>")
+      expect(html).not.toMatch(/(src|href)="https?:/)
+      const { body: created } = await submit()
+      const listed = (await (await fetch(`${base}/v1/jobs?limit=5`)).json()) as any
+      expect(listed.jobs[0].id).toBe(created.id)
+      expect((await fetch(`${base}/v1/jobs?state=bogus`)).status).toBe(400)
+    })
+  })
+
+  describe(`tenant isolation on ${options.name}`, () => {
+    let server: Running
+    let base: string
+    const queue = unique("tenants")
+    beforeAll(async () => {
+      server = await start(options.backend(), {
+        queue,
+        authenticate: (header) =>
+          Effect.succeed(
+            header === "Bearer token-a"
+              ? Option.some("tenant-a")
+              : header === "Bearer token-b"
+                ? Option.some("tenant-b")
+                : Option.none()
+          )
+      })
+      base = server.url
+    })
+    afterAll(async () => {
+      await server?.close()
+    })
+    const asA = { authorization: "Bearer token-a" }
+    const asB = { authorization: "Bearer token-b" }
+
+    it("requests without valid credentials get 401 and write nothing", async () => {
+      const before = await server.run(countJobs(queue))
+      for (const headers of [{}, { authorization: "Bearer wrong" }]) {
+        const response = await post(base, "/v1/jobs", { type: "test.work" }, headers)
+        expect(response.status).toBe(401)
+        expect(await response.json()).toEqual({ error: "unauthorized" })
+        expect((await fetch(`${base}/v1/stats`, { headers })).status).toBe(401)
+        expect((await fetch(`${base}/v1/dead-letters`, { headers })).status).toBe(401)
+      }
+      expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
+    it("a job is visible only to its tenant; others get 404", async () => {
+      const created = await post(base, "/v1/jobs", { type: "test.work", input: { t: "a" } }, asA)
+      expect(created.status).toBe(202)
+      const job = (await created.json()) as any
+      expect((await fetch(`${base}/v1/jobs/${job.id}`, { headers: asA })).status).toBe(200)
+      expect((await fetch(`${base}/v1/jobs/${job.id}`, { headers: asB })).status).toBe(404)
+      expect((await fetch(`${base}/v1/jobs/${job.id}/events`, { headers: asB })).status).toBe(404)
+      expect((await fetch(`${base}/v1/jobs/${job.id}/detail`, { headers: asB })).status).toBe(404)
+      expect((await post(base, `/v1/jobs/${job.id}/cancel`, {}, asB)).status).toBe(404)
+      const listB = (await (await fetch(`${base}/v1/jobs`, { headers: asB })).json()) as any
+      expect(listB.jobs.map((j: any) => j.id)).not.toContain(job.id)
+      const statsB = (await (await fetch(`${base}/v1/stats`, { headers: asB })).json()) as any
+      expect(statsB.byState.queued).toBe(0)
+
+      // The same idempotency key in two tenants names two jobs.
+      const keyed = { "idempotency-key": unique("shared") }
+      const inA = (await (await post(base, "/v1/jobs", { type: "test.work" }, { ...asA, ...keyed })).json()) as any
+      const inB = await post(base, "/v1/jobs", { type: "test.work" }, { ...asB, ...keyed })
+      expect(inB.status).toBe(202)
+      expect(((await inB.json()) as any).id).not.toBe(inA.id)
+
+      // B can neither see nor replay A's dead letter.
+      await server.run(failJob(job.id))
+      const dlB = (await (await fetch(`${base}/v1/dead-letters`, { headers: asB })).json()) as any
+      expect(dlB.jobs).toEqual([])
+      const replayB = await post(base, "/v1/dead-letters/replay", { ids: [job.id] }, asB)
+      expect(await replayB.json()).toEqual({ replayed: 0, skipped: 1 })
+      const replayAllB = await post(base, "/v1/dead-letters/replay", {}, asB)
+      expect(await replayAllB.json()).toEqual({ replayed: 0, skipped: 0 })
+      const stillFailed = (await (await fetch(`${base}/v1/jobs/${job.id}`, { headers: asA })).json()) as any
+      expect(stillFailed.state).toBe("failed")
+      const replayA = await post(base, "/v1/dead-letters/replay", { ids: [job.id] }, asA)
+      expect(await replayA.json()).toEqual({ replayed: 1, skipped: 0 })
+    })
+  })
+}

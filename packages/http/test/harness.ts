@@ -1,0 +1,36 @@
+/**
+ * Starts the HTTP server on a free port over a given Store/Transport layer, for tests.
+ */
+import { HttpServer } from "@effect/platform"
+import type { Store } from "@slowcall/core/Store"
+import type { Transport } from "@slowcall/core/Transport"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import * as Server from "../src/Server.js"
+
+export interface Running {
+  readonly url: string
+  readonly runtime: ManagedRuntime.ManagedRuntime<Store | Transport | HttpServer.HttpServer, unknown>
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Store | Transport>) => Promise<A>
+  readonly close: () => Promise<void>
+}
+
+export const start = async (
+  backend: Layer.Layer<Store | Transport, unknown>,
+  options: Partial<Server.Options> = {}
+): Promise<Running> => {
+  const layer = Server.layerNode({
+    jobTypes: ["demo.echo", "test.work"],
+    port: 0,
+    sseIntervalMs: 50,
+    ...options
+  }).pipe(Layer.provideMerge(backend))
+  const runtime = ManagedRuntime.make(layer)
+  const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    runtime,
+    run: (effect) => runtime.runPromise(effect),
+    close: () => runtime.dispose()
+  }
+}
