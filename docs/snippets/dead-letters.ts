@@ -35,7 +35,7 @@ const program = Effect.gen(function* () {
   // Alert on the arrival rate into failed, not on depth: refresh the gauges from the Store.
   yield* Metrics.refresh({ queue: "docs", windowMs: 5 * 60_000 })
   const snapshot = yield* Metrics.snapshot
-  console.log(Metrics.valueOf(snapshot, "slowcall_dead_letter_rate_per_minute")) // 0.6: 3 arrivals in 5 minutes
+  console.log(Metrics.read(snapshot, "slowcall_dead_letter_rate_per_minute")) // 0.6: 3 arrivals in 5 minutes
 
   // Replay moves failed -> queued through one conditional write per job: a job in any other state is skipped,
   // so replaying a filter twice, or a list that contains a succeeded job, never re-runs anything twice.

@@ -1,0 +1,176 @@
+/**
+ * Handlers: the code a worker runs for a job type. A handler is registered by `(type, version)`, declares the
+ * schemas of its input and result, the shape of one attempt (from which its lease is sized) and, optionally, what
+ * an attempt is expected to cost. Its `run` receives a context whose `call` is the only sanctioned way to make a
+ * billed model call: the spend is reserved before the call and settled after it, so it is recorded even when the
+ * call is interrupted or the worker has lost its lease.
+ *
+ * @since 0.1.0
+ */
+import { Data, type Effect, type Schema } from "effect"
+import type { StoreError } from "./Errors.js"
+import { type AttemptPolicy, leaseFor } from "./Lease.js"
+import type { JobId } from "./Models.js"
+
+/**
+ * A model call whose estimate would take the job's spend past its budget. Nothing was reserved and nothing was
+ * called; the worker ends the job `abandoned(budget)`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class BudgetExceeded extends Data.TaggedError("BudgetExceeded")<{
+  readonly jobId: JobId
+  readonly costCents: number
+  readonly estimateCents: number
+  readonly budgetCents: number
+}> {
+  override get message() {
+    return `job ${this.jobId}: spend ${this.costCents} + estimate ${this.estimateCents} exceeds budget ${this.budgetCents}`
+  }
+}
+
+/**
+ * One billed model call. `estimateCents` is reserved in the charge ledger before `run` starts; `cost` gives the
+ * actual amount from the reply, settled on the same call id afterwards. When `run` fails, `costOnError` may give
+ * the amount the error reports (a timeout the provider billed); otherwise the reservation stands as the record.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallOptions<A, E, R> {
+  readonly estimateCents: number
+  readonly run: Effect.Effect<A, E, R>
+  readonly cost: (result: A) => number
+  readonly costOnError?: ((error: E) => number | undefined) | undefined
+}
+
+/**
+ * What a running handler may use. Every write it causes is fenced by `token` except charges, which are accepted
+ * whatever the token because the money was spent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HandlerContext {
+  readonly jobId: JobId
+  /** The fencing token of this attempt's lease. */
+  readonly token: number
+  /** The attempt number within the current run, starting at 1. */
+  readonly attempt: number
+  readonly traceId: string | null
+  /** Record progress in 0..1; written with the next heartbeat. */
+  readonly progress: (value: number) => Effect.Effect<void>
+  /** Interrupts the handler when a cancel was requested or the lease is lost; otherwise does nothing. */
+  readonly checkpoint: Effect.Effect<void>
+  /**
+   * Make a billed model call: reserve the estimate under the call id `${jobId}:${token}:${n}`, run the call,
+   * settle the actual cost. Fails with `BudgetExceeded` (nothing called) when the estimate does not fit the
+   * budget, and with `StoreError` when the reservation cannot be written (nothing called either).
+   */
+  readonly call: <A, E, R>(options: CallOptions<A, E, R>) => Effect.Effect<A, E | BudgetExceeded | StoreError, R>
+}
+
+/**
+ * What `make` takes. `estimateCents` (fixed or from the input) is the expected spend of one attempt, used to
+ * refuse an attempt the budget cannot cover before any model call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HandlerOptions<I, IE, O, OE, R> {
+  readonly type: string
+  readonly version: number
+  readonly input: Schema.Schema<I, IE>
+  readonly result: Schema.Schema<O, OE>
+  readonly estimateCents?: number | ((input: I) => number) | undefined
+  readonly attempt: AttemptPolicy
+  readonly run: (input: I, ctx: HandlerContext) => Effect.Effect<O, unknown, R>
+}
+
+/**
+ * A registered handler. `leaseMs` is derived from `attempt` once, with `Lease.leaseFor`, so every claim and
+ * heartbeat of this handler uses the same lease.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Handler<in out I = any, in out O = any, out R = never> {
+  readonly type: string
+  readonly version: number
+  readonly input: Schema.Schema<I, any>
+  readonly result: Schema.Schema<O, any>
+  readonly estimateCents: number | ((input: I) => number) | undefined
+  readonly attempt: AttemptPolicy
+  readonly leaseMs: number
+  readonly run: (input: I, ctx: HandlerContext) => Effect.Effect<O, unknown, R>
+}
+
+/**
+ * Declare a handler. The lease is sized from the attempt policy (see `Lease.ts`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <I, IE, O, OE, R = never>(options: HandlerOptions<I, IE, O, OE, R>): Handler<I, O, R> => ({
+  type: options.type,
+  version: options.version,
+  input: options.input,
+  result: options.result,
+  estimateCents: options.estimateCents,
+  attempt: options.attempt,
+  leaseMs: leaseFor(options.attempt),
+  run: options.run
+})
+
+/**
+ * The expected spend of one attempt for this input, or `undefined` when the handler declares none (the store then
+ * uses the largest spend of an earlier attempt).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const estimateFor = <I>(handler: Handler<I, any, any>, input: I): number | undefined =>
+  typeof handler.estimateCents === "function" ? handler.estimateCents(input) : handler.estimateCents
+
+/**
+ * The registry key of a (type, version) pair.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const key = (type: string, version: number): string => `${type}@${version}`
+
+/**
+ * Handlers indexed by (type, version). Registering two handlers for the same pair is a defect: which one runs
+ * must never depend on order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Registry<R> {
+  readonly get: (type: string, version: number) => Handler<any, any, R> | undefined
+  readonly all: ReadonlyArray<Handler<any, any, R>>
+  /** The largest lease of any registered handler (the visibility of a delivery before its handler is known). */
+  readonly maxLeaseMs: number
+}
+
+/**
+ * Build a registry from a list of handlers. Throws on a duplicate (type, version): a configuration bug.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const registry = <R>(handlers: ReadonlyArray<Handler<any, any, R>>): Registry<R> => {
+  const byKey = new Map<string, Handler<any, any, R>>()
+  for (const handler of handlers) {
+    const k = key(handler.type, handler.version)
+    if (byKey.has(k)) throw new Error(`duplicate handler for ${k}`)
+    byKey.set(k, handler)
+  }
+  return {
+    get: (type, version) => byKey.get(key(type, version)),
+    all: handlers,
+    maxLeaseMs: handlers.reduce((max, handler) => Math.max(max, handler.leaseMs), 0)
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The Sweeper: the loop that makes a lost message or a dead worker harmless. Every `intervalMs` it asks the Store
+ * to sweep (expired leases back to queued or failed, overdue jobs abandoned) and publishes every requeued and stale
+ * queued job to the Transport. Publishing is at least once: a duplicate message costs one claim, never a call.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Effect, Layer, Metric, Schedule, type Scope } from "effect"
+import type { StoreError } from "./Errors.js"
+import * as Metrics from "./Metrics.js"
+import type { Job } from "./Models.js"
+import { Store, type SweepResult } from "./Store.js"
+import { Transport } from "./Transport.js"
+
+/**
+ * Sweeper configuration. Defaults: every 5 s, stale after 30 s, at most 500 jobs per sweep, all queues.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SweeperOptions {
+  readonly queue?: string | undefined
+  readonly intervalMs?: number | undefined
+  /** Queued, due jobs untouched for this long are republished. */
+  readonly republishAfterMs?: number | undefined
+  readonly limit?: number | undefined
+}
+
+/**
+ * One sweep: the Store's sweep, then a publish for each requeued and each stale job. A failed publish is logged;
+ * the job stays queued and the next sweep finds it stale again.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const runOnce = (options: SweeperOptions = {}): Effect.Effect<SweepResult, StoreError, Store | Transport> =>
+  Effect.gen(function* () {
+    const store = yield* Store
+    const transport = yield* Transport
+    const result = yield* store.sweep({
+      queue: options.queue,
+      republishAfterMs: options.republishAfterMs,
+      limit: options.limit
+    })
+    if (result.expiredFailed.length > 0) {
+      yield* Metric.incrementBy(Metrics.deadLetterArrivals, result.expiredFailed.length)
+    }
+    const publish = (job: Job) =>
+      transport
+        .publish({
+          queue: job.queue,
+          message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority }
+        })
+        .pipe(
+          Effect.catchAll((error) =>
+            Effect.logWarning("republish failed; the next sweep retries", error).pipe(
+              Effect.annotateLogs({ jobId: job.id })
+            )
+          )
+        )
+    const staleIds = new Set<string>(result.stale.map((job) => job.id))
+    for (const jobId of result.requeued) {
+      if (staleIds.has(jobId)) continue
+      const job = yield* store.get({ jobId }).pipe(Effect.catchTag("JobNotFound", () => Effect.succeed(undefined)))
+      if (job !== undefined && job.state === "queued") yield* publish(job)
+    }
+    for (const job of result.stale) yield* publish(job)
+    return result
+  })
+
+/**
+ * Run `runOnce` every `intervalMs` in the current scope until it closes. A failed sweep is logged; the loop goes on.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: SweeperOptions = {}): Effect.Effect<void, never, Store | Transport | Scope.Scope> =>
+  runOnce(options).pipe(
+    Effect.catchAll((error) => Effect.logWarning("sweep failed", error)),
+    Effect.repeat(Schedule.spaced(Duration.millis(options.intervalMs ?? 5_000))),
+    Effect.forkScoped,
+    Effect.asVoid
+  )
+
+/**
+ * A layer that runs the sweeper for the lifetime of its scope.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: SweeperOptions = {}): Layer.Layer<never, never, Store | Transport> =>
+  Layer.scopedDiscard(make(options))

@@ -1,0 +1,52 @@
+/**
+ * The per-attempt control block of a running job: why the attempt was stopped (first reason wins), the local
+ * lease end used for self-fencing, pending progress, and the spend known from the charge ledger. Shared by the
+ * heartbeat, the watchdog, the handler context and the worker's outcome logic.
+ *
+ * @internal
+ */
+import { Effect, Fiber, Option, Ref } from "effect"
+
+/** @internal */
+export type StopReason = "cancelled" | "lease_lost" | "self_fenced" | "shutdown"
+
+/** @internal */
+export interface Control {
+  readonly stopReason: Ref.Ref<Option.Option<StopReason>>
+  readonly handlerFiber: Ref.Ref<Option.Option<Fiber.RuntimeFiber<unknown, unknown>>>
+  /** Local clock ms until which this worker may act as lease holder (send time of the last renewal + lease). */
+  readonly localLeaseEnd: Ref.Ref<number>
+  readonly pendingProgress: Ref.Ref<number | undefined>
+  /** The job's `costCents` as last reported by the Store. */
+  readonly knownCostCents: Ref.Ref<number>
+  readonly callCount: Ref.Ref<number>
+}
+
+/** @internal */
+export const make = (options: { readonly localLeaseEnd: number; readonly costCents: number }): Effect.Effect<Control> =>
+  Effect.all({
+    stopReason: Ref.make(Option.none<StopReason>()),
+    handlerFiber: Ref.make(Option.none<Fiber.RuntimeFiber<unknown, unknown>>()),
+    localLeaseEnd: Ref.make(options.localLeaseEnd),
+    pendingProgress: Ref.make<number | undefined>(undefined),
+    knownCostCents: Ref.make(options.costCents),
+    callCount: Ref.make(0)
+  })
+
+/**
+ * Record a stop reason (only the first one counts) and interrupt the handler without waiting for it. Returns
+ * whether this call set the reason.
+ *
+ * @internal
+ */
+export const stop = (control: Control, reason: StopReason): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    const first = yield* Ref.modify(control.stopReason, (current) =>
+      Option.isNone(current) ? [true, Option.some(reason)] : [false, current]
+    )
+    if (first) {
+      const fiber = yield* Ref.get(control.handlerFiber)
+      if (Option.isSome(fiber)) yield* Fiber.interruptFork(fiber.value)
+    }
+    return first
+  })

@@ -1,0 +1,612 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Duration, Effect, Exit, Fiber, Option, Schema, Scope, TestClock } from "effect"
+import * as Client from "../src/Client.js"
+import { StoreError } from "../src/Errors.js"
+import * as Handler from "../src/Handler.js"
+import * as Metrics from "../src/Metrics.js"
+import type { JobId, JobState } from "../src/Models.js"
+import * as StoreModule from "../src/Store.js"
+import { Store } from "../src/Store.js"
+import * as Sweeper from "../src/Sweeper.js"
+import * as TransportModule from "../src/Transport.js"
+import { Transport } from "../src/Transport.js"
+import * as Worker from "../src/Worker.js"
+
+// A fake model that counts what really happened to it: calls started, calls finished, calls interrupted.
+interface Step {
+  readonly ms: number
+  readonly fail?: unknown
+  readonly cost?: number
+}
+
+const makeModel = () => {
+  const state = { calls: 0, completed: 0, interrupted: 0, interruptedAt: [] as Array<number> }
+  const call = (step: Step) =>
+    Effect.sync(() => ++state.calls).pipe(
+      Effect.zipLeft(Effect.sleep(step.ms)),
+      Effect.flatMap((n) => (step.fail === undefined ? Effect.succeed(`summary ${n}`) : Effect.fail(step.fail))),
+      Effect.tap(() => Effect.sync(() => state.completed++)),
+      Effect.onInterrupt(() =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.sync(() => {
+            state.interrupted++
+            state.interruptedAt.push(now)
+          })
+        )
+      )
+    )
+  return { state, call }
+}
+type Model = ReturnType<typeof makeModel>
+
+const Input = Schema.Struct({ text: Schema.String })
+const Output = Schema.Struct({ summary: Schema.String })
+
+// timeoutMs 3 s -> lease 4 s (margin 1 s), heartbeat every 1333 ms.
+const LEASE_MS = 4_000
+
+const summarize = (
+  model: Model,
+  plan: (attempt: number) => Step,
+  options: { readonly version?: number; readonly estimateCents?: number } = {}
+) =>
+  Handler.make({
+    type: "summarize",
+    version: options.version ?? 1,
+    input: Input,
+    result: Output,
+    estimateCents: options.estimateCents ?? 5,
+    attempt: { timeoutMs: 3_000 },
+    run: (input, ctx) => {
+      const step = plan(ctx.attempt)
+      return Effect.map(
+        ctx.call({
+          estimateCents: options.estimateCents ?? 5,
+          run: model.call(step),
+          cost: () => step.cost ?? 3,
+          costOnError: () => step.cost
+        }),
+        (text) => ({ summary: `${input.text}: ${text}` })
+      )
+    }
+  })
+
+const setup = Effect.gen(function* () {
+  const store = yield* StoreModule.makeMemory
+  const transport = yield* TransportModule.makeMemory()
+  const client = yield* Client.make.pipe(
+    Effect.provideService(Store, store),
+    Effect.provideService(Transport, transport)
+  )
+  const start = <R>(options: Worker.WorkerOptions<R>, view: Store["Type"] = store) =>
+    Worker.make(options).pipe(Effect.provideService(Store, view), Effect.provideService(Transport, transport))
+  const submit = (options: Partial<Client.SubmitOptions> = {}) =>
+    Effect.map(
+      client.submit({ queue: "q", type: "summarize", input: { text: "doc" }, ...options }),
+      (result) => result.job.id
+    )
+  const job = (jobId: JobId) => store.get({ jobId })
+  const stateOf = (jobId: JobId) => Effect.map(job(jobId), (j) => j.state)
+  /** Advance the test clock in small steps until `check` holds (fails the test after `maxMs`). */
+  const advanceUntil = (check: Effect.Effect<boolean, unknown>, maxMs = 120_000, stepMs = 50) =>
+    Effect.gen(function* () {
+      for (let elapsed = 0; elapsed <= maxMs; elapsed += stepMs) {
+        yield* Effect.yieldNow()
+        if (yield* Effect.orDie(check)) return
+        yield* TestClock.adjust(stepMs)
+      }
+      return yield* Effect.dieMessage(`condition not reached within ${maxMs} ms`)
+    })
+  const reaches = (jobId: JobId, ...states: ReadonlyArray<JobState>) =>
+    advanceUntil(Effect.map(stateOf(jobId), (s) => states.includes(s)))
+  return { store, transport, client, start, submit, job, stateOf, advanceUntil, reaches }
+})
+
+/** A clock that runs at half the speed of the test clock from the moment it is made. */
+const halfSpeedClock = Effect.gen(function* () {
+  const base = yield* Effect.clock
+  const origin = base.unsafeCurrentTimeMillis()
+  const millis = () => origin + (base.unsafeCurrentTimeMillis() - origin) / 2
+  const clock: Clock.Clock = {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: millis,
+    unsafeCurrentTimeNanos: () => BigInt(Math.floor(millis() * 1_000_000)),
+    currentTimeMillis: Effect.sync(millis),
+    currentTimeNanos: Effect.sync(() => BigInt(Math.floor(millis() * 1_000_000))),
+    sleep: (duration) => base.sleep(Duration.times(duration, 2))
+  }
+  return clock
+})
+
+const delta = (before: Readonly<Record<string, number>>, after: Readonly<Record<string, number>>, name: string) =>
+  Metrics.read(after, name) - Metrics.read(before, name)
+
+describe("Worker", () => {
+  it.scoped("runs a job once and acks it after the result is stored", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 500, cost: 3 }))] })
+
+      yield* t.reaches(id, "succeeded")
+
+      const job = yield* t.job(id)
+      expect(job.result).toEqual({ summary: "doc: summary 1" })
+      expect(job.costCents).toBe(3)
+      expect(job.attempts).toBe(1)
+      expect(model.state.calls).toBe(1)
+      const charges = yield* t.store.charges({ jobId: id })
+      expect(charges.map((c) => [c.callId, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 3, true]])
+      yield* t.advanceUntil(
+        Effect.map(t.transport.size("q"), (n) => n === 0),
+        5_000
+      )
+    })
+  )
+
+  it.scoped("a duplicate delivery makes no second model call", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      // A second message for the same job: the transport delivered it twice.
+      yield* t.transport.publish({ queue: "q", message: { jobId: id, type: "summarize", version: 1 } })
+      const before = yield* Metrics.snapshot
+      yield* t.start({ queue: "q", id: "w1", concurrency: 2, handlers: [summarize(model, () => ({ ms: 2_000 }))] })
+
+      yield* t.reaches(id, "succeeded")
+      yield* t.advanceUntil(
+        Effect.map(t.transport.size("q"), (n) => n === 0),
+        30_000
+      )
+
+      expect(model.state.calls).toBe(1)
+      expect((yield* t.job(id)).attempts).toBe(1)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_duplicate_deliveries_dropped_total")).toBe(1)
+    })
+  )
+
+  it.scoped("a handler slower than its lease keeps it by heartbeat", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      const handler = summarize(model, () => ({ ms: 5 * LEASE_MS }))
+      const before = yield* Metrics.snapshot
+      // Two workers and an eager sweeper: if the lease lapsed, the job would be taken over.
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+      yield* t.start({ queue: "q", id: "w2", handlers: [handler] })
+      yield* Sweeper.make({ intervalMs: 200, republishAfterMs: 0 }).pipe(
+        Effect.provideService(Store, t.store),
+        Effect.provideService(Transport, t.transport)
+      )
+
+      yield* t.reaches(id, "succeeded")
+
+      const job = yield* t.job(id)
+      expect(job.attempts).toBe(1)
+      expect(model.state.calls).toBe(1)
+      expect(model.state.interrupted).toBe(0)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_lease_takeovers_total")).toBe(0)
+    })
+  )
+
+  it.scoped("a worker whose lease was taken over cannot write its result, and its spend is recorded", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      // Worker A's clock runs at half speed (drift) and its heartbeats never reach the store: it believes it still
+      // holds the lease when another holder has already taken over.
+      const slow = yield* halfSpeedClock
+      const partitioned: Store["Type"] = { ...t.store, heartbeat: () => Effect.never }
+      const before = yield* Metrics.snapshot
+      yield* t
+        .start(
+          { queue: "q", id: "A", handlers: [summarize(model, () => ({ ms: LEASE_MS * 0.75, cost: 4 }))] },
+          partitioned
+        )
+        .pipe(Effect.withClock(slow))
+      yield* t.reaches(id, "running")
+      const claimedUntil = (yield* t.job(id)).leaseUntil!
+
+      // Past A's lease (store time) another holder takes over and commits.
+      yield* t.advanceUntil(Effect.map(t.store.now, (now) => now > claimedUntil))
+      const takeover = yield* t.store.claim({ jobId: id, owner: "B", leaseMs: LEASE_MS })
+      expect(takeover._tag === "Claimed" && takeover.takeover).toBe(true)
+      yield* t.store.complete({ jobId: id, token: 2, result: { summary: "from B" } })
+      expect(model.state.completed).toBe(0)
+
+      // A's call ends later; its result write is fenced out.
+      yield* t.advanceUntil(
+        Effect.map(Metrics.snapshot, (now) => delta(before, now, "slowcall_fenced_writes_rejected_total") === 1)
+      )
+      const job = yield* t.job(id)
+      expect(job.state).toBe("succeeded")
+      expect(job.result).toEqual({ summary: "from B" })
+      expect(model.state.calls).toBe(1)
+      expect(model.state.completed).toBe(1)
+      const charges = yield* t.store.charges({ jobId: id })
+      expect(charges.map((c) => [c.callId, c.token, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 1, 4, true]])
+      expect(job.costCents).toBe(4)
+    })
+  )
+
+  it.scoped("an outcome the store cannot persist is not acked: the message stays for redelivery", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      let writes = 0
+      const failingComplete: Store["Type"] = {
+        ...t.store,
+        complete: () =>
+          Effect.suspend(() => {
+            writes++
+            return Effect.fail(new StoreError({ reason: "Connection", operation: "complete", detail: "reset" }))
+          })
+      }
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 100 }))] }, failingComplete)
+
+      yield* t.advanceUntil(
+        Effect.sync(() => writes >= 4),
+        10_000
+      )
+      yield* TestClock.adjust(1_000)
+
+      // The first try and three retries, then nothing acked: the job is still running, the message still held.
+      expect(writes).toBe(4)
+      expect(yield* t.stateOf(id)).toBe("running")
+      expect(yield* t.transport.size("q")).toBe(1)
+      expect(model.state.calls).toBe(1)
+    })
+  )
+
+  it.scoped("a heartbeat that finds the lease lost stops the handler and writes nothing more", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      const before = yield* Metrics.snapshot
+      yield* t.start({ queue: "q", id: "A", handlers: [summarize(model, () => ({ ms: 60_000 }))] })
+      yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
+
+      // The lease moves to another holder behind A's back (token 1 -> 2).
+      yield* t.store.release({ jobId: id, token: 1 })
+      const other = yield* t.store.claim({ jobId: id, owner: "B", leaseMs: 60_000 })
+      expect(other._tag).toBe("Claimed")
+      const updatedBefore = (yield* t.job(id)).updatedAt
+
+      yield* t.advanceUntil(
+        Effect.sync(() => model.state.interrupted === 1),
+        5_000
+      )
+      yield* TestClock.adjust(LEASE_MS)
+
+      const job = yield* t.job(id)
+      expect(job.state).toBe("running")
+      expect(job.leaseToken).toBe(2)
+      expect(job.leaseOwner).toBe("B")
+      expect(job.updatedAt).toBe(updatedBefore)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_fenced_writes_rejected_total")).toBe(1)
+      const charges = yield* t.store.charges({ jobId: id })
+      expect(charges.map((c) => [c.callId, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 5, false]])
+    })
+  )
+
+  it.scoped("cancelling a running job interrupts the handler and ends abandoned(cancelled)", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 60_000 }))] })
+      yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
+
+      const flagged = yield* t.client.cancel(id)
+      expect(flagged.state).toBe("running")
+      expect(flagged.cancelRequestedAt).not.toBeNull()
+      yield* t.reaches(id, "abandoned")
+
+      const job = yield* t.job(id)
+      expect(job.abandonReason).toBe("cancelled")
+      expect(model.state.interrupted).toBe(1)
+      expect(model.state.completed).toBe(0)
+      // Interrupted within one heartbeat interval of the request.
+      expect(job.updatedAt - flagged.cancelRequestedAt!).toBeLessThanOrEqual(LEASE_MS / 3 + 100)
+      expect(job.costCents).toBe(5)
+    })
+  )
+
+  it.scoped("shutdown releases running leases and another worker finishes the job", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const slow = makeModel()
+      const fast = makeModel()
+      const id = yield* t.submit()
+      const scopeA = yield* Scope.make()
+      yield* t
+        .start({ queue: "q", id: "A", shutdownGraceMs: 1_000, handlers: [summarize(slow, () => ({ ms: 60_000 }))] })
+        .pipe(Scope.extend(scopeA))
+      yield* t.advanceUntil(Effect.sync(() => slow.state.calls === 1))
+
+      const closing = yield* Effect.fork(Scope.close(scopeA, Exit.void))
+      yield* t.advanceUntil(Effect.map(Fiber.poll(closing), Option.isSome), 10_000)
+      const released = yield* t.job(id)
+      expect(released.state).toBe("queued")
+      expect(released.leaseOwner).toBeNull()
+      expect(released.attemptsBase).toBe(1)
+      expect(slow.state.interrupted).toBe(1)
+
+      const shutdownAt = yield* Clock.currentTimeMillis
+      yield* t.start({ queue: "q", id: "B", handlers: [summarize(fast, () => ({ ms: 100 }))] })
+      yield* t.reaches(id, "succeeded")
+
+      // B claimed at once: no wait for the old lease to run out.
+      expect((yield* Clock.currentTimeMillis) - shutdownAt).toBeLessThan(LEASE_MS)
+      const attempts = yield* t.store.attempts({ jobId: id })
+      expect(attempts.map((a) => [a.worker, a.outcome])).toEqual([
+        ["A", "released"],
+        ["B", "succeeded"]
+      ])
+      expect(fast.state.calls).toBe(1)
+    })
+  )
+
+  it.scoped("shutdown lets a handler that finishes within the grace period complete", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      const scope = yield* Scope.make()
+      yield* t
+        .start({ queue: "q", id: "A", shutdownGraceMs: 5_000, handlers: [summarize(model, () => ({ ms: 2_000 }))] })
+        .pipe(Scope.extend(scope))
+      yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
+
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* t.advanceUntil(Effect.map(Fiber.poll(closing), Option.isSome), 10_000)
+
+      expect(yield* t.stateOf(id)).toBe("succeeded")
+      expect(model.state.interrupted).toBe(0)
+    })
+  )
+
+  it.scoped("a job whose budget cannot cover the next attempt ends abandoned(budget) without calling the model", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      // Attempt 1 fails retryably after spending 6; 6 + estimate 6 > budget 10.
+      const failing = summarize(model, () => ({ ms: 100, fail: { status: 500, message: "boom" }, cost: 6 }), {
+        estimateCents: 6
+      })
+      const id = yield* t.submit({ budgetCents: 10, maxAttempts: 5 })
+      // Budget 4 < estimate 6: the claim itself abandons, no call at all.
+      const tooPoor = yield* t.submit({ budgetCents: 4, input: { text: "poor" } })
+      yield* t.start({ queue: "q", id: "w1", handlers: [failing] })
+
+      yield* t.reaches(id, "abandoned")
+      yield* t.reaches(tooPoor, "abandoned")
+
+      const job = yield* t.job(id)
+      expect(job.abandonReason).toBe("budget")
+      expect(job.costCents).toBe(6)
+      expect(job.attempts).toBe(1)
+      expect(job.errorClass).toBe("server_error")
+      const poor = yield* t.job(tooPoor)
+      expect(poor.abandonReason).toBe("budget")
+      expect(poor.attempts).toBe(0)
+      expect(model.state.calls).toBe(1)
+    })
+  )
+
+  it.scoped("retries with backoff, honours Retry-After, then succeeds", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const plan = (attempt: number): Step =>
+        attempt === 1
+          ? { ms: 100, fail: { status: 500, message: "upstream failed" } }
+          : attempt === 2
+            ? { ms: 100, fail: { status: 429, headers: { "retry-after": "20" }, message: "slow down" } }
+            : { ms: 100 }
+      const id = yield* t.submit({ maxAttempts: 3 })
+      const before = yield* Metrics.snapshot
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        retry: { baseMs: 1_000, capMs: 1_000 },
+        handlers: [summarize(model, plan)]
+      })
+
+      yield* t.reaches(id, "succeeded")
+
+      const attempts = yield* t.store.attempts({ jobId: id })
+      expect(attempts.map((a) => [a.outcome, a.errorClass])).toEqual([
+        ["retried", "server_error"],
+        ["retried", "rate_limited"],
+        ["succeeded", null]
+      ])
+      const [first, second, third] = attempts
+      // Full jitter within [0, 1000] ms after the 503; the 429's Retry-After (20 s) is a floor.
+      expect(second!.startedAt - first!.endedAt!).toBeLessThanOrEqual(1_000 + 300)
+      expect(third!.startedAt - second!.endedAt!).toBeGreaterThanOrEqual(20_000)
+      expect(model.state.calls).toBe(3)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_retries_total")).toBe(2)
+    })
+  )
+
+  it.scoped("a retryable error with no attempt left fails the job", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit({ maxAttempts: 2 })
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        retry: { baseMs: 100, capMs: 100 },
+        handlers: [summarize(model, () => ({ ms: 100, fail: { status: 500, message: "boom" } }))]
+      })
+
+      yield* t.reaches(id, "failed")
+
+      const job = yield* t.job(id)
+      expect(job.errorClass).toBe("server_error")
+      expect(job.attempts).toBe(2)
+      expect(model.state.calls).toBe(2)
+    })
+  )
+
+  it.scoped("a retry that would end past the deadline abandons the job (deadline)", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const now = yield* t.store.now
+      const id = yield* t.submit({ deadlineAt: now + 10_000, maxAttempts: 5 })
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [summarize(model, () => ({ ms: 100, fail: { status: 429, headers: { "retry-after": "60" } } }))]
+      })
+
+      yield* t.reaches(id, "abandoned")
+
+      const job = yield* t.job(id)
+      expect(job.abandonReason).toBe("deadline")
+      expect(job.errorClass).toBe("rate_limited")
+      expect(model.state.calls).toBe(1)
+    })
+  )
+
+  it.scoped("a permanent error fails the job at once", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit({ maxAttempts: 5 })
+      const before = yield* Metrics.snapshot
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [summarize(model, () => ({ ms: 100, fail: { status: 401, message: "bad key sk-abcdefghijkl" } }))]
+      })
+
+      yield* t.reaches(id, "failed")
+
+      const job = yield* t.job(id)
+      expect(job.errorClass).toBe("auth")
+      expect(job.attempts).toBe(1)
+      expect(job.lastError).not.toContain("sk-abcdefghijkl")
+      expect(model.state.calls).toBe(1)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_dead_letter_arrivals_total")).toBe(1)
+    })
+  )
+
+  it.scoped("an unknown version stays queued until a worker that knows it arrives", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit({ version: 2 })
+      yield* t.start({
+        queue: "q",
+        id: "old",
+        unknownHandlerDelayMs: 1_000,
+        handlers: [summarize(model, () => ({ ms: 10 }))]
+      })
+
+      yield* TestClock.adjust(10_000)
+      const waiting = yield* t.job(id)
+      expect(waiting.state).toBe("queued")
+      expect(waiting.attempts).toBe(0)
+      expect(yield* t.transport.size("q")).toBe(1)
+      expect(model.state.calls).toBe(0)
+
+      yield* t.start({ queue: "q", id: "new", handlers: [summarize(model, () => ({ ms: 10 }), { version: 2 })] })
+      yield* t.reaches(id, "succeeded")
+      expect((yield* t.job(id)).leaseOwner).toBeNull()
+      expect(model.state.calls).toBe(1)
+    })
+  )
+
+  it.scoped("self-fences when the store is unreachable: the call is interrupted before the lease ends", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      let down = false
+      const unreachable = new StoreError({ reason: "Connection", operation: "heartbeat", detail: "refused" })
+      const flaky: Store["Type"] = {
+        ...t.store,
+        heartbeat: (options) => (down ? Effect.fail(unreachable) : t.store.heartbeat(options))
+      }
+      const before = yield* Metrics.snapshot
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 60_000 }))] }, flaky)
+      yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
+      yield* TestClock.adjust(LEASE_MS / 2)
+      const renewed = yield* t.job(id)
+      down = true
+
+      yield* t.advanceUntil(
+        Effect.sync(() => model.state.interrupted === 1),
+        30_000
+      )
+
+      // Interrupted no later than the lease the store last granted.
+      expect(model.state.interruptedAt[0]!).toBeLessThanOrEqual(renewed.leaseUntil!)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_self_fenced_total")).toBe(1)
+      const job = yield* t.job(id)
+      expect(job.state).toBe("running")
+      expect(job.result).toBeNull()
+      const charges = yield* t.store.charges({ jobId: id })
+      expect(charges.map((c) => [c.amountCents, c.settled])).toEqual([[5, false]])
+    })
+  )
+
+  it.scoped("input that fails the handler's schema ends failed(invalid_input) without a model call", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit({ input: { words: 3 } })
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 10 }))] })
+
+      yield* t.reaches(id, "failed")
+
+      const job = yield* t.job(id)
+      expect(job.errorClass).toBe("invalid_input")
+      expect(job.lastError).toContain("text")
+      expect(model.state.calls).toBe(0)
+    })
+  )
+
+  it.scoped("progress reported by the handler is stored with the next heartbeat", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const handler = Handler.make({
+        type: "summarize",
+        version: 1,
+        input: Input,
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (_, ctx) =>
+          Effect.gen(function* () {
+            yield* ctx.progress(0.5)
+            yield* Effect.sleep(10_000)
+            yield* ctx.checkpoint
+            return { summary: "done" }
+          })
+      })
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      yield* t.advanceUntil(Effect.map(t.job(id), (j) => j.progress === 0.5))
+      expect((yield* t.job(id)).state).toBe("running")
+      yield* t.reaches(id, "succeeded")
+      expect((yield* t.job(id)).progress).toBe(1)
+    })
+  )
+})
