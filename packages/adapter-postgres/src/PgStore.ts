@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import type { PGlite } from "@electric-sql/pglite"
-import { AlreadyTerminal, IdempotencyKeyReused, JobNotFound, LeaseLost, StoreError } from "@slowcall/core/Errors"
 import type { TransportError } from "@slowcall/core/Errors"
+import { AlreadyTerminal, IdempotencyKeyReused, JobNotFound, LeaseLost, StoreError } from "@slowcall/core/Errors"
 import { isTerminal, type Job, type JobId } from "@slowcall/core/Models"
 import { Store, type SubmitOptions, type SubmitResult } from "@slowcall/core/Store"
 import { type Message, Transport } from "@slowcall/core/Transport"

@@ -2,12 +2,13 @@
  * What only the Postgres adapter offers, on the real server and on PGlite: migrations, transactional enqueue, the
  * outbox relay to an external transport, and PgTransport on the Store's own tables.
  */
-import { PGlite } from "@electric-sql/pglite"
+
 import { expect, it } from "@effect/vitest"
+import { PGlite } from "@electric-sql/pglite"
+import type { TransportError } from "@slowcall/core/Errors"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Models"
 import type { SubmitOptions } from "@slowcall/core/Store"
-import type { TransportError } from "@slowcall/core/Errors"
 import * as Transport from "@slowcall/core/Transport"
 import { Effect, Fiber, Layer } from "effect"
 import pg from "pg"
@@ -16,7 +17,7 @@ import { makePgDriver, makePgliteDriver } from "../src/internal/driver.js"
 import * as PgMigrator from "../src/PgMigrator.js"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
-import { DATABASE_URL, dropSchema, uniqueSchema, holdServer } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, uniqueSchema } from "./support.js"
 
 holdServer()
 

@@ -14,7 +14,7 @@ import { Effect, Ref } from "effect"
 import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
-import { DATABASE_URL, dropSchema, uniqueSchema, holdServer } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, uniqueSchema } from "./support.js"
 
 holdServer()
 

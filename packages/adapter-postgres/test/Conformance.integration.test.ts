@@ -1,6 +1,6 @@
 import { StoreConformance } from "@slowcall/testing/StoreConformance"
 import * as PgStore from "../src/PgStore.js"
-import { serverLayer, uniqueSchema, holdServer } from "./support.js"
+import { holdServer, serverLayer, uniqueSchema } from "./support.js"
 
 holdServer()
 

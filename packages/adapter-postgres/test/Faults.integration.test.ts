@@ -13,7 +13,7 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
 import { type ModelCall, runJobs } from "./faultHarness.js"
-import { DATABASE_URL, dropSchema, uniqueSchema, holdServer } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, uniqueSchema } from "./support.js"
 
 holdServer()
 

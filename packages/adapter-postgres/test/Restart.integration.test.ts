@@ -13,7 +13,7 @@ import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
 import { runJobs } from "./faultHarness.js"
-import { DATABASE_URL, dropSchema, uniqueSchema, holdServer } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, uniqueSchema } from "./support.js"
 
 holdServer("exclusive")
 

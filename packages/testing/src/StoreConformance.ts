@@ -6,10 +6,11 @@
  *
  * @since 0.1.0
  */
+
+import { expect, layer } from "@effect/vitest"
 import type { Job, JobId } from "@slowcall/core/Models"
 import { attemptsLeft } from "@slowcall/core/Models"
 import { type ClaimResult, Store } from "@slowcall/core/Store"
-import { expect, layer } from "@effect/vitest"
 import { Clock, Context, Duration, Effect, Layer, TestClock } from "effect"
 import { type JobFactory, type JobSpec, makeJobFactory } from "./JobFactory.js"
 

@@ -5,9 +5,10 @@
  *
  * @since 0.1.0
  */
+
+import { expect, layer } from "@effect/vitest"
 import type { JobId } from "@slowcall/core/Models"
 import { type Delivery, type Message, Transport, type TransportCapabilities } from "@slowcall/core/Transport"
-import { expect, layer } from "@effect/vitest"
 import { Duration, Effect, Fiber, type Layer, TestClock } from "effect"
 import { makeJobFactory } from "./JobFactory.js"
 

@@ -7,19 +7,16 @@
 /**
  * @since 0.1.0
  */
+export * as FaultProxy from "./FaultProxy.js"
+/**
+ * @since 0.1.0
+ */
 export * as JobFactory from "./JobFactory.js"
-
 /**
  * @since 0.1.0
  */
 export * as StoreConformance from "./StoreConformance.js"
-
 /**
  * @since 0.1.0
  */
 export * as TransportConformance from "./TransportConformance.js"
-
-/**
- * @since 0.1.0
- */
-export * as FaultProxy from "./FaultProxy.js"

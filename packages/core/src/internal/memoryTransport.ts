@@ -7,7 +7,6 @@
  */
 import { Deferred, Duration, Effect, Exit, FiberId } from "effect"
 import type { Delivery, Message } from "../Transport.js"
-import type { JobId } from "../Models.js"
 
 interface Entry {
   readonly seq: number

@@ -1,0 +1,106 @@
+/**
+ * `slowcall simulate`: run the deterministic simulator over a run set and report. Exit status 0 when every
+ * invariant holds, 1 otherwise. `--replay FILE` runs one saved plan (a corpus entry) once.
+ *
+ * @since 0.1.0
+ */
+import { Command, Options } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import * as Plan from "@slowcall/simulator/Plan"
+import * as Report from "@slowcall/simulator/Report"
+import * as Simulator from "@slowcall/simulator/Simulate"
+import { Console, Effect, Option } from "effect"
+import { CliError } from "./CliError.js"
+
+const parseFaults = (text: string): ReadonlyArray<Plan.FaultKind> => {
+  if (text === "all") return Plan.faultKinds
+  if (text === "none" || text === "") return []
+  const kinds = text.split(",").map((s) => s.trim().toUpperCase())
+  for (const kind of kinds) {
+    if (!(Plan.faultKinds as ReadonlyArray<string>).includes(kind)) {
+      throw new Error(`unknown fault ${kind}; known: ${Plan.faultKinds.join(",")}`)
+    }
+  }
+  return kinds as ReadonlyArray<Plan.FaultKind>
+}
+
+const options = {
+  seed: Options.integer("seed").pipe(Options.withDescription("seed of the run set"), Options.withDefault(1)),
+  runs: Options.integer("runs").pipe(Options.withDescription("number of simulated runs"), Options.withDefault(100)),
+  jobs: Options.integer("jobs").pipe(Options.withDescription("jobs per run"), Options.withDefault(20)),
+  workers: Options.integer("workers").pipe(Options.withDescription("worker processes per run"), Options.withDefault(4)),
+  faults: Options.text("faults").pipe(
+    Options.withDescription("fault kinds allowed, e.g. F5,F6,F11 (default all; 'none' for fault-free runs)"),
+    Options.withDefault("all")
+  ),
+  allFaults: Options.boolean("all-faults").pipe(
+    Options.withDescription("switch every allowed fault kind on in every run (no swarm subsets)")
+  ),
+  json: Options.boolean("json").pipe(Options.withDescription("print one JSON object")),
+  replay: Options.text("replay").pipe(
+    Options.withDescription("replay one saved plan (corpus JSON) once"),
+    Options.optional
+  ),
+  saveCorpus: Options.text("save-corpus").pipe(
+    Options.withDescription("directory where shrunk failing plans are written"),
+    Options.optional
+  )
+}
+
+/**
+ * The `simulate` command. Invariant: the same flags print the same report (same historyHash) on every machine.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const simulateCommand = Command.make("simulate", options, (flags) =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const faults = yield* Effect.try({
+      try: () => parseFaults(flags.faults),
+      catch: (error) => new CliError({ message: (error as Error).message })
+    })
+    let report: Simulator.Report
+    if (Option.isSome(flags.replay)) {
+      const text = yield* fs
+        .readFileString(flags.replay.value)
+        .pipe(
+          Effect.mapError(
+            () => new CliError({ message: `cannot read ${flags.replay.pipe(Option.getOrElse(() => ""))}` })
+          )
+        )
+      const entry = JSON.parse(text) as Report.CorpusEntry
+      report = Simulator.replayPlan(entry.plan)
+    } else {
+      report = Simulator.simulate({
+        seed: flags.seed,
+        runs: flags.runs,
+        jobs: flags.jobs,
+        workers: flags.workers,
+        faults,
+        allFaults: flags.allFaults
+      })
+    }
+    if (Option.isSome(flags.saveCorpus)) {
+      for (const failure of report.failures) {
+        yield* fs
+          .makeDirectory(flags.saveCorpus.value, { recursive: true })
+          .pipe(
+            Effect.zipRight(
+              fs.writeFileString(
+                `${flags.saveCorpus.value}/${Report.corpusName(failure)}`,
+                `${JSON.stringify(Report.corpusEntry(failure, `slowcall simulate --seed ${flags.seed}`), null, 2)}\n`
+              )
+            ),
+            Effect.orDie
+          )
+      }
+    }
+    yield* Console.log(flags.json ? JSON.stringify(Report.toJson(report)) : Report.format(report))
+    if (report.violations.length > 0) {
+      return yield* new CliError({
+        message: `${report.violations.length} invariant violation(s); first: ${report.violations[0]!.invariant}`
+      })
+    }
+  })
+).pipe(Command.withDescription("Run the deterministic simulator: faults, invariants, shrinking, replay."))

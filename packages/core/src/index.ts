@@ -1,0 +1,42 @@
+/**
+ * @slowcall/core: the job model, the lease protocol's seams (Store, Transport) with in-memory layers, the Worker,
+ * Client and Sweeper, error normalisation, the queue-or-not decision rule, and metrics. Each module is also
+ * importable on its own path (`@slowcall/core/Worker`).
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Canonical from "./Canonical.js"
+/** @since 0.1.0 */
+export * as Client from "./Client.js"
+/** @since 0.1.0 */
+export * as Decide from "./Decide.js"
+/** @since 0.1.0 */
+export * as ErrorClasses from "./ErrorClasses.js"
+/** @since 0.1.0 */
+export * as Errors from "./Errors.js"
+/** @since 0.1.0 */
+export * as Handler from "./Handler.js"
+/** @since 0.1.0 */
+export * as Ids from "./Ids.js"
+/** @since 0.1.0 */
+export * as Lease from "./Lease.js"
+/** @since 0.1.0 */
+export * as Metrics from "./Metrics.js"
+/** @since 0.1.0 */
+export * as Models from "./Models.js"
+/** @since 0.1.0 */
+export * as Normalize from "./Normalize.js"
+/** @since 0.1.0 */
+export * as Retry from "./Retry.js"
+/** @since 0.1.0 */
+export * as StateMachine from "./StateMachine.js"
+/** @since 0.1.0 */
+export * as Store from "./Store.js"
+/** @since 0.1.0 */
+export * as Sweeper from "./Sweeper.js"
+/** @since 0.1.0 */
+export * as Transport from "./Transport.js"
+/** @since 0.1.0 */
+export * as Worker from "./Worker.js"
