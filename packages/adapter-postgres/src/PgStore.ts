@@ -304,11 +304,15 @@ export const make = (driver: Driver, options: { readonly schema?: string | undef
           o.now ?? null
         ])
         if (targets === undefined) return { replayed: rows.map((row) => row.id as JobId), skipped: [] }
+        // Each moved job counts as replayed at its first mention; a repeat found it queued already, so it is skipped.
         const done = new Set(rows.map((row) => row.id))
-        return {
-          replayed: targets.filter((id) => done.has(id)),
-          skipped: targets.filter((id) => !done.has(id))
+        const replayed: Array<JobId> = []
+        const skipped: Array<JobId> = []
+        for (const id of targets) {
+          if (done.delete(id)) replayed.push(id)
+          else skipped.push(id)
         }
+        return { replayed, skipped }
       }),
 
     sweep: (o) =>

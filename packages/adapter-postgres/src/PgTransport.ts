@@ -10,6 +10,13 @@
  * and also poll every `pollMs`, so a missed notification (a LISTEN connection lost during a restart) only delays
  * work. Receives select batches with FOR UPDATE SKIP LOCKED, so concurrent receivers never wait on each other.
  *
+ * Publishing: there is one message per job (its row), so `publish` cannot add a second copy beside a hidden one.
+ * It makes a visible row wait `delayMs`, and never makes a hidden row (a delivery in flight, a worker's `defer`)
+ * visible earlier than it already is: a hidden row comes back by itself when its hiding ends, so nothing is lost,
+ * and a sweeper republishing a waiting job cannot undo a worker's deferral. The Store's own transitions to queued
+ * (retry, release, replay, requeue after an expired lease) clear the hiding, so a job that is queued again is
+ * deliverable at once.
+ *
  * Capabilities: `defer` yes; no `maxReceiveCount` (a job is never moved aside by the transport; the Store's
  * attempts and the sweeper decide its fate). Messages can only name jobs of this Store: publishing an id that is
  * not a queued job of that queue delivers nothing, because there is nothing to run.
@@ -63,6 +70,7 @@ const toTransportError = (operation: string, error: unknown): TransportError => 
       return new TransportError({ reason: "Throttled", operation, detail })
     case "unique_violation":
     case "integrity_violation":
+    case "unstorable_value":
     case "other":
       return new TransportError({ reason: "Unknown", operation, detail })
     default: {

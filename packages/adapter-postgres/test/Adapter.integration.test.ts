@@ -1,6 +1,7 @@
 /**
  * What only the Postgres adapter offers, on the real server and on PGlite: migrations, transactional enqueue, the
- * outbox relay to an external transport, and PgTransport on the Store's own tables.
+ * outbox relay to an external transport, PgTransport on the Store's own tables, and store time kept at full
+ * precision across the JS/SQL boundary.
  */
 
 import { expect, it } from "@effect/vitest"
@@ -17,7 +18,7 @@ import { makePgDriver, makePgliteDriver } from "../src/internal/driver.js"
 import * as PgMigrator from "../src/PgMigrator.js"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
-import { DATABASE_URL, dropSchema, holdServer, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, serverLayer, uniqueSchema } from "./support.js"
 
 holdServer()
 
@@ -299,24 +300,63 @@ for (const backend of backends) {
       }).pipe(Effect.provide(layer()))
     )
 
-    it.live("defer hides a still-queued job; extend keeps it hidden; ack keeps it off until published again", () =>
+    it.live(
+      "defer hides a still-queued job; extend keeps it hidden; after an ack it returns when the hiding ends",
+      () =>
+        Effect.gen(function* () {
+          const transport = yield* PgTransport.PgTransport
+          const queue = `def-${(yield* makeJobId).slice(-8)}`
+          const [id] = yield* submitMany(queue, 1)
+          const [delivery] = yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })
+          yield* transport.defer({ delivery: delivery!, delayMs: 400 })
+          yield* Effect.sleep("200 millis")
+          expect(yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })).toEqual([])
+          const [back] = yield* transport.receive({ queue, max: 1, visibilityMs: 200, waitMs: 2_000 })
+          expect(back?.jobId).toBe(id)
+          yield* transport.extend({ delivery: back!, visibilityMs: 800 })
+          yield* Effect.sleep("300 millis")
+          expect(yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })).toEqual([])
+          // ack writes nothing: the row is the message, and a job still queued must come back.
+          yield* transport.ack({ delivery: back! })
+          const [again] = yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 1_200 })
+          expect(again?.jobId).toBe(id)
+        }).pipe(Effect.provide(layer()))
+    )
+
+    it.live("publish never brings a hidden job forward: a defer survives a republish; a longer delay is kept", () =>
       Effect.gen(function* () {
         const transport = yield* PgTransport.PgTransport
-        const queue = `def-${(yield* makeJobId).slice(-8)}`
+        const queue = `pub-${(yield* makeJobId).slice(-8)}`
+        const [deferred, waiting] = yield* submitMany(queue, 2)
+        const message = (jobId: JobId) => ({ jobId, type: "demo.echo", version: 1 })
+        const first = yield* transport.receive({ queue, max: 2, visibilityMs: 30_000, waitMs: 0 })
+        expect(first.map((delivery) => delivery.jobId)).toEqual([deferred, waiting])
+        // A worker without a handler for the type defers it; a sweeper then republishes both waiting jobs.
+        yield* transport.defer({ delivery: first[0]!, delayMs: 30_000 })
+        yield* transport.defer({ delivery: first[1]!, delayMs: 300 })
+        yield* transport.publish({ queue, message: message(deferred!) })
+        yield* transport.publish({ queue, message: message(waiting!), delayMs: 1_000 })
+
+        expect(yield* transport.receive({ queue, max: 2, visibilityMs: 30_000, waitMs: 600 })).toEqual([])
+        const later = yield* transport.receive({ queue, max: 2, visibilityMs: 30_000, waitMs: 1_500 })
+        expect(later.map((delivery) => delivery.jobId)).toEqual([waiting])
+      }).pipe(Effect.provide(layer()))
+    )
+
+    it.live("a job the Store queues again is deliverable at once, whatever hid its row before", () =>
+      Effect.gen(function* () {
+        const store = yield* PgStore.PgStore
+        const transport = yield* PgTransport.PgTransport
+        const queue = `req-${(yield* makeJobId).slice(-8)}`
         const [id] = yield* submitMany(queue, 1)
-        const [delivery] = yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })
-        yield* transport.defer({ delivery: delivery!, delayMs: 400 })
-        yield* Effect.sleep("200 millis")
-        expect(yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })).toEqual([])
-        const [back] = yield* transport.receive({ queue, max: 1, visibilityMs: 200, waitMs: 2_000 })
-        expect(back?.jobId).toBe(id)
-        yield* transport.extend({ delivery: back!, visibilityMs: 60_000 })
-        yield* Effect.sleep("300 millis")
-        expect(yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })).toEqual([])
-        yield* transport.ack({ delivery: back! })
+        const [delivery] = yield* transport.receive({ queue, max: 1, visibilityMs: 60_000, waitMs: 0 })
+        const claim = yield* store.claim({ jobId: id!, owner: "w", leaseMs: 60_000 })
+        expect(claim._tag).toBe("Claimed")
+        expect(delivery?.jobId).toBe(id)
+        yield* store.release({ jobId: id!, token: claim.job.leaseToken })
         yield* transport.publish({ queue, message: { jobId: id!, type: "demo.echo", version: 1 } })
-        const [published] = yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })
-        expect(published?.jobId).toBe(id)
+        const [back] = yield* transport.receive({ queue, max: 1, visibilityMs: 60_000, waitMs: 0 })
+        expect(back?.jobId).toBe(id)
       }).pipe(Effect.provide(layer()))
     )
 
@@ -365,3 +405,28 @@ for (const backend of backends) {
     )
   })
 }
+
+describe("store time on the server", () => {
+  it.effect("updatedAt moves forward by one microsecond per write under a frozen clock, kept exactly in JS", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const now = 1_764_424_454_123.457
+      const options = yield* jobOptions("micro", { now })
+      yield* store.submit(options)
+      const id = options.id
+      const claim = yield* store.claim({ jobId: id, owner: "w", leaseMs: 60_000, now })
+      expect(claim._tag).toBe("Claimed")
+      const token = claim.job.leaseToken
+      const stamps: Array<number> = [(yield* store.get({ jobId: id })).updatedAt]
+      for (let i = 0; i < 3; i++) {
+        yield* store.heartbeat({ jobId: id, token, leaseMs: 60_000, now })
+        stamps.push((yield* store.get({ jobId: id })).updatedAt)
+      }
+      yield* store.charge({ jobId: id, callId: "c1", token, amountCents: 1, settled: false, now })
+      stamps.push((yield* store.get({ jobId: id })).updatedAt)
+      stamps.push((yield* store.complete({ jobId: id, token, result: null, now })).updatedAt)
+
+      expect(stamps).toEqual([1, 2, 3, 4, 5, 6].map((k) => Math.round((now + k / 1000) * 1000) / 1000))
+    }).pipe(Effect.provide(serverLayer(uniqueSchema("micro"))))
+  )
+})

@@ -5,16 +5,20 @@
  * Each worker is the protocol loop the core Worker runs (receive -> claim -> model call with a charge -> fenced
  * complete -> ack; a busy job is deferred until its lease ends, a settled one acked), written out here so the test
  * counts every model call and every rejected fenced write itself.
+ *
+ * Also: concurrent submits that share one idempotency key, on fresh connections, leave exactly one job; and
+ * concurrent sweeps hand each waiting job out once between them.
  */
 import { expect, it } from "@effect/vitest"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Models"
+import type { SubmitOptions } from "@slowcall/core/Store"
 import type { Delivery } from "@slowcall/core/Transport"
 import { Effect, Ref } from "effect"
 import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
-import { DATABASE_URL, dropSchema, holdServer, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, serverLayer, uniqueSchema } from "./support.js"
 
 holdServer()
 
@@ -111,5 +115,93 @@ describe("concurrency on the real server", () => {
         yield* Effect.log(`${JOBS} jobs by ${WORKERS} workers in ${elapsed} ms; ${duplicates} duplicate deliveries`)
       }).pipe(Effect.provide(PgStore.layer({ connectionString: DATABASE_URL, schema, max: 12 }))),
     60_000
+  )
+})
+
+describe("idempotent submit under concurrency on the real server", () => {
+  const submitOptions = (id: JobId, extra: Partial<SubmitOptions>): SubmitOptions => ({
+    id,
+    queue: "keys",
+    type: "t",
+    version: 1,
+    inputHash: `h-${id}`,
+    input: { text: "doc" },
+    maxAttempts: 3,
+    ...extra
+  })
+
+  it.effect("concurrent submits with one request key and one input return one job, exactly one created", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const ids = yield* Effect.all(Array.from({ length: 16 }, () => makeJobId))
+
+      const results = yield* Effect.forEach(
+        ids,
+        (id) => store.submit(submitOptions(id, { requestKey: "same-key", inputHash: "same-hash" })),
+        { concurrency: "unbounded" }
+      )
+
+      expect(new Set(results.map((r) => r.job.id)).size).toBe(1)
+      expect(results.filter((r) => r.created)).toHaveLength(1)
+      expect(yield* store.list({ queue: "keys", limit: 100 })).toHaveLength(1)
+    }).pipe(Effect.provide(serverLayer(uniqueSchema("keys1"), { max: 16 })))
+  )
+
+  it.effect("concurrent submits with one key and other inputs: one job, the rest IdempotencyKeyReused naming it", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const ids = yield* Effect.all(Array.from({ length: 12 }, () => makeJobId))
+
+      const results = yield* Effect.forEach(
+        ids,
+        (id, n) => Effect.either(store.submit(submitOptions(id, { requestKey: "k2", inputHash: `hash-${n}` }))),
+        { concurrency: "unbounded" }
+      )
+
+      const created = results.flatMap((r) => (r._tag === "Right" && r.right.created ? [r.right.job.id] : []))
+      expect(created).toHaveLength(1)
+      for (const r of results) {
+        if (r._tag === "Left") expect(r.left).toMatchObject({ _tag: "IdempotencyKeyReused", existingJobId: created[0] })
+      }
+      expect(results.filter((r) => r._tag === "Left")).toHaveLength(11)
+      expect(yield* store.list({ queue: "keys", limit: 100 })).toHaveLength(1)
+    }).pipe(Effect.provide(serverLayer(uniqueSchema("keys2"), { max: 12 })))
+  )
+})
+
+describe("sweeps under concurrency on the real server", () => {
+  it.effect("sweepers running at once hand each waiting job out once between them", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const t0 = yield* store.now
+      const ids: Array<JobId> = []
+      for (let n = 0; n < 40; n++) {
+        const id = yield* makeJobId
+        yield* store.submit({
+          id,
+          queue: "sweeps",
+          type: "t",
+          version: 1,
+          inputHash: `h${n}`,
+          input: { n },
+          maxAttempts: 3,
+          now: t0
+        })
+        ids.push(id)
+      }
+
+      const results = yield* Effect.all(
+        Array.from({ length: 4 }, () =>
+          store.sweep({ queue: "sweeps", republishAfterMs: 30_000, limit: 15, now: t0 + 60_000 })
+        ),
+        { concurrency: "unbounded" }
+      )
+
+      const handedOut = results.flatMap((result) => result.stale.map((job) => job.id))
+      expect(handedOut).toHaveLength(40)
+      expect(new Set(handedOut)).toEqual(new Set(ids))
+      const again = yield* store.sweep({ queue: "sweeps", republishAfterMs: 30_000, now: t0 + 60_000 })
+      expect(again.stale).toEqual([])
+    }).pipe(Effect.provide(serverLayer(uniqueSchema("sweeps"), { max: 8 })))
   )
 })

@@ -16,6 +16,8 @@ describe("driver errors become StoreError in one switch", () => {
     ["53300", "Connection"],
     ["23505", "Constraint"],
     ["23503", "Constraint"],
+    ["22P05", "Constraint"],
+    ["22021", "Constraint"],
     ["ECONNRESET", "Connection"],
     ["ECONNREFUSED", "Connection"],
     ["EPIPE", "Connection"],
@@ -41,6 +43,19 @@ describe("driver errors become StoreError in one switch", () => {
     const error = toStoreError("claim", new Error("timeout exceeded when trying to connect"))
     expect(error.reason).toBe("Timeout")
     expect(error.isRetryable).toBe(true)
+  })
+
+  it("a value the server cannot store (U+0000 in jsonb, a NUL byte in text) is final, never retried", () => {
+    const jsonb = toStoreError(
+      "complete",
+      withCode("22P05", "unsupported Unicode escape sequence: \\u0000 cannot be converted to text.")
+    )
+    expect(jsonb).toMatchObject({ reason: "Constraint", operation: "complete" })
+    expect(jsonb.isRetryable).toBe(false)
+    expect(classify(withCode("22P05"))).toBe("unstorable_value")
+    const text = toStoreError("fail", withCode("22021", 'invalid byte sequence for encoding "UTF8": 0x00'))
+    expect(text.reason).toBe("Constraint")
+    expect(text.isRetryable).toBe(false)
   })
 
   it("constraint and unknown failures are not retryable; the others are", () => {

@@ -25,7 +25,10 @@ export const dropSchema = async (schema: string): Promise<void> => {
 }
 
 /** The server layer on a fresh schema that is dropped when the layer's scope closes. */
-export const serverLayer = (schema: string, options: Omit<PgStore.LayerOptions, "schema"> = {}) =>
+export const serverLayer = (
+  schema: string,
+  options: Omit<Parameters<typeof PgStore.layer>[0], "schema" | "connectionString"> = {}
+) =>
   Layer.scopedDiscard(Effect.addFinalizer(() => Effect.promise(() => dropSchema(schema)))).pipe(
     Layer.provideMerge(PgStore.layer({ connectionString: DATABASE_URL, schema, ...options }))
   )

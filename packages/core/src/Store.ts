@@ -10,7 +10,8 @@
  * - Fenced writes (`heartbeat`, `complete`, `fail`, `retry`, `abandon`, `release`) apply only when
  *   `state = 'running' AND leaseToken = token`, and otherwise fail with `LeaseLost`, changing nothing.
  * - `charge` is keyed by call id, counted once, and accepted from stale tokens: the money was spent.
- * - Every accepted write moves `updatedAt` strictly forward.
+ * - Every accepted write to the job record moves `updatedAt` strictly forward. The one write outside the record is
+ *   the sweep's republish mark (see `sweep`), which never moves `updatedAt`.
  *
  * @since 0.1.0
  */
@@ -264,8 +265,14 @@ export interface ReplayResult {
  */
 export interface SweepOptions {
   readonly queue?: string | undefined
-  /** Queued, due jobs untouched for this long are returned in `stale` for republishing. */
+  /**
+   * Queued, due jobs neither written nor returned in `stale` for this long are returned in `stale` for
+   * republishing (default 30 s).
+   */
   readonly republishAfterMs?: number | undefined
+  /**
+   * The most jobs one pass writes, all kinds together: requeued, expired-failed, abandoned and stale (default 1000).
+   */
   readonly limit?: number | undefined
   readonly now?: number | undefined
 }
@@ -378,16 +385,24 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
      */
     readonly deadLetters: (options: DeadLetterOptions) => Effect.Effect<DeadLetters, StoreError>
     /**
-     * For each target: failed -> queued (due now, `attemptsBase = attempts`: a fresh run of `maxAttempts`;
-     * history and spend stay) through one conditional write; any other state is skipped.
+     * For each target, in the order given: failed -> queued (due now, `attemptsBase = attempts`: a fresh run of
+     * `maxAttempts`; `cancelRequestedAt` cleared, so a cancel requested before the failure does not settle the new
+     * run; history and spend stay) through one conditional write; any other state is skipped. An id given twice is
+     * replayed at most once: its repeat finds the job queued and is skipped.
      */
     readonly replay: (options: ReplayOptions) => Effect.Effect<ReplayResult, StoreError>
     /**
-     * Running jobs whose lease ended (`leaseUntil < now`): abandoned(cancelled) when a cancel was requested,
-     * abandoned(deadline) past the deadline, failed(`lease_expired`) with no attempt left, else queued and due now
-     * (attempt row `expired`). Queued jobs past their deadline: abandoned(deadline). `stale`: queued, due jobs whose
-     * `updatedAt <= now - republishAfterMs` (default 30 s), for a transport to republish; nothing is written for
-     * them.
+     * One pass, in this order, writing at most `limit` jobs in all (default 1000):
+     * 1. Running jobs whose lease ended (`leaseUntil < now`), oldest insertion first: abandoned(cancelled) when a
+     *    cancel was requested, abandoned(deadline) past the deadline, failed(`lease_expired`) with no attempt left,
+     *    else queued and due now (attempt row `expired`).
+     * 2. Queued jobs past their deadline, oldest insertion first: abandoned(deadline).
+     * 3. `stale`, with what is left of the limit: queued, due jobs not past their deadline (and not requeued by
+     *    this pass) whose last touch (the later of `updatedAt` and the time a sweep last returned them in `stale`)
+     *    is `<= now - republishAfterMs` (default 30 s), least recently touched first, for a transport to
+     *    republish. Each job returned is marked republished at `now`, so it is not returned again until another
+     *    `republishAfterMs` has passed without a write. The mark is not part of the job record: it does not move
+     *    `updatedAt` or change anything `get` shows.
      */
     readonly sweep: (options: SweepOptions) => Effect.Effect<SweepResult, StoreError>
     /** Counts by state, oldest due queued job per priority, cost by error class, failures since `failedSince`. */

@@ -1,7 +1,9 @@
 /**
  * The Sweeper: the loop that makes a lost message or a dead worker harmless. Every `intervalMs` it asks the Store
  * to sweep (expired leases back to queued or failed, overdue jobs abandoned) and publishes every requeued and stale
- * queued job to the Transport. Publishing is at least once: a duplicate message costs one claim, never a call.
+ * queued job to the Transport. Publishing is at least once: a duplicate message costs one claim, never a call. A
+ * job left waiting is republished at most once per `republishAfterMs` (the Store marks what it hands out), so a
+ * backlog does not grow by one duplicate per job on every pass.
  *
  * @since 0.1.0
  */
@@ -13,7 +15,8 @@ import { Store, type SweepResult } from "./Store.js"
 import { Transport } from "./Transport.js"
 
 /**
- * Sweeper configuration. Defaults: every 5 s, stale after 30 s, at most 500 jobs per sweep, all queues.
+ * Sweeper configuration. Defaults: every 5 s, stale after 30 s, the Store's default limit (1000 jobs) per sweep, all
+ * queues.
  *
  * @since 0.1.0
  * @category models
@@ -21,14 +24,15 @@ import { Transport } from "./Transport.js"
 export interface SweeperOptions {
   readonly queue?: string | undefined
   readonly intervalMs?: number | undefined
-  /** Queued, due jobs untouched for this long are republished. */
+  /** Queued, due jobs neither written nor republished for this long are republished. */
   readonly republishAfterMs?: number | undefined
+  /** The most jobs one sweep writes and publishes, all kinds together (see `Store.sweep`). */
   readonly limit?: number | undefined
 }
 
 /**
  * One sweep: the Store's sweep, then a publish for each requeued and each stale job. A failed publish is logged;
- * the job stays queued and the next sweep finds it stale again.
+ * the job stays queued and a sweep returns it as stale again once `republishAfterMs` has passed.
  *
  * @since 0.1.0
  * @category combinators

@@ -117,4 +117,27 @@ describe("Sweeper", () => {
       ).toBe(1)
     })
   )
+
+  it.effect("a job waiting in the transport is republished once per republishAfterMs, not on every sweep", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const { job } = yield* t.provide(
+        Effect.flatMap(Client.make, (client) => client.submit({ queue: "q", type: "echo", input: 1 }))
+      )
+      expect(yield* t.transport.size("q")).toBe(1)
+      yield* TestClock.adjust(31_000)
+
+      const handedOut: Array<number> = []
+      for (let i = 0; i < 10; i++) {
+        const swept = yield* t.provide(Sweeper.runOnce({ republishAfterMs: 30_000 }))
+        handedOut.push(swept.stale.length)
+        yield* TestClock.adjust(5_000)
+      }
+
+      // Sweeps at 31, 36, ..., 76 s: the job goes out again at 31 s and at 61 s, never in between.
+      expect(handedOut).toEqual([1, 0, 0, 0, 0, 0, 1, 0, 0, 0])
+      expect(yield* t.transport.size("q")).toBe(3)
+      expect(yield* t.store.get({ jobId: job.id })).toEqual(job)
+    })
+  )
 })

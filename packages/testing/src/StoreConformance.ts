@@ -1064,6 +1064,39 @@ export const StoreConformance = (options: StoreConformanceOptions): void => {
       })
     )
 
+    it.effect("replay: an id named twice is replayed once, its repeat skipped", () =>
+      Effect.gen(function* () {
+        const { store, now, submit, claimed } = yield* fixture
+        const job = yield* submit({ maxAttempts: 1 })
+        const running = yield* claimed(job.id)
+        const at = yield* now
+        yield* store.fail({ jobId: job.id, token: running.leaseToken, errorClass: "auth", error: "401", now: at })
+
+        const result = yield* store.replay({ jobIds: [job.id, job.id], now: at })
+
+        expect(result).toEqual({ replayed: [job.id], skipped: [job.id] })
+        expect(yield* store.get({ jobId: job.id })).toMatchObject({ state: "queued", attempts: 1, attemptsBase: 1 })
+      })
+    )
+
+    it.effect("replay: a cancel requested before the failure does not settle the replayed run", () =>
+      Effect.gen(function* () {
+        const { store, now, submit, claimed } = yield* fixture
+        const job = yield* submit()
+        const running = yield* claimed(job.id)
+        const at = yield* now
+        yield* store.cancel({ jobId: job.id, now: at })
+        yield* store.fail({ jobId: job.id, token: running.leaseToken, errorClass: "auth", error: "401", now: at })
+        expect((yield* store.get({ jobId: job.id })).cancelRequestedAt).not.toBeNull()
+
+        yield* store.replay({ jobIds: [job.id], now: at })
+
+        expect(yield* store.get({ jobId: job.id })).toMatchObject({ state: "queued", cancelRequestedAt: null })
+        const rerun = yield* claimed(job.id, "worker-b")
+        expect(rerun).toMatchObject({ state: "running", attempts: 2, leaseOwner: "worker-b" })
+      })
+    )
+
     it.effect("replay by filter moves only matching failed jobs and never touches succeeded ones", () =>
       Effect.gen(function* () {
         const { store, queue, now, submit, claimed } = yield* fixture
@@ -1179,7 +1212,7 @@ export const StoreConformance = (options: StoreConformanceOptions): void => {
         })
     )
 
-    it.effect("sweep: stale lists queued, due jobs untouched for republishAfterMs, and writes nothing for them", () =>
+    it.effect("sweep: stale lists queued, due jobs untouched for republishAfterMs, and leaves their record alone", () =>
       Effect.gen(function* () {
         const { store, queue, now, advance, submit } = yield* fixture
         const t0 = yield* now
@@ -1192,11 +1225,94 @@ export const StoreConformance = (options: StoreConformanceOptions): void => {
         const result = yield* store.sweep({ queue, republishAfterMs: 30_000, now: at })
         expect(result.stale.map((j) => j.id)).toEqual([old.id])
         expect(yield* store.get({ jobId: old.id })).toEqual(old)
+        // `old` was just handed out; with a shorter interval only `fresh` is due for a republish.
         const wide = yield* store.sweep({ queue, republishAfterMs: 10_000, now: at })
-        expect(wide.stale.map((j) => j.id).sort()).toEqual([old.id, fresh.id].sort())
-        expect(wide.stale.map((j) => j.id)).not.toContain(notDue.id)
+        expect(wide.stale.map((j) => j.id)).toEqual([fresh.id])
+        expect(yield* store.get({ jobId: fresh.id })).toEqual(fresh)
+        expect(yield* store.get({ jobId: notDue.id })).toEqual(notDue)
         const otherQueue = yield* store.sweep({ queue: `${queue}-other`, republishAfterMs: 0, now: at })
         expect(otherQueue.stale).toEqual([])
+      })
+    )
+
+    it.effect("sweep: a waiting job is returned as stale once per republishAfterMs, least recently touched first", () =>
+      Effect.gen(function* () {
+        const { store, queue, now, advance, submit } = yield* fixture
+        const a = yield* submit()
+        yield* advance(1_000)
+        const b = yield* submit()
+        const sweep = (limit?: number) =>
+          Effect.flatMap(now, (at) => store.sweep({ queue, republishAfterMs: 30_000, limit, now: at }))
+        const staleIds = (result: { readonly stale: ReadonlyArray<Job> }) => result.stale.map((job) => job.id)
+        yield* advance(30_000)
+
+        // t+31 s: both waited long enough; the limit lets one out, the one untouched longest.
+        expect(staleIds(yield* sweep(1))).toEqual([a.id])
+        yield* advance(500)
+        expect(staleIds(yield* sweep())).toEqual([b.id])
+        expect(staleIds(yield* sweep())).toEqual([])
+        // The mark is no write to the record: updatedAt and every field stay as they were.
+        expect(yield* store.get({ jobId: a.id })).toEqual(a)
+        expect(yield* store.get({ jobId: b.id })).toEqual(b)
+
+        // Each comes back exactly one interval after it was handed out.
+        yield* advance(29_499)
+        expect(staleIds(yield* sweep())).toEqual([])
+        yield* advance(1)
+        expect(staleIds(yield* sweep())).toEqual([a.id])
+        yield* advance(500)
+        expect(staleIds(yield* sweep())).toEqual([b.id])
+        // Both due again: the earlier mark goes first.
+        yield* advance(40_000)
+        expect(staleIds(yield* sweep())).toEqual([a.id, b.id])
+        // A write to the record restarts the wait from that write.
+        yield* advance(10_000)
+        const running = yield* Effect.flatMap(now, (at) =>
+          store.claim({ jobId: a.id, owner: "worker-a", leaseMs: LEASE, now: at })
+        )
+        yield* Effect.flatMap(now, (at) =>
+          store.release({ jobId: a.id, token: claimedJob(running).leaseToken, now: at })
+        )
+        yield* advance(20_000)
+        expect(staleIds(yield* sweep())).toEqual([b.id])
+        // The release's updatedAt is one microsecond after the claim's (strictly monotonic under a frozen clock).
+        yield* advance(10_000)
+        expect(staleIds(yield* sweep())).toEqual([])
+        yield* advance(1)
+        expect(staleIds(yield* sweep())).toEqual([a.id])
+      })
+    )
+
+    it.effect("sweep: limit bounds the jobs one pass writes, all kinds together, expired leases first", () =>
+      Effect.gen(function* () {
+        const { store, queue, now, advance, submit, claimed } = yield* fixture
+        const t0 = yield* now
+        const waiting = yield* submit()
+        const overdue1 = yield* submit({ deadlineAt: t0 + 40_000 })
+        const overdue2 = yield* submit({ deadlineAt: t0 + 40_000 })
+        const expired1 = yield* submit()
+        const expired2 = yield* submit()
+        yield* claimed(expired1.id, "worker-a", 1_000)
+        yield* claimed(expired2.id, "worker-a", 1_000)
+        yield* advance(45_000)
+        const at = yield* now
+        const sweep = (limit: number) => store.sweep({ queue, republishAfterMs: 30_000, limit, now: at })
+
+        expect(yield* sweep(0)).toEqual({ requeued: [], expiredFailed: [], abandoned: [], stale: [] })
+        const first = yield* sweep(3)
+        expect(first).toMatchObject({
+          requeued: [expired1.id, expired2.id],
+          expiredFailed: [],
+          abandoned: [overdue1.id]
+        })
+        expect(first.stale).toEqual([])
+        expect((yield* store.get({ jobId: overdue2.id })).state).toBe("queued")
+
+        // The rest on the next pass; the requeued jobs were just written, so they are not stale.
+        const second = yield* sweep(3)
+        expect(second).toMatchObject({ requeued: [], expiredFailed: [], abandoned: [overdue2.id] })
+        expect(second.stale.map((job) => job.id)).toEqual([waiting.id])
+        expect((yield* store.get({ jobId: overdue2.id })).abandonReason).toBe("deadline")
       })
     )
 

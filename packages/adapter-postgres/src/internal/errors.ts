@@ -17,6 +17,7 @@ export type ErrorKind =
   | "too_many_connections"
   | "unique_violation"
   | "integrity_violation"
+  | "unstorable_value"
   | "socket"
   | "connect_timeout"
   | "read_timeout"
@@ -57,6 +58,9 @@ export const classify = (error: unknown): ErrorKind => {
     if (code.startsWith("08")) return "connection_exception"
     if (code === "23505") return "unique_violation"
     if (code.startsWith("23")) return "integrity_violation"
+    // A value the server cannot keep: U+0000 in jsonb (22P05) or a NUL byte in text (22021). Sending it again
+    // fails the same way, so it is final for this input.
+    if (code === "22P05" || code === "22021") return "unstorable_value"
     if (SOCKET_ERRNOS.has(code)) return "socket"
   }
   const message = fieldOf(error, "message") ?? ""
@@ -105,6 +109,7 @@ export const toStoreError = (operation: string, error: unknown): StoreError => {
       return new StoreError({ reason: "Connection", operation, detail })
     case "unique_violation":
     case "integrity_violation":
+    case "unstorable_value":
       return new StoreError({ reason: "Constraint", operation, detail })
     case "other":
       return new StoreError({ reason: "Unknown", operation, detail })

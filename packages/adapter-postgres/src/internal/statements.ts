@@ -26,40 +26,42 @@ const ts = (n: number): string => `to_timestamp($${n}::float8 / 1000)`
 
 const bump = (alias: string, now: string): string => `greatest(${now}, ${alias}.updated_at + interval '1 microsecond')`
 
+/** The job record's columns, converted for the boundary, one expression each. */
+const jobColumnList = (a: string): ReadonlyArray<string> => [
+  `${a}.id::text AS id`,
+  `${a}.queue`,
+  `${a}.tenant`,
+  `${a}.type`,
+  `${a}.version`,
+  `${a}.request_key`,
+  `${a}.input_hash`,
+  `${a}.input`,
+  `${a}.input_ref`,
+  `${a}.state`,
+  `${a}.abandon_reason`,
+  `${a}.attempts`,
+  `${a}.attempts_base`,
+  `${a}.max_attempts`,
+  `${a}.lease_token`,
+  `${a}.lease_owner`,
+  `${ms(`${a}.lease_until`)} AS lease_until`,
+  `${ms(`${a}.run_after`)} AS run_after`,
+  `${a}.priority`,
+  `${ms(`${a}.deadline_at`)} AS deadline_at`,
+  `${a}.budget_cents`,
+  `${a}.cost_cents`,
+  `${a}.error_class`,
+  `${a}.last_error`,
+  `${a}.progress`,
+  `${a}.result`,
+  `${ms(`${a}.cancel_requested_at`)} AS cancel_requested_at`,
+  `${a}.trace_id`,
+  `${ms(`${a}.created_at`)} AS created_at`,
+  `${ms(`${a}.updated_at`)} AS updated_at`
+]
+
 /** The job record's columns, converted for the boundary. */
-export const jobColumns = (a: string): string =>
-  [
-    `${a}.id::text AS id`,
-    `${a}.queue`,
-    `${a}.tenant`,
-    `${a}.type`,
-    `${a}.version`,
-    `${a}.request_key`,
-    `${a}.input_hash`,
-    `${a}.input`,
-    `${a}.input_ref`,
-    `${a}.state`,
-    `${a}.abandon_reason`,
-    `${a}.attempts`,
-    `${a}.attempts_base`,
-    `${a}.max_attempts`,
-    `${a}.lease_token`,
-    `${a}.lease_owner`,
-    `${ms(`${a}.lease_until`)} AS lease_until`,
-    `${ms(`${a}.run_after`)} AS run_after`,
-    `${a}.priority`,
-    `${ms(`${a}.deadline_at`)} AS deadline_at`,
-    `${a}.budget_cents`,
-    `${a}.cost_cents`,
-    `${a}.error_class`,
-    `${a}.last_error`,
-    `${a}.progress`,
-    `${a}.result`,
-    `${ms(`${a}.cancel_requested_at`)} AS cancel_requested_at`,
-    `${a}.trace_id`,
-    `${ms(`${a}.created_at`)} AS created_at`,
-    `${ms(`${a}.updated_at`)} AS updated_at`
-  ].join(", ")
+export const jobColumns = (a: string): string => jobColumnList(a).join(", ")
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
@@ -304,8 +306,10 @@ export const makeStatements = (schema: string) => {
       ORDER BY count(*) DESC, sum(j.cost_cents) DESC, j.input_hash, j.error_class NULLS LAST`,
     /**
      * replay. Inputs: $1 ids (JSON array text, or NULL: every failed job), $2 queue, $3 tenant, $4 error class,
-     * $5 type, $6 limit (NULL: no limit), $7 now. Filters apply to explicit ids too. failed -> queued, due now, a fresh run (attempts_base = attempts). The UPDATE
-     * re-checks `state = 'failed'` on the newest row version, so a job that left failed meanwhile is skipped.
+     * $5 type, $6 limit (NULL: no limit), $7 now. Filters apply to explicit ids too. failed -> queued, due now, a
+     * fresh run (attempts_base = attempts) with no leftover cancel request. The UPDATE re-checks `state = 'failed'`
+     * on the newest row version, so a job that left failed meanwhile is skipped. Outputs: the ids replayed (each
+     * once, however often it was named).
      */
     replay: (() => {
       const now = storeNow(7)
@@ -318,20 +322,28 @@ export const makeStatements = (schema: string) => {
         ORDER BY j.seq LIMIT $6::int
       ), upd AS (
         UPDATE ${s}.jobs j SET state = 'queued', run_after = ${now}, attempts_base = j.attempts, ${leaseCleared},
-          visible_at = NULL, published_at = NULL, updated_at = ${bump("j", now)}
+          cancel_requested_at = NULL, visible_at = NULL, published_at = NULL, updated_at = ${bump("j", now)}
         FROM targets WHERE j.id = targets.id AND j.state = 'failed'
         RETURNING j.id, j.seq
       )
       SELECT upd.id::text AS id FROM upd ORDER BY upd.seq`
     })(),
     /**
-     * sweep. Inputs: $1 queue, $2 republish-after ms, $3 limit, $4 now. Outputs: rows of (kind, job). Expired
-     * leases are picked with FOR UPDATE SKIP LOCKED (two sweepers split the work instead of queueing), then one
-     * UPDATE settles or requeues each and ends its attempt row `expired`; queued jobs past their deadline are
-     * abandoned; stale queued jobs are only read.
+     * sweep. Inputs: $1 queue, $2 republish-after ms, $3 limit, $4 now. Outputs: rows of (kind, job), requeued and
+     * abandoned first in the order they were written, then stale jobs least recently touched first. `$3` bounds the
+     * whole pass: expired leases take what they need first, overdue queued jobs get what is left, stale jobs the
+     * rest. Every candidate set is picked with FOR UPDATE SKIP LOCKED, so two sweepers split the work instead of
+     * queueing or doing it twice. Expired leases: one UPDATE settles or requeues each and ends its attempt row
+     * `expired`. Queued jobs past their deadline: abandoned. Stale queued jobs (last touched, the later of
+     * updated_at and republished_at, at least $2 ms ago): republished_at = now, which leaves updated_at alone.
+     * The three sets never share a row (running vs queued, past vs before the deadline), so no row is written twice.
      */
     sweep: (() => {
       const now = storeNow(4)
+      const touched = (a: string) => `greatest(${a}.updated_at, ${a}.republished_at)`
+      const noJob = jobColumnList("j")
+        .map(() => "NULL")
+        .join(", ")
       return `WITH expired AS (
         SELECT j.id FROM ${s}.jobs j
         WHERE j.state = 'running' AND j.lease_until < ${now} AND ($1::text IS NULL OR j.queue = $1)
@@ -361,7 +373,7 @@ export const makeStatements = (schema: string) => {
             ELSE j.run_after END,
           visible_at = NULL, ${leaseCleared}, updated_at = ${bump("j", now)}
         FROM expired WHERE j.id = expired.id AND j.state = 'running' AND j.lease_until < ${now}
-        RETURNING j.id, j.state, j.lease_token
+        RETURNING j.id, j.state, j.lease_token, j.seq
       ), ended AS (
         UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired'
         FROM requeue WHERE a.job_id = requeue.id AND a.token = requeue.lease_token AND a.outcome = 'running'
@@ -369,21 +381,28 @@ export const makeStatements = (schema: string) => {
         SELECT j.id FROM ${s}.jobs j
         WHERE j.state = 'queued' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${now}
           AND ($1::text IS NULL OR j.queue = $1)
-        ORDER BY j.seq LIMIT $3::int FOR UPDATE SKIP LOCKED
+        ORDER BY j.seq LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue)) FOR UPDATE SKIP LOCKED
       ), abandoned AS (
         UPDATE ${s}.jobs j SET state = 'abandoned', abandon_reason = 'deadline', updated_at = ${bump("j", now)}
         FROM overdue WHERE j.id = overdue.id AND j.state = 'queued' AND j.deadline_at <= ${now}
-        RETURNING j.id
-      ), stale AS (
-        SELECT j.* FROM ${s}.jobs j
+        RETURNING j.id, j.seq
+      ), picked AS (
+        SELECT j.id, ${touched("j")} AS touched, j.seq FROM ${s}.jobs j
         WHERE j.state = 'queued' AND j.run_after <= ${now}
-          AND j.updated_at <= ${now} - $2::float8 * interval '1 millisecond'
+          AND ${touched("j")} <= ${now} - $2::float8 * interval '1 millisecond'
           AND (j.deadline_at IS NULL OR j.deadline_at > ${now})
           AND ($1::text IS NULL OR j.queue = $1)
-        ORDER BY j.seq LIMIT $3::int
+        ORDER BY ${touched("j")}, j.seq
+        LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue) - (SELECT count(*) FROM abandoned))
+        FOR UPDATE SKIP LOCKED
+      ), stale AS (
+        UPDATE ${s}.jobs j SET republished_at = ${now}
+        FROM picked WHERE j.id = picked.id AND j.state = 'queued'
+        RETURNING j.*, picked.touched AS touched
       )
       SELECT CASE requeue.state WHEN 'queued' THEN 'requeued' WHEN 'failed' THEN 'expiredFailed' ELSE 'abandoned' END
-        AS kind, requeue.id::text AS job_id, NULL::text AS id, NULL::text AS queue, NULL::text AS tenant,
+        AS kind, requeue.id::text AS job_id, 1 AS grp, NULL::timestamptz AS ord_touched, requeue.seq AS ord_seq,
+        NULL::text AS id, NULL::text AS queue, NULL::text AS tenant,
         NULL::text AS type, NULL::int AS version, NULL::text AS request_key, NULL::text AS input_hash,
         NULL::jsonb AS input, NULL::text AS input_ref, NULL::text AS state, NULL::text AS abandon_reason,
         NULL::int AS attempts, NULL::int AS attempts_base, NULL::int AS max_attempts, NULL::int AS lease_token,
@@ -394,12 +413,10 @@ export const makeStatements = (schema: string) => {
         NULL::float8 AS updated_at
       FROM requeue
       UNION ALL
-      SELECT 'abandoned', abandoned.id::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-      FROM abandoned
+      SELECT 'abandoned', abandoned.id::text, 2, NULL, abandoned.seq, ${noJob} FROM abandoned
       UNION ALL
-      SELECT 'stale', stale.id::text, ${jobColumns("stale")} FROM stale
-      WHERE stale.id NOT IN (SELECT id FROM abandoned)`
+      SELECT 'stale', stale.id::text, 3, stale.touched, stale.seq, ${jobColumns("stale")} FROM stale
+      ORDER BY grp, ord_touched, ord_seq`
     })(),
     /** stats by state. Inputs: $1 queue, $2 tenant. */
     statsByState: `SELECT j.state, count(*)::int AS count FROM ${s}.jobs j
@@ -434,9 +451,13 @@ export const makeStatements = (schema: string) => {
       )
       SELECT d.id::text AS id, d.type, d.version, d.priority, d.receive_count FROM delivered d
       ORDER BY d.priority DESC, d.run_after, d.seq`,
-    /** transport publish. Inputs: $1 id, $2 queue, $3 delay ms. Makes a queued job visible after the delay. */
+    /**
+     * transport publish. Inputs: $1 id, $2 queue, $3 delay ms. A queued job becomes visible after the delay, or
+     * later if it is hidden beyond that already (a delivery in flight, a defer): publish never brings a hidden row
+     * forward. `greatest` ignores a NULL visible_at (never hidden, or un-hidden by a Store transition to queued).
+     */
     publish: `WITH upd AS (
-        UPDATE ${s}.jobs j SET visible_at = now() + $3::float8 * interval '1 millisecond'
+        UPDATE ${s}.jobs j SET visible_at = greatest(j.visible_at, now() + $3::float8 * interval '1 millisecond')
         WHERE j.id = $1::uuid AND j.queue = $2 AND j.state = 'queued'
         RETURNING j.queue
       )

@@ -29,6 +29,8 @@ interface Row {
   readonly seq: number
   /** Store time at which the job last became failed, for `stats.failedInWindow`. */
   failedAt: number | null
+  /** Store time at which a sweep last returned the job in `stale`; not part of the job record. */
+  republishedAt: number | null
 }
 
 interface Filter {
@@ -187,7 +189,7 @@ export const make: Effect.Effect<MemoryStore> = Effect.gen(function* () {
           createdAt: now,
           updatedAt: now
         }
-        rows.set(job.id, { job, seq: seq++, failedAt: null })
+        rows.set(job.id, { job, seq: seq++, failedAt: null, republishedAt: null })
         if (key !== null) requestKeys.set(key, job.id)
         return Effect.succeed({ job, created: true })
       }),
@@ -443,6 +445,7 @@ export const make: Effect.Effect<MemoryStore> = Effect.gen(function* () {
             runAfter: now,
             attemptsBase: row.job.attempts,
             abandonReason: null,
+            cancelRequestedAt: null,
             ...leaseCleared
           })
           replayed.push(id)
@@ -453,45 +456,61 @@ export const make: Effect.Effect<MemoryStore> = Effect.gen(function* () {
     sweep: (options) =>
       Effect.sync(() => {
         const now = storeNow(options.now)
-        const limit = options.limit ?? DEFAULT_SWEEP_LIMIT
         const republishAfterMs = options.republishAfterMs ?? DEFAULT_REPUBLISH_AFTER_MS
+        // One budget for the whole pass: expired leases first, then overdue queued jobs, then republish marks.
+        let budget = options.limit ?? DEFAULT_SWEEP_LIMIT
         const requeued: Array<JobId> = []
         const expiredFailed: Array<JobId> = []
         const abandoned: Array<JobId> = []
         const inQueue = [...rows.values()]
           .filter((row) => options.queue === undefined || row.job.queue === options.queue)
           .sort((a, b) => a.seq - b.seq)
-        let written = 0
         for (const row of inQueue) {
-          if (written >= limit) break
+          if (budget <= 0) break
           const job = row.job
-          if (job.state === "running" && job.leaseUntil !== null && job.leaseUntil < now) {
-            written++
-            endAttempt(job.id, job.leaseToken, now, "expired", "lease_expired")
-            if (job.cancelRequestedAt !== null) {
-              write(row, now, abandonPatch(row, "abandon", "cancelled"))
-              abandoned.push(job.id)
-            } else if (job.deadlineAt !== null && job.deadlineAt <= now) {
-              write(row, now, abandonPatch(row, "abandon", "deadline"))
-              abandoned.push(job.id)
-            } else if (attemptsLeft(job) === 0) {
-              write(row, now, { state: step(job.state, "fail"), errorClass: "lease_expired", ...leaseCleared })
-              expiredFailed.push(job.id)
-            } else {
-              write(row, now, { state: step(job.state, "expire"), runAfter: now, ...leaseCleared })
-              requeued.push(job.id)
-            }
-          } else if (job.state === "queued" && job.deadlineAt !== null && job.deadlineAt <= now) {
-            written++
+          if (job.state !== "running" || job.leaseUntil === null || job.leaseUntil >= now) continue
+          budget--
+          endAttempt(job.id, job.leaseToken, now, "expired", "lease_expired")
+          if (job.cancelRequestedAt !== null) {
+            write(row, now, abandonPatch(row, "abandon", "cancelled"))
+            abandoned.push(job.id)
+          } else if (job.deadlineAt !== null && job.deadlineAt <= now) {
             write(row, now, abandonPatch(row, "abandon", "deadline"))
             abandoned.push(job.id)
+          } else if (attemptsLeft(job) === 0) {
+            write(row, now, { state: step(job.state, "fail"), errorClass: "lease_expired", ...leaseCleared })
+            expiredFailed.push(job.id)
+          } else {
+            write(row, now, { state: step(job.state, "expire"), runAfter: now, ...leaseCleared })
+            requeued.push(job.id)
           }
         }
+        for (const row of inQueue) {
+          if (budget <= 0) break
+          const job = row.job
+          if (job.state !== "queued" || job.deadlineAt === null || job.deadlineAt > now) continue
+          budget--
+          write(row, now, abandonPatch(row, "abandon", "deadline"))
+          abandoned.push(job.id)
+        }
+        const lastTouched = (row: Row): number => Math.max(row.job.updatedAt, row.republishedAt ?? row.job.updatedAt)
+        const cutoff = now - republishAfterMs
+        // A job this pass requeued is published by the caller as requeued, never also as stale.
+        const written = new Set<JobId>(requeued)
         const stale = inQueue
-          .filter(({ job }) => job.state === "queued" && job.runAfter <= now && job.updatedAt <= now - republishAfterMs)
-          .slice(0, limit)
-          .map((row) => row.job)
-        return { requeued, expiredFailed, abandoned, stale }
+          .filter(
+            (row) =>
+              !written.has(row.job.id) &&
+              row.job.state === "queued" &&
+              row.job.runAfter <= now &&
+              (row.job.deadlineAt === null || row.job.deadlineAt > now) &&
+              lastTouched(row) <= cutoff
+          )
+          .sort((a, b) => lastTouched(a) - lastTouched(b) || a.seq - b.seq)
+          .slice(0, Math.max(0, budget))
+        // The republish mark is a write of its own: it leaves `updatedAt` and the job record alone.
+        for (const row of stale) row.republishedAt = now
+        return { requeued, expiredFailed, abandoned, stale: stale.map((row) => row.job) }
       }),
 
     stats: (options) =>
