@@ -1,0 +1,152 @@
+/**
+ * Teeth: applies each known-bug mutant (packages/simulator/mutants/*.patch) to a scratch copy of the repository,
+ * runs the simulator on a fixed seed budget, and requires a failure on the mutant's named invariant. The clean tree
+ * must pass the same budget. Prints a table (mutant, invariant that fired, runs to kill) and exits 1 when a mutant
+ * survives or the clean tree fails. Shrunk failing plans are saved to packages/simulator/corpus/.
+ *
+ * Usage: npm run mutants [-- --seed 7 --runs 150 --only M1,M5 --base /path/to/repo]
+ */
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+
+const args = process.argv.slice(2)
+const flag = (name: string, fallback: string): string => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
+}
+const here = path.dirname(new URL(import.meta.url).pathname)
+const repo = path.resolve(flag("base", path.join(here, "..", "..", "..")))
+const seed = flag("seed", "7")
+const runs = flag("runs", "150")
+const jobs = flag("jobs", "12")
+const workers = flag("workers", "3")
+const only = flag("only", "")
+const mutantsDir = path.join(here, "..", "mutants")
+const corpusDir = path.join(here, "..", "corpus")
+
+/** Which invariant must fire for each mutant (SIMULATION.md's table). */
+const expected: Record<string, ReadonlyArray<string>> = {
+  M1: ["I1"],
+  M2: ["I1", "I2"],
+  M3: ["I5", "I9"],
+  M4: ["I1"],
+  M5: ["I2"],
+  M6: ["I2"],
+  M7: ["I8", "I1"],
+  M9: ["I6", "I7"],
+  M10: ["I7"],
+  M11: ["I1"],
+  M12: ["I1"],
+  M16: ["I5"]
+}
+
+const scratchOf = (): string => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "slowcall-mutant-"))
+  fs.cpSync(path.join(repo, "packages"), path.join(dir, "packages"), {
+    recursive: true,
+    filter: (src) => !src.includes(`${path.sep}node_modules`)
+  })
+  fs.copyFileSync(path.join(repo, "package.json"), path.join(dir, "package.json"))
+  const modules = path.join(dir, "node_modules")
+  fs.mkdirSync(path.join(modules, "@slowcall"), { recursive: true })
+  for (const entry of fs.readdirSync(path.join(repo, "node_modules"))) {
+    if (entry === "@slowcall") continue
+    fs.symlinkSync(path.join(repo, "node_modules", entry), path.join(modules, entry))
+  }
+  for (const entry of fs.readdirSync(path.join(repo, "node_modules", "@slowcall"))) {
+    const target = fs.readlinkSync(path.join(repo, "node_modules", "@slowcall", entry))
+    fs.symlinkSync(target, path.join(modules, "@slowcall", entry))
+  }
+  return dir
+}
+
+interface Hunt {
+  readonly runs: number
+  readonly firstFailureRun: number | null
+  readonly invariants: ReadonlyArray<string>
+  readonly message: string | null
+  readonly corpus: { readonly name: string; readonly entry: object } | null
+}
+
+const hunt = (dir: string): Hunt => {
+  const result = spawnSync(
+    path.join(repo, "node_modules", ".bin", "tsx"),
+    [path.join(dir, "packages", "simulator", "scripts", "hunt.ts"), seed, runs, jobs, workers],
+    { cwd: dir, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }
+  )
+  const line = result.stdout.trim().split("\n").pop() ?? ""
+  try {
+    return JSON.parse(line) as Hunt
+  } catch {
+    return { runs: 0, firstFailureRun: null, invariants: ["error"], message: result.stderr.slice(0, 400), corpus: null }
+  }
+}
+
+const rows: Array<[string, string, string, string, string]> = []
+let ok = true
+
+const clean = scratchOf()
+const base = hunt(clean)
+fs.rmSync(clean, { recursive: true, force: true })
+const cleanPass = base.firstFailureRun === null
+ok &&= cleanPass
+rows.push([
+  "clean",
+  "-",
+  cleanPass ? "none" : base.invariants.join(","),
+  `${base.runs} runs`,
+  cleanPass ? "pass" : `FAIL: ${base.message}`
+])
+
+const patches = fs
+  .readdirSync(mutantsDir)
+  .filter((f) => f.endsWith(".patch"))
+  .sort((a, b) => Number(a.slice(1, -6)) - Number(b.slice(1, -6)))
+for (const file of patches) {
+  const id = file.replace(".patch", "")
+  if (only !== "" && !only.split(",").includes(id)) continue
+  const dir = scratchOf()
+  const patchText = fs.readFileSync(path.join(mutantsDir, file), "utf8")
+  const title = patchText.split("\n")[0]?.replace(`${id}: `, "") ?? id
+  const applied = spawnSync("patch", ["-p1", "--batch", "--silent"], { cwd: dir, input: patchText, encoding: "utf8" })
+  if (applied.status !== 0) {
+    ok = false
+    rows.push([id, expected[id]?.join("/") ?? "?", "patch failed", "-", applied.stdout + applied.stderr])
+    fs.rmSync(dir, { recursive: true, force: true })
+    continue
+  }
+  const result = hunt(dir)
+  fs.rmSync(dir, { recursive: true, force: true })
+  const want = expected[id] ?? []
+  const killed = result.firstFailureRun !== null && result.invariants.some((inv) => want.includes(inv))
+  ok &&= killed
+  if (killed && result.corpus !== null) {
+    fs.mkdirSync(corpusDir, { recursive: true })
+    const entry = { ...result.corpus.entry, foundWith: `mutant ${id} (${title}), seed ${seed}` }
+    fs.writeFileSync(path.join(corpusDir, `${id}-${result.corpus.name}`), `${JSON.stringify(entry, null, 2)}\n`)
+  }
+  rows.push([
+    `${id} ${title}`,
+    want.join(" / "),
+    result.invariants.join(",") || "none",
+    result.firstFailureRun === null ? `survived ${result.runs}` : String(result.firstFailureRun),
+    killed ? "killed" : "SURVIVED"
+  ])
+}
+
+const header: [string, string, string, string, string] = [
+  "mutant",
+  "must be caught by",
+  "fired",
+  "runs to kill",
+  "verdict"
+]
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+const line = (r: ReadonlyArray<string>) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
+console.log(`seed ${seed}, budget ${runs} runs of ${jobs} jobs x ${workers} workers, all fault kinds (swarm)`)
+console.log(line(header))
+console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`)
+for (const r of rows) console.log(line(r))
+process.exit(ok ? 0 : 1)

@@ -1,0 +1,448 @@
+/**
+ * The checkers: pure functions over one run's recorded history. They never look at the code under test, only at
+ * what the world recorded (store writes with the record before and after, provider billing, deliveries and acks,
+ * injected faults). Each violation names its invariant (I1-I9, submit, replay, liveness) and carries a minimal
+ * witness: the few events that prove it.
+ *
+ * @since 0.1.0
+ */
+import { isLegal } from "@slowcall/core/StateMachine"
+import type { Event, Snap } from "./History.js"
+import type { Plan } from "./Plan.js"
+
+/**
+ * One broken invariant in one run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Violation {
+  readonly invariant: string
+  readonly jobId: string | null
+  readonly message: string
+  readonly witness: ReadonlyArray<Event>
+}
+
+/**
+ * The "sometimes" counters: each must be above zero over a run set, or the run set did not exercise what it
+ * claims to.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Coverage {
+  fencedWriteRejected: number
+  leaseExpiredMidCall: number
+  duplicateDelivery: number
+  ambiguousWrite: number
+  crashAfterPersist: number
+  redeliveryOfTerminal: number
+  budgetExhausted: number
+  cancelRunning: number
+}
+
+/**
+ * Jepsen-style totals of a run (or, summed, of a run set).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Totals {
+  submitted: number
+  acknowledged: number
+  terminal: number
+  lost: number
+  duplicateGenerations: { excused: number; unexcused: number }
+  staleWrites: number
+  billedCents: number
+  ledgerCents: number
+}
+
+/**
+ * The verdict on one run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Verdict {
+  readonly violations: ReadonlyArray<Violation>
+  readonly totals: Totals
+  readonly coverage: Coverage
+  /** Injected faults that actually fired, by fault id. */
+  readonly faultsFired: Readonly<Record<string, number>>
+}
+
+/**
+ * Empty coverage counters.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const emptyCoverage = (): Coverage => ({
+  fencedWriteRejected: 0,
+  leaseExpiredMidCall: 0,
+  duplicateDelivery: 0,
+  ambiguousWrite: 0,
+  crashAfterPersist: 0,
+  redeliveryOfTerminal: 0,
+  budgetExhausted: 0,
+  cancelRunning: 0
+})
+
+/**
+ * Zero totals.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const emptyTotals = (): Totals => ({
+  submitted: 0,
+  acknowledged: 0,
+  terminal: 0,
+  lost: 0,
+  duplicateGenerations: { excused: 0, unexcused: 0 },
+  staleWrites: 0,
+  billedCents: 0,
+  ledgerCents: 0
+})
+
+type Write = Extract<Event, { k: "write" }>
+type Call = Extract<Event, { k: "call" }>
+
+const fencedOps = new Set(["heartbeat", "complete", "fail", "retry", "abandon", "release"])
+const outcomeOps = new Set(["complete", "fail", "retry", "abandon", "release"])
+const terminalStates = new Set(["succeeded", "failed", "abandoned"])
+const absorbing = new Set(["succeeded", "abandoned"])
+
+const changed = (before: Snap, after: Snap): boolean =>
+  before.state !== after.state ||
+  before.token !== after.token ||
+  before.leaseUntil !== after.leaseUntil ||
+  before.costCents !== after.costCents ||
+  before.runAfter !== after.runAfter
+
+/**
+ * Check every invariant on one run's history. `outcome` is how the run loop ended (a deadlock or step-limit is a
+ * liveness failure).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string, defect: string | null): Verdict => {
+  const violations: Array<Violation> = []
+  const coverage = emptyCoverage()
+  const totals = emptyTotals()
+  const faultsFired: Record<string, number> = {}
+  const violate = (invariant: string, jobId: string | null, message: string, witness: ReadonlyArray<Event>) => {
+    if (violations.filter((v) => v.invariant === invariant).length < 5) {
+      violations.push({ invariant, jobId, message, witness: witness.slice(0, 8) })
+    }
+  }
+  if (outcome !== "Done") {
+    violate("liveness", null, `the run ended in ${outcome}${defect === null ? "" : `: ${defect}`}`, [])
+  }
+
+  const writesByJob = new Map<string, Array<Write>>()
+  const callsByJob = new Map<string, Array<Call>>()
+  const faultsByWho = new Map<string, Array<number>>()
+  const replays = new Map<string, Array<number>>()
+  const healFinal = new Map<string, Snap>()
+  const lastFinal = new Map<string, { snap: Snap; ledger: number }>()
+  let phase: "run" | "heal" | "replay" | "final" = "run"
+  const acked = new Set<string>()
+  const keys = new Map<string, { hash: string; jobId: string; event: Event }>()
+  const submittedKeys = new Set<string>()
+
+  for (const e of events) {
+    switch (e.k) {
+      case "write": {
+        const list = writesByJob.get(e.jobId) ?? []
+        list.push(e)
+        writesByJob.set(e.jobId, list)
+        break
+      }
+      case "call": {
+        const list = callsByJob.get(e.jobId) ?? []
+        list.push(e)
+        callsByJob.set(e.jobId, list)
+        break
+      }
+      case "fault": {
+        faultsFired[e.id] = (faultsFired[e.id] ?? 0) + 1
+        const list = faultsByWho.get(e.who) ?? []
+        list.push(e.t)
+        faultsByWho.set(e.who, list)
+        if (e.id === "F6" || e.id === "F15") coverage.ambiguousWrite++
+        if (e.id === "F8") coverage.crashAfterPersist++
+        break
+      }
+      case "life": {
+        if (e.what === "crash" || e.what === "pause") {
+          const list = faultsByWho.get(e.who) ?? []
+          list.push(e.t)
+          faultsByWho.set(e.who, list)
+        }
+        break
+      }
+      case "submit": {
+        submittedKeys.add(e.key)
+        if (!e.ok) break
+        acked.add(e.jobId!)
+        const first = keys.get(e.key)
+        if (first === undefined) keys.set(e.key, { hash: e.hash, jobId: e.jobId!, event: e })
+        else if (first.hash !== e.hash) {
+          violate("submit", e.jobId, `key ${e.key} reused with other input was accepted`, [first.event, e])
+        } else if (first.jobId !== e.jobId) {
+          violate("submit", e.jobId, `key ${e.key} returned two jobs`, [first.event, e])
+        }
+        break
+      }
+      case "msg": {
+        // A Worker records each claim's owner as `${workerId}/${claim tag}`.
+        const ownAttempt = e.owner !== null && (e.owner === e.who || e.owner.startsWith(`${e.who}/`))
+        if (e.op === "ack" && e.state === "running" && ownAttempt) {
+          violate("I9", e.jobId, `${e.who} acked while its own attempt was still running (outcome not persisted)`, [e])
+        }
+        break
+      }
+      case "op": {
+        if (e.what === "cancel" && e.ok && e.before === "running") coverage.cancelRunning++
+        if (e.what === "replay") {
+          if (e.before === "succeeded") violate("replay", e.jobId, "replay moved a succeeded job", [e])
+          const list = replays.get(e.jobId) ?? []
+          list.push(e.t)
+          replays.set(e.jobId, list)
+        }
+        break
+      }
+      case "phase":
+        phase = e.name
+        break
+      case "final":
+        if (phase === "heal") healFinal.set(e.jobId, e.snap)
+        lastFinal.set(e.jobId, { snap: e.snap, ledger: e.ledger })
+        break
+    }
+  }
+
+  const faultedBetween = (who: string, from: number, to: number): boolean =>
+    (faultsByWho.get(who) ?? []).some((t) => t >= from && t <= to)
+  const faultFree = plan.faults.length === 0 && plan.targeted._tag === "None"
+  // Faults that delayed a claim (lost replies, retries, a pause while it was in flight) count for the attempt they
+  // delayed: the window opens at the job's previous claim, or one lease before this one.
+  const windowStart = (claim: Write, claims: ReadonlyArray<Write>): number => {
+    const lease = Math.max(0, (claim.after?.leaseUntil ?? claim.t) - claim.t)
+    const previous = claims.filter((w) => w.t < claim.t).map((w) => w.t)
+    return Math.min(claim.start - lease, previous.length > 0 ? Math.max(...previous) : claim.start)
+  }
+
+  for (const [jobId, writes] of writesByJob) {
+    let lastUpdated = -Infinity
+    const granted = new Map<number, Write>()
+    for (const w of writes) {
+      if (!w.ok) {
+        if (w.res === "LeaseLost") coverage.fencedWriteRejected++
+        continue
+      }
+      if (w.op === "claim") {
+        if (w.res === "Busy") coverage.duplicateDelivery++
+        if (w.res === "Settled") {
+          coverage.duplicateDelivery++
+          if (w.before !== null && terminalStates.has(w.before.state)) coverage.redeliveryOfTerminal++
+        }
+      }
+      const { after, before } = w
+      if (before === null || after === null) continue
+      if (after.abandonReason === "budget" && before.abandonReason !== "budget") coverage.budgetExhausted++
+      // I2: fencing and absorbing terminal states.
+      if (fencedOps.has(w.op) && (before.state !== "running" || before.token !== w.token)) {
+        totals.staleWrites++
+        violate(
+          w.op === "heartbeat" ? "I8" : "I2",
+          jobId,
+          `${w.op} by ${w.who} under token ${w.token} accepted while the job was ${before.state} under token ${before.token}`,
+          [w]
+        )
+      }
+      const didChange = changed(before, after)
+      if (absorbing.has(before.state) && didChange && w.op !== "charge") {
+        violate("I2", jobId, `${w.op} changed a ${before.state} job`, [w])
+      }
+      // I8: legal transitions; heartbeats never move token or state.
+      if (before.state !== after.state && !isLegal(before.state, after.state)) {
+        violate("I8", jobId, `illegal transition ${before.state} -> ${after.state} by ${w.op}`, [w])
+      }
+      if (w.op === "heartbeat" && (before.state !== after.state || before.token !== after.token)) {
+        violate("I8", jobId, "a heartbeat changed the token or the state", [w])
+      }
+      if (w.op === "claim" && w.res === "Claimed") {
+        if (after.token <= before.token) {
+          violate("I2", jobId, `claim did not bump the token (${before.token} -> ${after.token})`, [w])
+        }
+        if (granted.has(after.token)) {
+          violate("I2", jobId, `token ${after.token} was granted by two claims`, [granted.get(after.token)!, w])
+        }
+        granted.set(after.token, w)
+      }
+      // I3: updatedAt strictly increasing per job.
+      if (after.updatedAt < lastUpdated || (didChange && after.updatedAt <= before.updatedAt)) {
+        violate("I3", jobId, `updatedAt did not move forward (${before.updatedAt} -> ${after.updatedAt})`, [w])
+      }
+      lastUpdated = Math.max(lastUpdated, after.updatedAt)
+      // I7: no claim once the attempt budget or the spend budget is exhausted.
+      if (w.op === "claim" && w.res === "Claimed") {
+        if (before.attempts - before.attemptsBase >= before.maxAttempts) {
+          violate(
+            "I7",
+            jobId,
+            `claimed with ${before.attempts - before.attemptsBase} of ${before.maxAttempts} attempts used`,
+            [w]
+          )
+        }
+        if (before.budgetCents !== null && before.costCents >= before.budgetCents) {
+          violate("I7", jobId, `claimed with spend ${before.costCents} >= budget ${before.budgetCents}`, [w])
+        }
+      }
+      // I2: a committed result comes from a call made under the committing token.
+      if (w.op === "complete") {
+        const calls = callsByJob.get(jobId) ?? []
+        const source = calls.find((c) => c.token === w.token && c.outcome === "ok" && c.end <= w.t)
+        if (w.resultToken !== w.token || source === undefined) {
+          violate("I2", jobId, `result committed under token ${w.token} did not come from a call under that token`, [w])
+        }
+      }
+    }
+  }
+
+  // I1: no double generation; I6: cost exactly once; I7: spend at call start.
+  const price = plan.model.priceCents
+  for (const [jobId, calls] of callsByJob) {
+    const writes = writesByJob.get(jobId) ?? []
+    const claims = writes.filter((w) => w.ok && w.op === "claim" && w.res === "Claimed")
+    const tokens = [...new Set(calls.map((c) => c.token))].sort((a, b) => a - b)
+    const commit = writes.find((w) => w.ok && w.after?.state === "succeeded" && w.before?.state !== "succeeded")
+    for (const call of calls) {
+      if (commit !== undefined && call.t > commit.t) {
+        // After a commit, only a stale holder (an older token) that a fault hit since its claim may still call.
+        const claim = claims.find((w) => w.after?.token === call.token)
+        const stale = commit.token !== null && call.token < commit.token
+        if (stale && claim !== undefined && faultedBetween(call.who, windowStart(claim, claims), call.t)) {
+          totals.duplicateGenerations.excused++
+        } else {
+          violate(
+            "I1",
+            jobId,
+            `model called under token ${call.token} after the job succeeded under token ${commit.token}`,
+            [...(commit === undefined ? [] : [commit]), call]
+          )
+        }
+      }
+      totals.billedCents += call.cents
+      const claim = claims.find((w) => w.after?.token === call.token)
+      if (claim === undefined || claim.who !== call.who || claim.t > call.t) {
+        violate("I1", jobId, `model call by ${call.who} under token ${call.token} without that worker's claim`, [call])
+      }
+      const charges = writes.filter((w) => w.ok && w.op === "charge" && w.callId === call.callId)
+      const settled = charges.find((w) => w.settled === true)
+      const recorded = settled?.amount ?? charges[0]?.amount
+      if (recorded === undefined || recorded === null) {
+        violate("I6", jobId, `billed call ${call.callId} (${call.cents}c) is missing from the charge ledger`, [call])
+      } else if (recorded < call.cents || (settled !== undefined && settled.amount !== call.cents)) {
+        violate("I6", jobId, `call ${call.callId} billed ${call.cents}c but the ledger says ${recorded}c`, [
+          call,
+          ...charges
+        ])
+      }
+      if (call.budget !== null) {
+        const before = call.spentAtStart - price
+        const limit = faultFree ? call.budget : call.budget + price
+        // Another holder's call may be in flight (a stale lease): one call of overshoot is allowed under faults.
+        if ((faultFree && before >= call.budget) || call.spentAtStart > limit) {
+          violate("I7", jobId, `call started with spend ${before}c (+${price}c) against budget ${call.budget}c`, [call])
+        }
+      }
+    }
+    if (faultFree && calls.length > 1) {
+      violate("I1", jobId, `a fault-free run made ${calls.length} model calls for one job`, calls)
+    }
+    for (let i = 1; i < tokens.length; i++) {
+      const e1 = tokens[i - 1]!
+      const e2 = tokens[i]!
+      const claim1 = claims.find((w) => w.after?.token === e1)
+      const claim2 = claims.find((w) => w.after?.token === e2)
+      if (claim1 === undefined || claim2 === undefined) continue
+      const ended = writes.some(
+        (w) => w.ok && outcomeOps.has(w.op) && w.token === e1 && w.t <= claim2.t && w.after?.state !== "running"
+      )
+      const replayed = (replays.get(jobId) ?? []).some((t) => t >= claim1.t && t <= claim2.t)
+      if (ended || replayed) continue
+      const leaseEnd = Math.max(
+        claim1.after?.leaseUntil ?? 0,
+        ...writes
+          .filter((w) => w.ok && w.op === "heartbeat" && w.token === e1 && w.t <= claim2.t)
+          .map((w) => w.after?.leaseUntil ?? 0)
+      )
+      const witness: Array<Event> = [claim1, ...calls.filter((c) => c.token === e1 || c.token === e2), claim2]
+      if (claim2.t < leaseEnd) {
+        violate(
+          "I1",
+          jobId,
+          `token ${e2} claimed at ${claim2.t} before token ${e1}'s lease ended at ${leaseEnd}`,
+          witness
+        )
+        totals.duplicateGenerations.unexcused++
+      } else if (faultedBetween(claim1.who, windowStart(claim1, claims), claim2.t)) {
+        totals.duplicateGenerations.excused++
+      } else {
+        totals.duplicateGenerations.unexcused++
+        violate("I1", jobId, `tokens ${e1} and ${e2} both called the model with no fault on ${claim1.who}`, witness)
+      }
+      if (calls.some((c) => c.token === e1 && c.end > claim2.t)) coverage.leaseExpiredMidCall++
+    }
+    // I1: calls within max attempts per run (a replay starts a fresh run).
+    const runs = new Map<number, Set<number>>()
+    for (const call of calls) {
+      const run = (replays.get(jobId) ?? []).filter((t) => t <= call.t).length
+      const set = runs.get(run) ?? new Set<number>()
+      set.add(call.token)
+      runs.set(run, set)
+    }
+    const releases = writes.filter((w) => w.ok && w.op === "release").length
+    for (const set of runs.values()) {
+      if (set.size > plan.maxAttempts + releases) {
+        violate("I1", jobId, `${set.size} attempts called the model; max_attempts is ${plan.maxAttempts}`, calls)
+      }
+    }
+  }
+
+  // I4 / I5 / I6 totals on the final reads.
+  totals.submitted = submittedKeys.size
+  totals.acknowledged = acked.size
+  for (const jobId of acked) {
+    const heal = healFinal.get(jobId)
+    const last = lastFinal.get(jobId)
+    if (last === undefined) {
+      totals.lost++
+      violate("I4", jobId, "an acknowledged job is missing from the store", [])
+      continue
+    }
+    totals.ledgerCents += last.ledger
+    const billed = (callsByJob.get(jobId) ?? []).reduce((sum, c) => sum + c.cents, 0)
+    if (last.ledger < billed) {
+      violate("I6", jobId, `the provider billed ${billed}c but the charge ledger holds ${last.ledger}c`, [])
+    }
+    if (last.snap.costCents !== last.ledger) {
+      violate("I6", jobId, `cost_cents ${last.snap.costCents} differs from the ledger's sum ${last.ledger}`, [])
+    }
+    if (last.snap.budgetCents !== null && last.snap.costCents > last.snap.budgetCents + (faultFree ? 0 : price)) {
+      violate("I7", jobId, `spend ${last.snap.costCents}c overshoots budget ${last.snap.budgetCents}c`, [])
+    }
+    if (terminalStates.has(last.snap.state)) totals.terminal++
+    if (heal !== undefined && !terminalStates.has(heal.state)) {
+      totals.lost++
+      const recent = (writesByJob.get(jobId) ?? []).slice(-4)
+      violate("I5", jobId, `acknowledged job still ${heal.state} after the heal phase`, recent)
+    }
+  }
+  return { violations, totals, coverage, faultsFired }
+}

@@ -1,0 +1,210 @@
+/**
+ * Plans: everything one simulated run does, as generated, shrinkable data (fast-check 4). A plan fixes the
+ * workload, which fault kinds are on (swarm testing), the fault tape consumed at fault points, the model's
+ * behaviour, scheduled process events, and at most one targeted scenario. The run seed drives `Random` and the
+ * scheduler's interleaving picks, so a plan plus its seed replays exactly.
+ *
+ * @since 0.1.0
+ */
+import * as fc from "fast-check"
+
+/**
+ * Fault kinds a plan may switch on (see SIMULATION.md's catalog).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const faultKinds = [
+  "F1",
+  "F2",
+  "F3",
+  "F4",
+  "F5",
+  "F6",
+  "F7",
+  "F8",
+  "F10",
+  "F11",
+  "F12",
+  "F13",
+  "F14",
+  "F15",
+  "F16",
+  "F17",
+  "F18"
+] as const
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type FaultKind = (typeof faultKinds)[number]
+
+/**
+ * A process event scheduled at virtual time `at` (ms after the run starts) on worker slot `worker`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ProcessEvent {
+  readonly at: number
+  readonly worker: number
+  readonly what: "crash" | "pause" | "restart" | "shutdown"
+  readonly ms: number
+}
+
+/**
+ * Targeted scenarios that uniform random faults find slowly.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Targeted =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "PauseLeasePlusEpsilon"; readonly worker: number; readonly epsilonMs: number }
+  | { readonly _tag: "LatencyLeaseMinusDelta"; readonly deltaMs: number }
+  | { readonly _tag: "HeartbeatFailsK"; readonly worker: number; readonly k: number }
+
+/**
+ * One run's plan. Invariant: every field is plain JSON, so a plan can be saved to the corpus and replayed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Plan {
+  readonly seed: number
+  readonly jobs: number
+  readonly workers: number
+  readonly concurrency: number
+  readonly faults: ReadonlyArray<FaultKind>
+  /** Per-mille chance that a fault point fires, read against the tape. */
+  readonly faultRate: number
+  /** Fault tape: one entry per fault point reached, in order; a point fires when `entry >= 1000 - faultRate`. */
+  readonly tape: ReadonlyArray<number>
+  /** The handler's call timeout; the lease is derived from it by the core's lease sizing. */
+  readonly callTimeoutMs: number
+  readonly model: {
+    readonly medianMs: number
+    /** Pareto shape of the latency tail (smaller = heavier). */
+    readonly tailAlpha: number
+    /** Per-mille of calls that fail (F14 on). */
+    readonly errorRate: number
+    readonly priceCents: number
+  }
+  readonly maxAttempts: number
+  /** Per-job budgets in cents (null: none), cycled over the jobs. */
+  readonly budgets: ReadonlyArray<number | null>
+  /** Jobs submitted at these offsets (ms), cycled. */
+  readonly submitAt: ReadonlyArray<number>
+  /** Job indexes the operator cancels, and when. */
+  readonly cancels: ReadonlyArray<{ readonly job: number; readonly at: number }>
+  /** Job indexes resubmitted with the same key and the same input (idempotency), and one conflict. */
+  readonly resubmits: ReadonlyArray<number>
+  readonly events: ReadonlyArray<ProcessEvent>
+  readonly skews: ReadonlyArray<{ readonly offsetMs: number; readonly driftPpm: number; readonly jumpMs: number }>
+  readonly targeted: Targeted
+  /** Length of the fault phase in virtual ms. */
+  readonly faultPhaseMs: number
+}
+
+/**
+ * What shapes the generated plans.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PlanOptions {
+  readonly jobs: number
+  readonly workers: number
+  /** Fault kinds allowed; each plan switches on a random subset (swarm). Empty: fault-free runs. */
+  readonly faults: ReadonlyArray<FaultKind>
+  /** Switch every allowed kind on in every plan (no swarm subset). */
+  readonly allFaults?: boolean | undefined
+}
+
+const tapeEntry = fc.integer({ min: 0, max: 999 })
+
+/**
+ * The plan generator. Invariant: every generated plan is valid for `run`, and shrinking moves toward fewer
+ * faults, fewer events and a shorter tape.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
+  const { jobs, workers } = options
+  const allowed = [...options.faults]
+  const faults: fc.Arbitrary<ReadonlyArray<FaultKind>> =
+    allowed.length === 0
+      ? fc.constant([])
+      : options.allFaults === true
+        ? fc.constant(allowed)
+        : fc.subarray(allowed, { minLength: 1 })
+  const event = fc.record({
+    at: fc.integer({ min: 0, max: 20_000 }),
+    worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
+    what: fc.constantFrom<ProcessEvent["what"]>("crash", "pause", "restart", "shutdown"),
+    ms: fc.integer({ min: 100, max: 8_000 })
+  })
+  const targetedScenario: fc.Arbitrary<Targeted> = fc.oneof(
+    { weight: 4, arbitrary: fc.constant<Targeted>({ _tag: "None" }) },
+    fc.record({
+      _tag: fc.constant("PauseLeasePlusEpsilon" as const),
+      worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
+      epsilonMs: fc.integer({ min: 1, max: 500 })
+    }),
+    fc.record({ _tag: fc.constant("LatencyLeaseMinusDelta" as const), deltaMs: fc.integer({ min: 1, max: 400 }) }),
+    fc.record({
+      _tag: fc.constant("HeartbeatFailsK" as const),
+      worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
+      k: fc.integer({ min: 1, max: 4 })
+    })
+  )
+  // Targeted scenarios are faults too: fault-free plans get none.
+  const targeted = allowed.length === 0 ? fc.constant<Targeted>({ _tag: "None" }) : targetedScenario
+  return fc.record({
+    seed: fc.integer({ min: 0, max: 0x7fffffff }),
+    jobs: fc.constant(jobs),
+    workers: fc.constant(workers),
+    concurrency: fc.integer({ min: 1, max: 3 }),
+    faults,
+    faultRate: fc.integer({ min: 20, max: 250 }),
+    tape: fc.array(tapeEntry, { minLength: 40, maxLength: 300, size: "max" }),
+    callTimeoutMs: fc.integer({ min: 1_000, max: 4_000 }),
+    model: fc.record({
+      medianMs: fc.integer({ min: 50, max: 800 }),
+      tailAlpha: fc.double({ min: 1.1, max: 3, noNaN: true }),
+      errorRate: fc.integer({ min: 0, max: 300 }),
+      priceCents: fc.integer({ min: 1, max: 5 })
+    }),
+    maxAttempts: fc.integer({ min: 1, max: 5 }),
+    budgets: fc.array(fc.option(fc.integer({ min: 0, max: 20 }), { nil: null, freq: 2 }), {
+      minLength: 1,
+      maxLength: 4
+    }),
+    submitAt: fc.array(fc.integer({ min: 0, max: 10_000 }), { minLength: 1, maxLength: 6 }),
+    cancels: fc.array(fc.record({ job: fc.nat({ max: jobs - 1 }), at: fc.integer({ min: 0, max: 15_000 }) }), {
+      maxLength: 3
+    }),
+    resubmits: fc.array(fc.nat({ max: jobs - 1 }), { maxLength: 3 }),
+    events: fc.array(event, { maxLength: 6 }),
+    skews: fc.array(
+      fc.record({
+        offsetMs: fc.integer({ min: -5_000, max: 5_000 }),
+        driftPpm: fc.integer({ min: -50_000, max: 50_000 }),
+        jumpMs: fc.integer({ min: -3_000, max: 3_000 })
+      }),
+      { minLength: workers, maxLength: workers }
+    ),
+    targeted,
+    faultPhaseMs: fc.integer({ min: 10_000, max: 30_000 })
+  })
+}
+
+/**
+ * Whether a fault kind is on in a plan.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const has = (plan: Plan, kind: FaultKind): boolean => plan.faults.includes(kind)

@@ -1,0 +1,163 @@
+/**
+ * The simulated model provider. Each call draws a heavy-tailed latency (Pareto) and an outcome from the run's
+ * seeded `Random`: success, a retryable server error, a permanent error, a 429 with Retry-After, or a timeout the
+ * provider still billed. The provider bills the moment it accepts a call, whatever happens to the caller
+ * afterwards, and writes that to the history: this is the ground-truth billing ledger the cost checker compares
+ * with the store's charge ledger.
+ *
+ * @since 0.1.0
+ */
+import { Data, Effect, Random } from "effect"
+import type { History } from "./History.js"
+import type { VirtualClock } from "./SimClock.js"
+
+/**
+ * A failed model call, shaped like an HTTP error from a vendor SDK (`status`, `headers`) so that the core's
+ * normaliser classifies it. `billedCents` is what the provider charged for it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SimModelError extends Data.TaggedError("SimModelError")<{
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly billedCents: number
+  readonly message: string
+}> {}
+
+/**
+ * A successful reply: it names the token the call was made under, so a committed result can be traced to the
+ * call that produced it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SimReply {
+  readonly token: number
+  readonly callId: string
+  readonly cents: number
+}
+
+/**
+ * How the simulated provider behaves in one run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ModelBehaviour {
+  readonly medianMs: number
+  readonly tailAlpha: number
+  /** Per-mille of calls that fail; 0 for a perfect provider. */
+  readonly errorRate: number
+  readonly priceCents: number
+  /** Heavy tail on (F13): latencies are drawn from the Pareto tail; off: bounded near the median. */
+  readonly heavyTail: boolean
+  /** Without the heavy tail, no call takes longer than this (the caller's timeout): a slow call is a fault. */
+  readonly boundedMaxMs: number
+  /** Fixed latency for the first call of each job (targeted scenario "latency = lease - delta"). */
+  readonly firstCallLatencyMs?: number | undefined
+}
+
+/**
+ * What the caller tells the provider: who calls, for which job and token, and how to wait (the caller's process
+ * gate: a paused process does not see the reply until it resumes, a crashed one never does).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallRequest {
+  readonly who: string
+  readonly jobId: string
+  readonly token: number
+  readonly callId: string
+  readonly spentAtStart: number
+  readonly budget: number | null
+  readonly attemptsAtStart: number
+  readonly maxAttempts: number
+  readonly gate: Effect.Effect<void>
+  /** Called when the call starts (used by targeted scenarios). */
+  readonly onStart?: (() => void) | undefined
+}
+
+/**
+ * The provider. Invariant: every call it accepts appears once in the history with the amount billed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SimModel {
+  readonly call: (request: CallRequest) => Effect.Effect<SimReply, SimModelError>
+}
+
+/**
+ * A provider for one run.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (behaviour: ModelBehaviour, history: History, clock: VirtualClock): SimModel => {
+  const seen = new Set<string>()
+  const latency = (jobId: string): Effect.Effect<number> =>
+    Effect.map(Random.next, (u) => {
+      if (!seen.has(jobId)) {
+        seen.add(jobId)
+        if (behaviour.firstCallLatencyMs !== undefined) return behaviour.firstCallLatencyMs
+      }
+      const pareto = behaviour.medianMs * (1 - u) ** (-1 / behaviour.tailAlpha)
+      return Math.round(
+        behaviour.heavyTail
+          ? Math.min(pareto, behaviour.medianMs * 200)
+          : Math.min(pareto, 3 * behaviour.medianMs, behaviour.boundedMaxMs)
+      )
+    })
+  return {
+    call: (request) =>
+      Effect.gen(function* () {
+        const ms = yield* latency(request.jobId)
+        const roll = yield* Random.nextIntBetween(0, 1000)
+        const kindRoll = yield* Random.nextIntBetween(0, 4)
+        const price = behaviour.priceCents
+        const outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed" =
+          roll >= behaviour.errorRate
+            ? "ok"
+            : (["retryable", "permanent", "rate_limited", "timeout_billed"] as const)[kindRoll]!
+        const cents = outcome === "ok" || outcome === "timeout_billed" ? price : 0
+        const start = clock.now
+        request.onStart?.()
+        history.push({
+          k: "call",
+          t: start,
+          end: start + ms,
+          who: request.who,
+          jobId: request.jobId,
+          token: request.token,
+          callId: request.callId,
+          cents,
+          outcome,
+          spentAtStart: request.spentAtStart,
+          budget: request.budget,
+          attemptsAtStart: request.attemptsAtStart,
+          maxAttempts: request.maxAttempts
+        })
+        yield* clock.sleepMillis(ms)
+        yield* request.gate
+        switch (outcome) {
+          case "ok":
+            return { token: request.token, callId: request.callId, cents }
+          case "retryable":
+            return yield* new SimModelError({ status: 503, headers: {}, billedCents: 0, message: "overloaded" })
+          case "permanent":
+            return yield* new SimModelError({ status: 400, headers: {}, billedCents: 0, message: "bad request" })
+          case "rate_limited":
+            return yield* new SimModelError({
+              status: 429,
+              headers: { "retry-after": "1" },
+              billedCents: 0,
+              message: "rate limited"
+            })
+          case "timeout_billed":
+            return yield* new SimModelError({ status: 504, headers: {}, billedCents: cents, message: "timed out" })
+        }
+      })
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * SimStore: a proxy around a real Store (the in-memory one) that records every accepted and rejected write with
+ * its token and the job record before and after, and injects faults at named points: a clean failure before the
+ * write (F5), an applied write whose reply is lost (F6 ambiguous, F15 partition), a slow call (F7), a crash of the
+ * calling process after a write (F8, F10, F18), and targeted heartbeat failures (F1). Production code has no
+ * switch for any of this: the proxy is the only place faults exist.
+ *
+ * @since 0.1.0
+ */
+import type { JobId } from "@slowcall/core/Models"
+import { StoreError } from "@slowcall/core/Errors"
+import type { Store } from "@slowcall/core/Store"
+import { Effect, Either, Option, Random } from "effect"
+import { type History, type Snap, snap, type WriteOp } from "./History.js"
+import type { FaultKind } from "./Plan.js"
+import type { VirtualClock } from "./SimClock.js"
+import type { Actor, Faults, Incarnation } from "./internal/world.js"
+
+/**
+ * What a proxy needs from its world.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SimStoreEnv {
+  readonly actor: Actor
+  readonly history: History
+  readonly faults: Faults
+  readonly clock: VirtualClock
+  /** Crash the actor's incarnation; `restartAfterMs` null means it stays down until the heal phase. */
+  readonly crash: (incarnation: Incarnation, restartAfterMs: number | null) => void
+}
+
+const preFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15"]
+const crashAfter: Partial<Record<WriteOp, ReadonlyArray<FaultKind>>> = {
+  claim: ["F10", "F18"],
+  heartbeat: ["F10"],
+  complete: ["F8", "F18"],
+  fail: ["F8"],
+  retry: ["F8"],
+  abandon: ["F8"],
+  release: ["F8"]
+}
+
+/**
+ * Wrap `inner` for one actor. Invariant: every write that reaches `inner` is recorded exactly once, in the order
+ * `inner` applied it; a crashed actor's later calls never reach `inner` and never return.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
+  const { actor, clock, faults, history } = env
+  const peek = (jobId: JobId): Effect.Effect<Snap | null> =>
+    Effect.map(Effect.option(inner.get({ jobId })), (job) => (Option.isSome(job) ? snap(job.value) : null))
+
+  const write = <A, E>(
+    op: WriteOp,
+    jobId: JobId,
+    token: number | null,
+    effect: Effect.Effect<A, E>,
+    describe: (a: A) => { res: string; takeover?: boolean; resultToken?: number | null },
+    extra: { callId?: string; amount?: number; settled?: boolean } = {}
+  ): Effect.Effect<A, E | StoreError> =>
+    Effect.gen(function* () {
+      const start = clock.now
+      yield* actor.gate
+      const incarnation = actor.incarnation
+      const record = (ok: boolean, res: string, before: Snap | null, after: Snap | null, more: object = {}) =>
+        history.push({
+          k: "write",
+          t: clock.now,
+          start,
+          op,
+          who: actor.id,
+          jobId,
+          token,
+          ok,
+          res,
+          takeover: false,
+          before,
+          after,
+          callId: extra.callId ?? null,
+          amount: extra.amount ?? null,
+          settled: extra.settled ?? null,
+          resultToken: null,
+          ...more
+        })
+      let fault: FaultKind | undefined
+      if (incarnation !== null) {
+        const left = faults.enabled ? (faults.heartbeatFailures.get(incarnation.slot) ?? 0) : 0
+        if (op === "heartbeat" && left > 0) {
+          faults.heartbeatFailures.set(incarnation.slot, left - 1)
+          faults.note("F1", actor.id, "heartbeat fails (targeted)")
+          return yield* new StoreError({ reason: "Connection", operation: op, detail: "injected: heartbeat fails" })
+        }
+        fault = faults.roll([...preFaults, ...(crashAfter[op] ?? [])], actor.id, `store.${op}`)
+      }
+      if (fault === "F5") {
+        const before = yield* peek(jobId)
+        record(false, "StoreError", before, before)
+        return yield* new StoreError({ reason: "Connection", operation: op, detail: "injected: write not applied" })
+      }
+      if (fault === "F7") {
+        yield* clock.sleepMillis(yield* Random.nextIntBetween(100, 2_000))
+        yield* actor.gate
+      }
+      const before = yield* peek(jobId)
+      const result = yield* Effect.either(effect)
+      const after = yield* peek(jobId)
+      if (Either.isRight(result)) {
+        const d = describe(result.right)
+        record(true, d.res, before, after, { takeover: d.takeover ?? false, resultToken: d.resultToken ?? null })
+      } else {
+        const error = result.left as { _tag?: string }
+        record(false, error._tag ?? "error", before, after)
+      }
+      if (incarnation !== null && (fault === "F8" || fault === "F10" || fault === "F18")) {
+        env.crash(incarnation, fault === "F18" ? 500 : null)
+      }
+      yield* actor.gate
+      if (fault === "F6" || fault === "F15") {
+        if (fault === "F15") yield* clock.sleepMillis(1_000)
+        yield* actor.gate
+        return yield* new StoreError({
+          reason: fault === "F6" ? "Ambiguous" : "Timeout",
+          operation: op,
+          detail: "injected: the write applied but the reply was lost"
+        })
+      }
+      return yield* result
+    })
+
+  const fencedOutcome = <A extends { readonly state: string }, E>(
+    op: WriteOp,
+    options: { readonly jobId: JobId; readonly token: number },
+    effect: Effect.Effect<A, E>
+  ) => write(op, options.jobId, options.token, effect, (job) => ({ res: job.state }))
+
+  return {
+    ...inner,
+    claim: (options) =>
+      write("claim", options.jobId, null, inner.claim(options), (r) => ({
+        res: r._tag,
+        takeover: r._tag === "Claimed" && r.takeover
+      })),
+    heartbeat: (options) =>
+      write("heartbeat", options.jobId, options.token, inner.heartbeat(options), (r) => ({
+        res: r.cancelRequested ? "cancel" : "ok"
+      })),
+    charge: (options) =>
+      write("charge", options.jobId, options.token, inner.charge(options), () => ({ res: "ok" }), {
+        callId: options.callId,
+        amount: options.amountCents,
+        settled: options.settled
+      }),
+    complete: (options) =>
+      write("complete", options.jobId, options.token, inner.complete(options), (job) => ({
+        res: job.state,
+        resultToken: resultToken(options.result)
+      })),
+    fail: (options) => fencedOutcome("fail", options, inner.fail(options)),
+    retry: (options) => fencedOutcome("retry", options, inner.retry(options)),
+    abandon: (options) => fencedOutcome("abandon", options, inner.abandon(options)),
+    release: (options) => fencedOutcome("release", options, inner.release(options))
+  }
+}
+
+const resultToken = (result: unknown): number | null =>
+  typeof result === "object" && result !== null && typeof (result as { token?: unknown }).token === "number"
+    ? (result as { token: number }).token
+    : null

@@ -1,0 +1,114 @@
+/**
+ * SimTransport: a proxy around a real Transport (the in-memory one, at-least-once with visibility timeouts,
+ * receipts and redrive) that records deliveries, receipts, acks, extends and defers, and injects transport faults:
+ * a message handed to a second consumer (F2), redelivery after an ack (F2), a visibility shorter than asked so the
+ * message returns while the first consumer still works (F3), a lost visibility extension (F3), and a crash right
+ * after a receive (F10). Acks with superseded receipts (F4) and redrive after `maxReceiveCount` (F16) come from the
+ * transport itself.
+ *
+ * @since 0.1.0
+ */
+import type { JobState } from "@slowcall/core/Models"
+import type { Delivery, Transport } from "@slowcall/core/Transport"
+import { Effect } from "effect"
+import type { History } from "./History.js"
+import type { VirtualClock } from "./SimClock.js"
+import type { Actor, Faults, Incarnation } from "./internal/world.js"
+
+/**
+ * What a transport proxy needs from its world.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SimTransportEnv {
+  readonly actor: Actor
+  readonly history: History
+  readonly faults: Faults
+  readonly clock: VirtualClock
+  readonly crash: (incarnation: Incarnation, restartAfterMs: number | null) => void
+  /** The job's state and lease owner in the store right now (ground truth for the ack-discipline check). */
+  readonly peek: (jobId: string) => Effect.Effect<{ readonly state: JobState; readonly owner: string | null } | null>
+}
+
+/**
+ * Wrap `inner` for one actor. Invariant: every delivery the actor sees and every ack it sends is recorded with
+ * the job's state at that moment; a crashed actor's calls never return.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (inner: Transport["Type"], env: SimTransportEnv): Transport["Type"] => {
+  const { actor, clock, faults, history } = env
+  const record = (op: "publish" | "receive" | "ack" | "extend" | "defer", jobId: string, delivery?: Delivery) =>
+    Effect.map(env.peek(jobId), (job) =>
+      history.push({
+        k: "msg",
+        t: clock.now,
+        op,
+        who: actor.id,
+        jobId,
+        receipt: delivery?.receipt ?? null,
+        count: delivery?.receiveCount ?? null,
+        state: job?.state ?? null,
+        owner: job?.owner ?? null
+      })
+    )
+  const republish = (delivery: Delivery) =>
+    inner
+      .publish({
+        queue: delivery.queue,
+        message: { jobId: delivery.jobId, type: delivery.type, version: delivery.version, priority: delivery.priority }
+      })
+      .pipe(Effect.ignore)
+  const roll = (kinds: ReadonlyArray<"F2" | "F3" | "F10">, point: string) =>
+    actor.incarnation === null ? undefined : faults.roll(kinds, actor.id, point)
+
+  return {
+    publish: (options) =>
+      Effect.zipRight(actor.gate, inner.publish(options)).pipe(
+        Effect.zipLeft(record("publish", options.message.jobId)),
+        Effect.zipLeft(actor.gate)
+      ),
+    receive: (options) =>
+      Effect.gen(function* () {
+        yield* actor.gate
+        const shorten = roll(["F3"], "transport.receive") === "F3"
+        const deliveries = yield* inner.receive(
+          shorten ? { ...options, visibilityMs: Math.max(1, Math.floor(options.visibilityMs / 4)) } : options
+        )
+        yield* actor.gate
+        for (const delivery of deliveries) {
+          yield* record("receive", delivery.jobId, delivery)
+          const fault = roll(["F2", "F10"], "transport.received")
+          if (fault === "F2") yield* republish(delivery)
+          if (fault === "F10" && actor.incarnation !== null) env.crash(actor.incarnation, null)
+        }
+        yield* actor.gate
+        return deliveries
+      }),
+    extend: (options) =>
+      Effect.gen(function* () {
+        yield* actor.gate
+        if (roll(["F3"], "transport.extend") === "F3") return
+        yield* record("extend", options.delivery.jobId, options.delivery)
+        yield* inner.extend(options)
+        yield* actor.gate
+      }),
+    defer: (options) =>
+      Effect.gen(function* () {
+        yield* actor.gate
+        yield* record("defer", options.delivery.jobId, options.delivery)
+        yield* inner.defer(options)
+        yield* actor.gate
+      }),
+    ack: (options) =>
+      Effect.gen(function* () {
+        yield* actor.gate
+        yield* record("ack", options.delivery.jobId, options.delivery)
+        yield* inner.ack(options)
+        if (roll(["F2"], "transport.acked") === "F2") yield* republish(options.delivery)
+        yield* actor.gate
+      })
+  }
+}

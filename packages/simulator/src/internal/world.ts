@@ -1,0 +1,104 @@
+/**
+ * Shared pieces of a simulated world: worker incarnations and the fault injector that reads the plan's tape.
+ *
+ * @internal
+ */
+import { Effect } from "effect"
+import type { History } from "../History.js"
+import { type FaultKind, has, type Plan } from "../Plan.js"
+import { type Skew, type VirtualClock, WorkerClock } from "../SimClock.js"
+import { stuck } from "./stuck.js"
+
+/**
+ * One start of a worker process. Its clock may be skewed; `gate` blocks while it is paused and forever once it
+ * crashed, which is how a crash keeps every later write of the old process from reaching the world.
+ *
+ * @internal
+ */
+export class Incarnation {
+  readonly clock: WorkerClock
+  heartbeats = 0
+  calls = 0
+  constructor(
+    readonly slot: number,
+    readonly n: number,
+    base: VirtualClock,
+    skew: Skew
+  ) {
+    this.clock = new WorkerClock(base, skew)
+  }
+  get id(): string {
+    return `w${this.slot}.${this.n}`
+  }
+  get dead(): boolean {
+    return this.clock.isDead
+  }
+  get gate(): Effect.Effect<void> {
+    return this.clock.gate
+  }
+}
+
+/** A participant that is never faulted (the client's retries, the sweeper, the operator). @internal */
+export interface Actor {
+  readonly id: string
+  readonly gate: Effect.Effect<void>
+  readonly incarnation: Incarnation | null
+}
+
+/** @internal */
+export const actor = (id: string): Actor => ({ id, gate: Effect.void, incarnation: null })
+
+/** @internal */
+export const ofIncarnation = (incarnation: Incarnation): Actor => ({
+  id: incarnation.id,
+  gate: incarnation.gate,
+  incarnation
+})
+
+/**
+ * Reads the fault tape: one entry per fault point reached while faults are on. Invariant: the same plan and the
+ * same schedule consume the same entries, so a fault fires at the same point on every replay.
+ *
+ * @internal
+ */
+export class Faults {
+  enabled = true
+  private pos = 0
+  /** Targeted heartbeat failures left, per worker slot. */
+  heartbeatFailures = new Map<number, number>()
+  constructor(
+    readonly plan: Plan,
+    readonly history: History,
+    readonly clock: VirtualClock
+  ) {
+    if (plan.targeted._tag === "HeartbeatFailsK") heartbeatFailures(this, plan.targeted.worker, plan.targeted.k)
+  }
+
+  /** Which of `kinds` fires at this point, if any (one tape entry consumed). */
+  roll(kinds: ReadonlyArray<FaultKind>, who: string, point: string): FaultKind | undefined {
+    if (!this.enabled) return undefined
+    const on = kinds.filter((kind) => has(this.plan, kind))
+    if (on.length === 0) return undefined
+    const entry = this.plan.tape[this.pos]
+    if (entry === undefined) return undefined
+    this.pos++
+    if (entry < 1000 - this.plan.faultRate) return undefined
+    const kind = on[entry % on.length]!
+    this.note(kind, who, point)
+    return kind
+  }
+
+  note(id: string, who: string, point: string): void {
+    this.history.push({ k: "fault", t: this.clock.now, id, who, point })
+  }
+}
+
+const heartbeatFailures = (faults: Faults, slot: number, k: number): void => {
+  faults.heartbeatFailures.set(slot, k)
+}
+
+/** Crash an incarnation: no timer, reply or write of it reaches the world again. @internal */
+export const crash = (incarnation: Incarnation): void => incarnation.clock.kill()
+
+/** @internal */
+export { stuck }

@@ -1,0 +1,246 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { check } from "../src/Checkers.js"
+import type { Event, Snap, WriteOp } from "../src/History.js"
+import * as Plan from "../src/Plan.js"
+
+const plan: Plan.Plan = {
+  ...fc.sample(Plan.arbitrary({ jobs: 1, workers: 2, faults: ["F5"] }), { seed: 1, numRuns: 1 })[0]!,
+  faults: ["F5"],
+  maxAttempts: 3,
+  model: { medianMs: 100, tailAlpha: 2, errorRate: 0, priceCents: 2 }
+}
+
+const job = "j1"
+const base: Snap = {
+  state: "queued",
+  token: 0,
+  attempts: 0,
+  attemptsBase: 0,
+  maxAttempts: 3,
+  leaseOwner: null,
+  leaseUntil: null,
+  runAfter: 0,
+  updatedAt: 1,
+  costCents: 0,
+  budgetCents: null,
+  abandonReason: null
+}
+const s = (patch: Partial<Snap>): Snap => ({ ...base, ...patch })
+
+const write = (
+  t: number,
+  op: WriteOp,
+  who: string,
+  token: number | null,
+  before: Snap,
+  after: Snap,
+  extra: Partial<Extract<Event, { k: "write" }>> = {}
+): Event => ({
+  k: "write",
+  t,
+  start: t,
+  op,
+  who,
+  jobId: job,
+  token,
+  ok: true,
+  res: op === "claim" ? "Claimed" : after.state,
+  takeover: false,
+  before,
+  after,
+  callId: null,
+  amount: null,
+  settled: null,
+  resultToken: null,
+  ...extra
+})
+
+const call = (t: number, who: string, token: number, cents = 2): Event => ({
+  k: "call",
+  t,
+  end: t + 100,
+  who,
+  jobId: job,
+  token,
+  callId: `${job}:${token}:1`,
+  cents,
+  outcome: "ok",
+  spentAtStart: cents,
+  budget: null,
+  attemptsAtStart: 1,
+  maxAttempts: 3
+})
+
+const charge = (t: number, who: string, token: number, amount: number, settled: boolean, cost: number): Event =>
+  write(
+    t,
+    "charge",
+    who,
+    token,
+    s({ state: "running", token, costCents: cost - (settled ? 0 : amount) }),
+    s({ state: "running", token, costCents: cost, updatedAt: t }),
+    {
+      callId: `${job}:${token}:1`,
+      amount,
+      settled,
+      res: "ok"
+    }
+  )
+
+const submit: Event = { k: "submit", t: 0, key: "k", hash: "h", ok: true, jobId: job, created: true, error: null }
+const running1 = s({ state: "running", token: 1, attempts: 1, leaseOwner: "w0.1", leaseUntil: 3_000, updatedAt: 10 })
+const done = s({ state: "succeeded", token: 1, attempts: 1, costCents: 2, updatedAt: 200 })
+const finals = (snap: Snap, ledger: number): Array<Event> => [
+  { k: "phase", t: 500, name: "heal" },
+  { k: "final", t: 500, jobId: job, snap, ledger },
+  { k: "phase", t: 600, name: "final" },
+  { k: "final", t: 600, jobId: job, snap, ledger }
+]
+
+/** A correct history: claim, reserve, call, settle, complete, ack. */
+const happy: Array<Event> = [
+  submit,
+  write(10, "claim", "w0.1", null, base, running1),
+  charge(10, "w0.1", 1, 2, false, 2),
+  call(10, "w0.1", 1),
+  charge(110, "w0.1", 1, 2, true, 2),
+  write(120, "complete", "w0.1", 1, s({ ...running1, costCents: 2, updatedAt: 110 }), done, { resultToken: 1 }),
+  { k: "msg", t: 121, op: "ack", who: "w0.1", jobId: job, receipt: "r1", count: 1, state: "succeeded", owner: null },
+  ...finals(done, 2)
+]
+
+describe("check", () => {
+  it("accepts a correct history and counts its totals", () => {
+    const verdict = check(happy, plan, "Done", null)
+    expect(verdict.violations).toEqual([])
+    expect(verdict.totals.acknowledged).toBe(1)
+    expect(verdict.totals.terminal).toBe(1)
+    expect(verdict.totals.billedCents).toBe(2)
+    expect(verdict.totals.ledgerCents).toBe(2)
+  })
+
+  it("I1: a takeover with no fault on the first holder is an unexcused double generation", () => {
+    const takeover = s({
+      state: "running",
+      token: 2,
+      attempts: 2,
+      leaseOwner: "w1.1",
+      leaseUntil: 9_000,
+      updatedAt: 3_100
+    })
+    const history: Array<Event> = [
+      submit,
+      write(10, "claim", "w0.1", null, base, running1),
+      call(10, "w0.1", 1),
+      write(3_100, "claim", "w1.1", null, running1, takeover, { takeover: true }),
+      call(3_100, "w1.1", 2),
+      ...finals(takeover, 0)
+    ]
+    const verdict = check(history, plan, "Done", null)
+    expect(verdict.violations.map((v) => v.invariant)).toContain("I1")
+    expect(verdict.totals.duplicateGenerations.unexcused).toBe(1)
+    const excused = check(
+      [
+        ...history.slice(0, 3),
+        { k: "fault", t: 20, id: "F5", who: "w0.1", point: "store.heartbeat" },
+        ...history.slice(3)
+      ],
+      plan,
+      "Done",
+      null
+    )
+    expect(excused.totals.duplicateGenerations).toEqual({ excused: 1, unexcused: 0 })
+    expect(excused.violations.filter((v) => v.invariant === "I1")).toEqual([])
+  })
+
+  it("I1: a call under the committing token after the commit is never excused", () => {
+    const again = { ...(call(300, "w0.1", 1) as Extract<Event, { k: "call" }>), callId: `${job}:1:2` }
+    const verdict = check([...happy.slice(0, 6), again, ...happy.slice(6)], plan, "Done", null)
+    expect(verdict.violations.filter((v) => v.invariant === "I1").map((v) => v.message)).toEqual([
+      "model called under token 1 after the job succeeded under token 1"
+    ])
+  })
+
+  it("I2: a write accepted under a superseded token is a stale write", () => {
+    const stale = write(120, "complete", "w0.1", 1, s({ ...running1, token: 2 }), s({ ...done, token: 2 }), {
+      resultToken: 1
+    })
+    const verdict = check([...happy.slice(0, 5), stale, ...finals(done, 2)], plan, "Done", null)
+    expect(verdict.violations.map((v) => v.invariant)).toContain("I2")
+    expect(verdict.totals.staleWrites).toBe(1)
+  })
+
+  it("I3: updatedAt going backwards is reported", () => {
+    const back = write(130, "heartbeat", "w0.1", 1, running1, s({ ...running1, leaseUntil: 4_000, updatedAt: 5 }), {
+      res: "ok"
+    })
+    const verdict = check([...happy.slice(0, 2), back, ...happy.slice(2)], plan, "Done", null)
+    expect(verdict.violations.map((v) => v.invariant)).toContain("I3")
+  })
+
+  it("I6: a billed call missing from the charge ledger is an under-count", () => {
+    const verdict = check(
+      happy.filter((e) => !(e.k === "write" && e.op === "charge")),
+      plan,
+      "Done",
+      null
+    )
+    expect(verdict.violations.map((v) => v.invariant)).toContain("I6")
+  })
+
+  it("I9: acking while the acker's own attempt is still running", () => {
+    const early: Event = {
+      k: "msg",
+      t: 11,
+      op: "ack",
+      who: "w0.1",
+      jobId: job,
+      receipt: "r1",
+      count: 1,
+      state: "running",
+      owner: "w0.1"
+    }
+    const verdict = check([...happy.slice(0, 2), early, ...happy.slice(2)], plan, "Done", null)
+    expect(verdict.violations.map((v) => v.invariant)).toContain("I9")
+  })
+
+  it("I5 and liveness: an acknowledged job not terminal after heal, and a deadlocked run", () => {
+    const verdict = check(
+      [submit, write(10, "claim", "w0.1", null, base, running1), ...finals(running1, 0)],
+      plan,
+      "Deadlock",
+      null
+    )
+    const invariants = verdict.violations.map((v) => v.invariant)
+    expect(invariants).toContain("I5")
+    expect(invariants).toContain("liveness")
+    expect(verdict.totals.lost).toBe(1)
+  })
+
+  it("idempotent submit: the same key returning two jobs is a violation", () => {
+    const second: Event = { ...submit, t: 5, jobId: "j2", created: true }
+    const verdict = check([submit, second], plan, "Done", null)
+    expect(verdict.violations.map((v) => v.invariant)).toContain("submit")
+  })
+
+  it("coverage counts fenced rejections and budget exhaustion", () => {
+    const rejected: Event = {
+      ...(write(130, "heartbeat", "w0.1", 1, done, done) as Extract<Event, { k: "write" }>),
+      ok: false,
+      res: "LeaseLost"
+    }
+    const budget = write(
+      140,
+      "claim",
+      "w1.1",
+      null,
+      s({ budgetCents: 1, costCents: 2 }),
+      s({ state: "abandoned", abandonReason: "budget", budgetCents: 1, costCents: 2, updatedAt: 140 }),
+      { res: "Settled" }
+    )
+    const verdict = check([...happy, rejected, budget], plan, "Done", null)
+    expect(verdict.coverage.fencedWriteRejected).toBe(1)
+    expect(verdict.coverage.budgetExhausted).toBe(1)
+  })
+})

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "@effect/vitest"
+import type { Store } from "@slowcall/core/Store"
+import * as Plan from "../src/Plan.js"
+import * as Report from "../src/Report.js"
+import * as Simulate from "../src/Simulate.js"
+
+/** A planted bug outside production code: the store records one cent less for every settled charge. */
+const underCount = (store: Store["Type"]): Store["Type"] => ({
+  ...store,
+  charge: (options) =>
+    store.charge(
+      options.settled && options.amountCents > 0 ? { ...options, amountCents: options.amountCents - 1 } : options
+    )
+})
+
+const size = (plan: Plan.Plan): number =>
+  plan.tape.length +
+  plan.tape.filter((entry) => entry > 0).length +
+  plan.events.length +
+  plan.faults.length +
+  plan.cancels.length +
+  plan.resubmits.length
+
+describe("simulate", () => {
+  it("holds every invariant on the real worker and reproduces the same history hash", () => {
+    const options = { seed: 11, runs: 4, jobs: 6, workers: 2, faults: Plan.faultKinds }
+    const first = Simulate.simulate(options)
+    const second = Simulate.simulate(options)
+    expect(first.violations).toEqual([])
+    expect(first.acknowledged).toBeGreaterThan(0)
+    expect(first.terminal).toBe(first.acknowledged)
+    expect(first.lost).toBe(0)
+    expect(first.determinism).toBe("ok")
+    expect(second.historyHash).toBe(first.historyHash)
+    const json = Report.toJson(first)
+    for (const field of [
+      "seed",
+      "runs",
+      "jobs",
+      "submitted",
+      "acknowledged",
+      "terminal",
+      "lost",
+      "duplicateGenerations",
+      "staleWrites",
+      "billedCents",
+      "ledgerCents",
+      "violations",
+      "coverage",
+      "historyHash"
+    ]) {
+      expect(json).toHaveProperty(field)
+    }
+  })
+
+  it("shrinks a planted failure and reproduces it from the printed replay line in one run", () => {
+    const options = {
+      seed: 5,
+      runs: 3,
+      jobs: 3,
+      workers: 2,
+      faults: Plan.faultKinds,
+      decorateStore: underCount,
+      shrinkBudget: 40,
+      stopOnFailure: true
+    }
+    const report = Simulate.simulate(options)
+    const failure = report.failures[0]
+    expect(failure?.invariants).toContain("I6")
+    if (failure === undefined) return
+    const arbitrary = Simulate.arbitraryFor(options)
+    const original = Simulate.planOf(arbitrary, failure.runSeed)
+    expect(size(failure.plan)).toBeLessThan(size(original))
+    expect(failure.determinism).toBe("ok")
+
+    const line = Report.replayLine(failure)
+    const match = /seed (\d+), path "([\d:]*)"/.exec(line)
+    expect(match).not.toBeNull()
+    const replayed = Simulate.replayPath(arbitrary, Number(match![1]), match![2]!, { decorateStore: underCount })
+    expect(replayed?.runs).toBe(1)
+    expect(replayed?.plan).toEqual(failure.plan)
+    expect(replayed?.verdict.violations.map((v) => v.invariant)).toContain("I6")
+
+    const fromCorpus = Simulate.replayPlan(Report.corpusEntry(failure, "test").plan, { decorateStore: underCount })
+    expect(fromCorpus.violations.map((v) => v.invariant)).toContain("I6")
+    expect(Simulate.replayPlan(failure.plan).violations).toEqual([])
+  })
+})
