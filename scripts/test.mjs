@@ -19,7 +19,11 @@ const steps = [
     cmd: `npx vitest run ${restartTest} --reporter=default --reporter=json --outputFile=test-output/vitest-restart.json`,
     report: "test-output/vitest-restart.json"
   },
-  { name: "examples", cmd: "npm run --silent examples" }
+  { name: "examples", cmd: "npm run --silent examples" },
+  // The acceptance run of the simulator: 2,000 plans, every invariant, every coverage counter above zero.
+  { name: "simulator: 2,000 plans", cmd: "node scripts/simulate-ci.mjs --seed 1 --runs 2000" },
+  // Every known-bug mutant must turn the simulator red on its named invariant; the clean tree passes the same budget.
+  { name: "mutants", cmd: "npm run --silent mutants" }
 ]
 
 mkdirSync("test-output", { recursive: true })
