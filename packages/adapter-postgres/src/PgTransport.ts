@@ -11,7 +11,8 @@
  * work. Receives select batches with FOR UPDATE SKIP LOCKED, so concurrent receivers never wait on each other.
  *
  * Publishing: there is one message per job (its row), so `publish` cannot add a second copy beside a hidden one.
- * It makes a visible row wait `delayMs`, and never makes a hidden row (a delivery in flight, a worker's `defer`)
+ * It makes a visible row wait `delayMs` (a publish without a delay writes nothing: the row already is the message,
+ * and the trigger already woke the receivers), and never makes a hidden row (a delivery in flight, a worker's `defer`)
  * visible earlier than it already is: a hidden row comes back by itself when its hiding ends, so nothing is lost,
  * and a sweeper republishing a waiting job cannot undo a worker's deferral. The Store's own transitions to queued
  * (retry, release, replay, requeue after an expired lease) clear the hiding, so a job that is queued again is
@@ -151,9 +152,12 @@ export const make = (
       )
 
     const transport: Transport["Type"] = {
+      // Without a delay a publish could only make the row visible now, which it already is unless hidden (and a
+      // publish never shortens a hiding); the trigger has already sent the wake-up for every transition to
+      // queued. So it writes nothing: a submit costs one commit, not two.
       publish: ({ delayMs, message, queue }) =>
-        isUuid(message.jobId)
-          ? Effect.asVoid(q("publish", st.publish, [message.jobId, queue, delayMs ?? 0]))
+        isUuid(message.jobId) && delayMs !== undefined && delayMs > 0
+          ? Effect.asVoid(q("publish", st.publish, [message.jobId, queue, delayMs]))
           : Effect.void,
       receive: ({ max, queue, visibilityMs, waitMs }) =>
         Effect.gen(function* () {
