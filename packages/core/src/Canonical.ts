@@ -35,9 +35,15 @@ class Rejection {
   ) {}
 }
 
+// U+0000 is valid JSON but no store can keep it everywhere (Postgres text and jsonb reject it), so it is refused
+// here, where every store sees the same rule.
+const NUL = "\u0000"
+const nulMessage = "U+0000 cannot be stored"
+
 const encode = (value: unknown, path: string, ancestors: Set<object>): string => {
   switch (typeof value) {
     case "string":
+      if (value.includes(NUL)) throw new Rejection(path, `the string contains ${nulMessage}`)
       return JSON.stringify(value)
     case "boolean":
       return value ? "true" : "false"
@@ -67,6 +73,7 @@ const encode = (value: unknown, path: string, ancestors: Set<object>): string =>
       const keys = Object.keys(record).sort()
       const parts: Array<string> = []
       for (const key of keys) {
+        if (key.includes(NUL)) throw new Rejection(propertyPath(path, key), `the key contains ${nulMessage}`)
         parts.push(`${JSON.stringify(key)}:${encode(record[key], propertyPath(path, key), ancestors)}`)
       }
       ancestors.delete(value)
@@ -81,7 +88,9 @@ const encode = (value: unknown, path: string, ancestors: Set<object>): string =>
  * The canonical JSON text of a value: object keys sorted recursively (by UTF-16 code units), no whitespace, `-0`
  * written as `0`. Two values that are equal as JSON give the same text. Anything that is not plain JSON (undefined
  * anywhere, NaN, infinities, functions, symbols, BigInt, cycles, objects whose prototype is neither
- * `Object.prototype` nor null) is rejected with an `InvalidInput` naming its path (`$.a[2].b`).
+ * `Object.prototype` nor null) is rejected with an `InvalidInput` naming its path (`$.a[2].b`). So is a string or
+ * object key containing U+0000: JSON allows it, but not every Store can keep it, and a value one Store accepts must
+ * be accepted by all.
  *
  * @since 0.1.0
  * @category constructors

@@ -31,6 +31,23 @@ export class BudgetExceeded extends Data.TaggedError("BudgetExceeded")<{
 }
 
 /**
+ * A model call asked for once the job's deadline (`deadlineAt`, store time) had passed. Nothing was reserved and
+ * nothing was called; the worker ends the job `abandoned(deadline)`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{
+  readonly jobId: JobId
+  readonly deadlineAt: number
+  readonly now: number
+}> {
+  override get message() {
+    return `job ${this.jobId}: deadline ${this.deadlineAt} passed (store time ${this.now})`
+  }
+}
+
+/**
  * One billed model call. `estimateCents` is reserved in the charge ledger before `run` starts; `cost` gives the
  * actual amount from the reply, settled on the same call id afterwards. When `run` fails, `costOnError` may give
  * the amount the error reports (a timeout the provider billed); otherwise the reservation stands as the record.
@@ -61,14 +78,22 @@ export interface HandlerContext {
   readonly traceId: string | null
   /** Record progress in 0..1; written with the next heartbeat. */
   readonly progress: (value: number) => Effect.Effect<void>
-  /** Interrupts the handler when a cancel was requested or the lease is lost; otherwise does nothing. */
+  /**
+   * Interrupts the handler once the attempt was stopped (cancel requested, deadline passed, lease lost, shutdown);
+   * otherwise does nothing.
+   */
   readonly checkpoint: Effect.Effect<void>
   /**
    * Make a billed model call: reserve the estimate under the call id `${jobId}:${token}:${n}`, run the call,
-   * settle the actual cost. Fails with `BudgetExceeded` (nothing called) when the estimate does not fit the
-   * budget, and with `StoreError` when the reservation cannot be written (nothing called either).
+   * settle the actual cost. The budget check and the reservation are one step, so calls made in parallel never
+   * reserve past the budget together; once the call has returned, its settlement is not interrupted. Fails with
+   * `BudgetExceeded` (nothing called) when the estimate does not fit the budget, with `DeadlineExceeded` (nothing
+   * called) when the job's deadline has passed in store time, and with `StoreError` when the reservation cannot be
+   * written (nothing called either).
    */
-  readonly call: <A, E, R>(options: CallOptions<A, E, R>) => Effect.Effect<A, E | BudgetExceeded | StoreError, R>
+  readonly call: <A, E, R>(
+    options: CallOptions<A, E, R>
+  ) => Effect.Effect<A, E | BudgetExceeded | DeadlineExceeded | StoreError, R>
 }
 
 /**

@@ -6,10 +6,18 @@
  * - A model call happens only under a lease this worker claimed; a duplicate delivery costs one claim.
  * - A worker that lost its lease (taken over, or unable to renew before its local lease end) stops its handler and
  *   commits nothing; what it spent stays in the charge ledger.
- * - A message is acked only after the job's outcome is durable; a failed persist leaves the message to return.
+ * - A claim whose reply was lost is recognised by its unique owner tag and adopted, never counted as someone else's.
+ * - The lease is kept (heartbeat and self-fencing watchdog) until the attempt's outcome is durable: a store outage
+ *   shorter than the lease at commit time costs retries, never a second model call.
+ * - A message is acked only after the job's outcome is durable; a failed persist leaves the message to return. A
+ *   result the Store refuses for good (a non-retryable `StoreError`) fails the job with that evidence instead of
+ *   being retried forever.
+ * - No model call starts after the job's deadline (store time); a deadline seen at a heartbeat stops the handler.
+ *   Both end the job `abandoned(deadline)`.
  * - An unknown (type, version) is deferred, never claimed: deploy skew loses nothing.
- * - Closing the scope stops receiving, lets running handlers finish for `shutdownGraceMs`, then interrupts the rest
- *   and releases their leases so another worker can claim them at once.
+ * - Closing the scope stops receiving and starts no handler any more (a claim that lands later is released at once),
+ *   lets running handlers finish for `shutdownGraceMs`, then interrupts the rest and releases their leases so another
+ *   worker can claim them at once.
  *
  * @since 0.1.0
  */
@@ -17,6 +25,7 @@ import {
   Cause,
   Chunk,
   Clock,
+  Duration,
   Effect,
   Either,
   Exit,
@@ -28,6 +37,7 @@ import {
   ParseResult,
   Queue,
   Ref,
+  Schedule,
   Schema,
   type Scope
 } from "effect"
@@ -44,7 +54,7 @@ import * as Metrics from "./Metrics.js"
 import { attemptsLeft, type ErrorClass, type Job, type Json } from "./Models.js"
 import * as Normalize from "./Normalize.js"
 import * as Retry from "./Retry.js"
-import { Store } from "./Store.js"
+import { type FencedOptions, Store } from "./Store.js"
 import { type Delivery, Transport } from "./Transport.js"
 
 /**
@@ -56,7 +66,10 @@ import { type Delivery, Transport } from "./Transport.js"
  */
 export interface WorkerOptions<R> {
   readonly queue: string
-  /** Worker identity, recorded as lease owner; generated when omitted. */
+  /**
+   * Worker identity; generated when omitted. Each claim records `${id}/${tag}` as the lease owner, with a tag unique
+   * to that claim, so the worker can tell its own lease from another process's even when ids are shared.
+   */
   readonly id?: string | undefined
   readonly handlers: ReadonlyArray<Handler.Handler<any, any, R>>
   /** Jobs run at once. */
@@ -89,11 +102,35 @@ export interface Worker {
 }
 
 type After = { readonly _tag: "ack" } | { readonly _tag: "defer"; readonly delayMs: number }
+/** An attempt whose lease is kept alive (heartbeat, watchdog) while its outcome is written. */
+interface Held {
+  readonly control: Control.Control
+  readonly leaseMs: number
+}
 const ack: After = { _tag: "ack" }
 const deferBy = (delayMs: number): After => ({ _tag: "defer", delayMs })
 
 const formatParseError = (error: ParseResult.ParseError): string =>
   Normalize.truncate(Normalize.redact(ParseResult.TreeFormatter.formatErrorSync(error)))
+
+const evidenceOf = (text: string): string => Normalize.truncate(Normalize.redact(text))
+
+/** A schema step's failure as evidence: the parse error, or the defect a throwing transformation left. */
+const formatSchemaCause = (cause: Cause.Cause<ParseResult.ParseError>): string => {
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) ? formatParseError(failure.value) : evidenceOf(Cause.pretty(cause))
+}
+
+const isRetryableStoreError = (error: LeaseLost | StoreError): boolean =>
+  error._tag === "StoreError" && error.isRetryable
+
+/**
+ * How an outcome write is retried while the lease is held: quickly at first, then once a second, as long as the
+ * lease is this worker's and for at most one lease length after the handler ended.
+ */
+const heldRetrySchedule = Schedule.exponential(Duration.millis(50)).pipe(
+  Schedule.union(Schedule.spaced(Duration.seconds(1)))
+)
 
 /**
  * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully.
@@ -125,6 +162,12 @@ export const make = <R = never>(
       Array.from({ length: concurrency }, () => undefined)
     )
     const running = new Map<string, Control.Control>()
+    // Set once when the scope starts closing; read and written only in synchronous steps, so a handler is either
+    // registered in `running` before shutdown looks at it, or never started.
+    let closing = false
+    // Claim owner tags: unique per worker instance (random) and per claim (counter).
+    const instance = yield* Ids.makeId("i")
+    let claims = 0
 
     // Transport operations never fail the worker: a lost ack or defer only means the message returns, and the
     // claim in the Store decides what happens then.
@@ -137,9 +180,35 @@ export const make = <R = never>(
         .defer({ delivery, delayMs: Math.max(0, Math.ceil(delayMs)) })
         .pipe(Effect.catchAll((error) => Effect.logWarning("defer failed; the message will return", error)))
 
+    /**
+     * Retry an outcome write. Outside an attempt (no lease kept alive): a few quick retries. Inside one: while the
+     * lease is this worker's (the heartbeat keeps it), for at most one lease length after the handler ended.
+     */
+    const retryWrite = (write: Effect.Effect<Job, LeaseLost | StoreError>, held: Held | undefined) =>
+      held === undefined
+        ? retryStore(write)
+        : Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+            Effect.retry(write, {
+              schedule: heldRetrySchedule,
+              while: (error) =>
+                isRetryableStoreError(error)
+                  ? Effect.zipWith(
+                      Ref.get(held.control.stopReason),
+                      Clock.currentTimeMillis,
+                      (reason, now) => !Control.leaseGone(reason) && now - startedAt < held.leaseMs
+                    )
+                  : Effect.succeed(false)
+            })
+          )
+
     /** Persist an outcome (fenced, retried on retryable store errors), then ack or defer. */
-    const persist = (delivery: Delivery, write: Effect.Effect<Job, LeaseLost | StoreError>, after: After) =>
-      retryStore(write).pipe(
+    const persist = (
+      delivery: Delivery,
+      write: Effect.Effect<Job, LeaseLost | StoreError>,
+      after: After,
+      held?: Held | undefined
+    ) =>
+      retryWrite(write, held).pipe(
         Effect.matchEffect({
           onFailure: (error) =>
             error._tag === "LeaseLost"
@@ -156,6 +225,29 @@ export const make = <R = never>(
         })
       )
 
+    /**
+     * Store a handler's result. A result the Store refuses for good (a non-retryable `StoreError`, e.g. a value its
+     * column type cannot hold) would be refused on every attempt, and each attempt calls the model again: the job
+     * fails with that evidence instead. (A repeat of the whole write after a retryable failure tries `complete`
+     * again first: it is fenced, so at most one of the two writes applies.)
+     */
+    const completeWith = (fenced: FencedOptions, result: Json) =>
+      store.complete({ ...fenced, result }).pipe(
+        Effect.catchIf(
+          (error): error is StoreError => error._tag === "StoreError" && !error.isRetryable,
+          (error) =>
+            Effect.logError("the store refused the result; the job fails", error).pipe(
+              Effect.zipRight(
+                store.fail({
+                  ...fenced,
+                  errorClass: "unknown",
+                  error: evidenceOf(`result not storable: ${error.detail}`)
+                })
+              )
+            )
+        )
+      )
+
     /** The largest spend of any earlier attempt: the estimate of the next one when the handler declares none. */
     const largestAttemptSpend = (job: Job) =>
       store.charges({ jobId: job.id }).pipe(
@@ -167,6 +259,18 @@ export const make = <R = never>(
         Effect.orElseSucceed(() => 0)
       )
 
+    /** The handler's estimate for this input; a throwing estimate function is a handler bug, reported as such. */
+    const estimateOf = (handler: Handler.Handler<any, any, R>, input: unknown) =>
+      Effect.try({
+        try: () => Handler.estimateFor(handler, input),
+        catch: (error) => evidenceOf(`estimate failed: ${error instanceof Error ? error.message : String(error)}`)
+      })
+
+    /**
+     * Renews the lease every third of it until the lease is gone or the attempt's outcome is stored (the caller
+     * interrupts it then). A renewal reports a cancel request and, through its store-time lease end, a passed
+     * deadline; both stop the handler while the lease stays held for the outcome write.
+     */
     const heartbeatLoop = (delivery: Delivery, job: Job, leaseMs: number, control: Control.Control) =>
       Effect.gen(function* () {
         const progress = yield* Ref.getAndSet(control.pendingProgress, undefined)
@@ -174,15 +278,18 @@ export const make = <R = never>(
         const beat = yield* Effect.either(store.heartbeat({ jobId: job.id, token: job.leaseToken, leaseMs, progress }))
         if (Either.isRight(beat)) {
           yield* Ref.set(control.localLeaseEnd, sentAt + leaseMs)
-          if (beat.right.cancelRequested) {
-            yield* Control.stop(control, "cancelled")
-            return
+          if (beat.right.cancelRequested) yield* Control.stop(control, "cancelled")
+          // The store granted `leaseUntil = now + leaseMs`, so its clock read `leaseUntil - leaseMs`.
+          if (job.deadlineAt !== null && beat.right.leaseUntil - leaseMs >= job.deadlineAt) {
+            yield* Control.stop(control, "deadline")
           }
           yield* transport
             .extend({ delivery, visibilityMs: leaseMs })
             .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error)))
         } else if (beat.left._tag === "LeaseLost") {
-          yield* Metric.increment(Metrics.fencedWritesRejected)
+          // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal that
+          // races a write which already applied must not count one more.
+          if (!(yield* Ref.get(control.persisting))) yield* Metric.increment(Metrics.fencedWritesRejected)
           yield* Control.stop(control, "lease_lost")
         } else {
           if (progress !== undefined) yield* Ref.update(control.pendingProgress, (p) => p ?? progress)
@@ -190,17 +297,17 @@ export const make = <R = never>(
         }
       }).pipe(
         Effect.delay(Lease.heartbeatIntervalFor(leaseMs)),
-        Effect.repeat({ while: () => Effect.map(Ref.get(control.stopReason), Option.isNone) })
+        Effect.repeat({ while: () => Effect.map(Ref.get(control.stopReason), (reason) => !Control.leaseGone(reason)) })
       )
 
-    /** Self-fencing: past the local lease end without a renewal, stop the handler. */
+    /** Self-fencing: past the local lease end without a renewal, stop the handler and any outcome retries. */
     const watchdog = (control: Control.Control): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const end = yield* Ref.get(control.localLeaseEnd)
-        const now = yield* Clock.currentTimeMillis
-        if (now < end) {
+        while (true) {
+          const end = yield* Ref.get(control.localLeaseEnd)
+          const now = yield* Clock.currentTimeMillis
+          if (now >= end) break
           yield* Effect.sleep(end - now)
-          return yield* watchdog(control)
         }
         if (yield* Control.stop(control, "self_fenced")) yield* Metric.increment(Metrics.selfFenced)
       })
@@ -210,7 +317,7 @@ export const make = <R = never>(
       handler: Handler.Handler<any, any, R>,
       job: Job,
       input: unknown,
-      control: Control.Control,
+      held: Held,
       cause: Cause.Cause<unknown>
     ) =>
       Effect.gen(function* () {
@@ -220,12 +327,21 @@ export const make = <R = never>(
           return yield* persist(
             delivery,
             store.abandon({ ...fenced, reason: "budget", error: failure.value.message }),
-            ack
+            ack,
+            held
+          )
+        }
+        if (Option.isSome(failure) && failure.value instanceof Handler.DeadlineExceeded) {
+          return yield* persist(
+            delivery,
+            store.abandon({ ...fenced, reason: "deadline", error: failure.value.message }),
+            ack,
+            held
           )
         }
         const normalized = yield* Normalize.normalizeWithClock(Option.isSome(failure) ? failure.value : cause)
         const failWith = (errorClass: ErrorClass) =>
-          persist(delivery, store.fail({ ...fenced, errorClass, error: normalized.evidence }), ack)
+          persist(delivery, store.fail({ ...fenced, errorClass, error: normalized.evidence }), ack, held)
         if (!normalized.retryable || attemptsLeft(job) === 0) return yield* failWith(normalized.errorClass)
         const delayMs = yield* Retry.delayFor(normalized, job.attempts - job.attemptsBase, {
           ...classPolicy(normalized.errorClass),
@@ -240,12 +356,14 @@ export const make = <R = never>(
           persist(
             delivery,
             store.abandon({ ...fenced, reason, errorClass: normalized.errorClass, error: normalized.evidence }),
-            ack
+            ack,
+            held
           )
         if (job.deadlineAt !== null && now.right + delayMs >= job.deadlineAt) return yield* abandon("deadline")
         if (job.budgetCents !== null) {
-          const spent = yield* Ref.get(control.knownCostCents)
-          const estimate = Handler.estimateFor(handler, input) ?? (yield* largestAttemptSpend(job))
+          const spent = yield* Ref.get(held.control.knownCostCents)
+          const declared = yield* Effect.orElseSucceed(estimateOf(handler, input), () => undefined)
+          const estimate = declared ?? (yield* largestAttemptSpend(job))
           if (spent >= job.budgetCents || spent + estimate > job.budgetCents) return yield* abandon("budget")
         }
         yield* Metric.increment(Metrics.retries)
@@ -257,8 +375,63 @@ export const make = <R = never>(
             error: normalized.evidence,
             runAfter: now.right + delayMs
           }),
-          deferBy(delayMs)
+          deferBy(delayMs),
+          held
         )
+      })
+
+    /** What to write once the handler has ended, given its exit and why it was stopped (if it was). */
+    const outcome = (
+      delivery: Delivery,
+      handler: Handler.Handler<any, any, R>,
+      job: Job,
+      input: unknown,
+      held: Held,
+      exit: Exit.Exit<unknown, unknown>,
+      reason: Control.StopReason | undefined
+    ) =>
+      Effect.gen(function* () {
+        const fenced = { jobId: job.id, token: job.leaseToken }
+        if (reason === "lease_lost") {
+          // Someone else holds the job now: write nothing, let the message return to the claim.
+          return yield* deferDelivery(delivery, 0)
+        }
+        if (Exit.isSuccess(exit)) {
+          const encoded = yield* Effect.exit(Schema.encode(handler.result)(exit.value))
+          if (Exit.isFailure(encoded)) {
+            const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
+            return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error }), ack, held)
+          }
+          const result = Canonical.validateJson(encoded.value)
+          if (Either.isLeft(result)) {
+            const error = evidenceOf(`result is not storable JSON at ${result.left.path}: ${result.left.message}`)
+            return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error }), ack, held)
+          }
+          return yield* persist(delivery, completeWith(fenced, result.right), ack, held)
+        }
+        switch (reason) {
+          case "cancelled":
+            return yield* persist(
+              delivery,
+              store.abandon({ ...fenced, reason: "cancelled", errorClass: "cancelled", error: "cancel requested" }),
+              ack,
+              held
+            )
+          case "deadline":
+            return yield* persist(
+              delivery,
+              store.abandon({ ...fenced, reason: "deadline", error: "the deadline passed while the attempt ran" }),
+              ack,
+              held
+            )
+          case "self_fenced":
+            yield* Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
+            return yield* deferDelivery(delivery, 0)
+          case "shutdown":
+            return yield* persist(delivery, store.release(fenced), deferBy(0), held)
+          case undefined:
+            return yield* onFailure(delivery, handler, job, input, held, exit.cause)
+        }
       })
 
     const runAttempt = (
@@ -271,75 +444,61 @@ export const make = <R = never>(
       Effect.gen(function* () {
         const fenced = { jobId: job.id, token: job.leaseToken }
         if (takeover) yield* Metric.increment(Metrics.leaseTakeovers)
-        const decoded = yield* Effect.either(Schema.decodeUnknown(handler.input)(job.input))
-        if (Either.isLeft(decoded)) {
+        const decoded = yield* Effect.exit(Schema.decodeUnknown(handler.input)(job.input))
+        if (Exit.isFailure(decoded)) {
           return yield* persist(
             delivery,
-            store.fail({ ...fenced, errorClass: "invalid_input", error: formatParseError(decoded.left) }),
+            store.fail({ ...fenced, errorClass: "invalid_input", error: formatSchemaCause(decoded.cause) }),
             ack
           )
         }
-        const input = decoded.right
-        const estimate = Handler.estimateFor(handler, input)
-        if (job.budgetCents !== null && estimate !== undefined && job.costCents + estimate > job.budgetCents) {
+        const input = decoded.value
+        const estimate = yield* Effect.either(estimateOf(handler, input))
+        if (Either.isLeft(estimate)) {
+          return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error: estimate.left }), ack)
+        }
+        if (
+          job.budgetCents !== null &&
+          estimate.right !== undefined &&
+          job.costCents + estimate.right > job.budgetCents
+        ) {
           return yield* persist(
             delivery,
-            store.abandon({ ...fenced, reason: "budget", error: `estimate ${estimate} does not fit the budget` }),
+            store.abandon({ ...fenced, reason: "budget", error: `estimate ${estimate.right} does not fit the budget` }),
             ack
           )
         }
 
         const control = yield* Control.make({ localLeaseEnd: claimSentAt + handler.leaseMs, costCents: job.costCents })
+        const admitted = yield* Effect.sync(() => {
+          if (closing) return false
+          running.set(job.id, control)
+          return true
+        })
+        if (!admitted) {
+          // The worker began closing while this claim was on its way: hand the job back before any model call.
+          return yield* persist(delivery, store.release(fenced), deferBy(0))
+        }
+        const held: Held = { control, leaseMs: handler.leaseMs }
         const ctx = WorkerContext.make({ store, job, control })
-        const handlerFiber = yield* Effect.fork(handler.run(input, ctx))
+        // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
+        const handlerFiber = yield* Effect.fork(Effect.suspend(() => handler.run(input, ctx)))
         yield* Ref.set(control.handlerFiber, Option.some(handlerFiber))
-        running.set(job.id, control)
+        // A stop that came between registration and the line above could not interrupt the handler: do it now.
+        if (Option.isSome(yield* Ref.get(control.stopReason))) yield* Fiber.interruptFork(handlerFiber)
         const heartbeat = yield* Effect.fork(heartbeatLoop(delivery, job, handler.leaseMs, control))
         const fence = yield* Effect.fork(watchdog(control))
         const exit = yield* Fiber.await(handlerFiber)
-        yield* Fiber.interrupt(heartbeat)
-        yield* Fiber.interrupt(fence)
         running.delete(job.id)
+        yield* Ref.set(control.persisting, true)
         const reason = Option.getOrUndefined(yield* Ref.get(control.stopReason))
-
-        if (reason === "lease_lost") {
-          // Someone else holds the job now: write nothing, let the message return to the claim.
-          return yield* deferDelivery(delivery, 0)
-        }
-        if (Exit.isSuccess(exit)) {
-          const encoded = yield* Effect.either(Schema.encode(handler.result)(exit.value))
-          const result = Either.isRight(encoded)
-            ? Canonical.validateJson(encoded.right)
-            : Either.left({ message: formatParseError(encoded.left) })
-          if (Either.isLeft(result)) {
-            return yield* persist(
-              delivery,
-              store.fail({
-                ...fenced,
-                errorClass: "unknown",
-                error: `result does not match the handler's result schema: ${result.left.message}`
-              }),
-              ack
-            )
-          }
-          return yield* persist(delivery, store.complete({ ...fenced, result: result.right as Json }), ack)
-        }
-        switch (reason) {
-          case "cancelled":
-            return yield* persist(
-              delivery,
-              store.abandon({ ...fenced, reason: "cancelled", errorClass: "cancelled", error: "cancel requested" }),
-              ack
-            )
-          case "self_fenced":
-            yield* Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
-            return yield* deferDelivery(delivery, 0)
-          case "shutdown":
-            return yield* persist(delivery, store.release(fenced), deferBy(0))
-          case undefined:
-            return yield* onFailure(delivery, handler, job, input, control, exit.cause)
-        }
+        // The heartbeat and the watchdog keep the lease until the outcome is stored, then stop.
+        yield* outcome(delivery, handler, job, input, held, exit, reason).pipe(
+          Effect.ensuring(Effect.zipRight(Fiber.interrupt(heartbeat), Fiber.interrupt(fence)))
+        )
       }).pipe(
+        // This worker runs at most one attempt of a job at a time (it holds the lease), so the entry is this one's.
+        Effect.ensuring(Effect.sync(() => running.delete(job.id))),
         Effect.annotateLogs({ token: job.leaseToken, traceId: job.traceId ?? "" }),
         Effect.withSpan("slowcall.attempt", {
           attributes: {
@@ -352,6 +511,22 @@ export const make = <R = never>(
         })
       )
 
+    /** Run a job this worker holds, or hand it back when its (type, version) has no handler here. */
+    const runHeld = (delivery: Delivery, job: Job, takeover: boolean, claimSentAt: number) =>
+      Effect.gen(function* () {
+        const actual = registry.get(job.type, job.version)
+        if (actual === undefined) {
+          // The message named another (type, version) than the job: hand the job back untouched.
+          yield* Metric.increment(Metrics.unknownHandlerDeferred)
+          return yield* persist(
+            delivery,
+            store.release({ jobId: job.id, token: job.leaseToken }),
+            deferBy(unknownHandlerDelayMs)
+          )
+        }
+        return yield* runAttempt(delivery, actual, job, takeover, claimSentAt)
+      })
+
     const processDelivery = (delivery: Delivery) =>
       Effect.gen(function* () {
         const handler = registry.get(delivery.type, delivery.version)
@@ -359,12 +534,16 @@ export const make = <R = never>(
           yield* Metric.increment(Metrics.unknownHandlerDeferred)
           return yield* deferDelivery(delivery, unknownHandlerDelayMs)
         }
+        // A closing worker claims nothing more; the message returns for another worker.
+        if (closing) return yield* deferDelivery(delivery, 0)
         const sentAt = yield* Clock.currentTimeMillis
+        // A retried claim whose first try applied but lost its reply finds the job Busy under this very tag.
+        const claimOwner = `${owner}/${instance}.${++claims}`
         const claimed = yield* Effect.either(
           retryStore(
             store.claim({
               jobId: delivery.jobId,
-              owner,
+              owner: claimOwner,
               leaseMs: handler.leaseMs,
               estimateCents: typeof handler.estimateCents === "number" ? handler.estimateCents : undefined
             })
@@ -381,28 +560,20 @@ export const make = <R = never>(
             yield* Metric.increment(Metrics.duplicateDeliveriesDropped)
             return yield* ackDelivery(delivery)
           case "Busy":
-          case "NotDue": {
-            const now = yield* Effect.either(store.now)
-            const margin = claim._tag === "Busy" ? busyMarginMs : 0
-            const delayMs = Either.isRight(now) ? claim.until - now.right + margin : storeErrorDelayMs
-            return yield* deferDelivery(delivery, Math.max(0, delayMs))
-          }
-          case "Claimed": {
-            const job = claim.job
-            const actual = registry.get(job.type, job.version)
-            if (actual === undefined) {
-              // The message named another (type, version) than the job: hand the job back untouched.
-              yield* Metric.increment(Metrics.unknownHandlerDeferred)
-              return yield* persist(
-                delivery,
-                store.release({ jobId: job.id, token: job.leaseToken }),
-                deferBy(unknownHandlerDelayMs)
-              )
-            }
-            return yield* runAttempt(delivery, actual, job, claim.takeover, sentAt)
-          }
+            if (claim.job.leaseOwner === claimOwner) return yield* runHeld(delivery, claim.job, false, sentAt)
+            return yield* deferUntil(delivery, claim.until, busyMarginMs)
+          case "NotDue":
+            return yield* deferUntil(delivery, claim.until, 0)
+          case "Claimed":
+            return yield* runHeld(delivery, claim.job, claim.takeover, sentAt)
         }
       }).pipe(Effect.annotateLogs({ worker: owner, jobId: delivery.jobId }))
+
+    /** Hide a delivery until a store-time instant (plus a margin). */
+    const deferUntil = (delivery: Delivery, until: number, marginMs: number) =>
+      Effect.flatMap(Effect.either(store.now), (now) =>
+        deferDelivery(delivery, Math.max(0, Either.isRight(now) ? until - now.right + marginMs : storeErrorDelayMs))
+      )
 
     const receiveOnce = Effect.gen(function* () {
       yield* Queue.take(slots)
@@ -446,6 +617,9 @@ export const make = <R = never>(
     const drain = (ms: number) => Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(fibers)), ms)
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
+        yield* Effect.sync(() => {
+          closing = true
+        })
         yield* Fiber.interrupt(loop)
         if (Option.isSome(yield* drain(shutdownGraceMs))) return
         for (const control of running.values()) yield* Control.stop(control, "shutdown")

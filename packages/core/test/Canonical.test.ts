@@ -72,6 +72,17 @@ describe("canonicalJson", () => {
     expect(rejection(list).path).toBe("$[0]")
   })
 
+  it("rejects U+0000 in strings and in keys, at any depth, naming the path", () => {
+    const inString = rejection({ a: [1, "ok", "nul \u0000 inside"] })
+    expect(inString.path).toBe("$.a[2]")
+    expect(inString.message).toContain("U+0000 cannot be stored")
+    const inKey = rejection({ outer: { "k\u0000": 1 } })
+    expect(inKey.path).toBe('$.outer["k\\u0000"]')
+    expect(inKey.message).toContain("U+0000 cannot be stored")
+    // Other control characters are stored fine and escaped as JSON does.
+    expect(Either.getOrThrow(canonicalJson(["\u0001\u001f"]))).toBe('["\\u0001\\u001f"]')
+  })
+
   it("rejects symbol keys", () => {
     expect(rejection({ [Symbol("k")]: 1 }).path).toBe("$")
   })

@@ -43,7 +43,15 @@ describe("Client.submit", () => {
   it.effect("rejects non-JSON input with InvalidInput and writes nothing", () =>
     Effect.gen(function* () {
       const { client, memory, store } = yield* setup()
-      for (const input of [{ n: Number.NaN }, { when: new Date(0) }, { f: () => 1 }, { big: 1n }, [undefined]]) {
+      const inputs = [
+        { n: Number.NaN },
+        { when: new Date(0) },
+        { f: () => 1 },
+        { big: 1n },
+        [undefined],
+        { s: "a\u0000b" }
+      ]
+      for (const input of inputs) {
         const result = yield* Effect.either(client.submit({ queue: "q", type: "t", input }))
         expect(Either.isLeft(result) && result.left._tag).toBe("InvalidInput")
       }

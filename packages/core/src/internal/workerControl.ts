@@ -1,14 +1,28 @@
 /**
  * The per-attempt control block of a running job: why the attempt was stopped (first reason wins), the local
- * lease end used for self-fencing, pending progress, and the spend known from the charge ledger. Shared by the
- * heartbeat, the watchdog, the handler context and the worker's outcome logic.
+ * lease end used for self-fencing, pending progress, the spend known from the charge ledger, and the lock that makes
+ * a call's budget check and reservation one step. Shared by the heartbeat, the watchdog, the handler context and the
+ * worker's outcome logic.
  *
  * @internal
  */
 import { Effect, Fiber, Option, Ref } from "effect"
 
-/** @internal */
-export type StopReason = "cancelled" | "lease_lost" | "self_fenced" | "shutdown"
+/**
+ * Why an attempt was stopped. `lease_lost` and `self_fenced` mean this worker may no longer write the job; the others
+ * (`cancelled`, `deadline`, `shutdown`) leave the lease held so the worker can record the outcome.
+ *
+ * @internal
+ */
+export type StopReason = "cancelled" | "deadline" | "lease_lost" | "self_fenced" | "shutdown"
+
+/**
+ * Whether a stop reason means the lease is no longer this worker's to write with.
+ *
+ * @internal
+ */
+export const leaseGone = (reason: Option.Option<StopReason>): boolean =>
+  Option.isSome(reason) && (reason.value === "lease_lost" || reason.value === "self_fenced")
 
 /** @internal */
 export interface Control {
@@ -20,6 +34,10 @@ export interface Control {
   /** The job's `costCents` as last reported by the Store. */
   readonly knownCostCents: Ref.Ref<number>
   readonly callCount: Ref.Ref<number>
+  /** One permit: a call's budget check, numbering and reservation, and every charge write, run one at a time. */
+  readonly ledger: Effect.Semaphore
+  /** Set once the handler has ended and its outcome is being written. */
+  readonly persisting: Ref.Ref<boolean>
 }
 
 /** @internal */
@@ -30,7 +48,9 @@ export const make = (options: { readonly localLeaseEnd: number; readonly costCen
     localLeaseEnd: Ref.make(options.localLeaseEnd),
     pendingProgress: Ref.make<number | undefined>(undefined),
     knownCostCents: Ref.make(options.costCents),
-    callCount: Ref.make(0)
+    callCount: Ref.make(0),
+    ledger: Effect.makeSemaphore(1),
+    persisting: Ref.make(false)
   })
 
 /**

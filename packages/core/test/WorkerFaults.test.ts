@@ -1,0 +1,482 @@
+/**
+ * The Worker under store faults, shutdown races, deadlines, parallel calls and handler bugs. Each test names the
+ * guarantee it holds; together they keep the lease protocol's edge cases from coming back.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Fiber, Schema, Scope, TestClock } from "effect"
+import * as Client from "../src/Client.js"
+import { StoreError } from "../src/Errors.js"
+import * as Handler from "../src/Handler.js"
+import type { JobId, JobState } from "../src/Models.js"
+import * as StoreModule from "../src/Store.js"
+import { Store } from "../src/Store.js"
+import * as TransportModule from "../src/Transport.js"
+import { Transport } from "../src/Transport.js"
+import * as Worker from "../src/Worker.js"
+
+const Input = Schema.Struct({ text: Schema.String })
+const Output = Schema.Struct({ text: Schema.String })
+
+/** A fake model call: counts starts and interruptions, sleeps `ms` on the test clock, returns a text. */
+const modelCall = (counter: { calls: number; interrupted?: number }, ms: number) =>
+  Effect.sync(() => ++counter.calls).pipe(
+    Effect.zipLeft(Effect.sleep(ms)),
+    Effect.map((n) => `reply ${n}`),
+    Effect.onInterrupt(() =>
+      Effect.sync(() => {
+        counter.interrupted = (counter.interrupted ?? 0) + 1
+      })
+    )
+  )
+
+/** A handler making one call of `ms` that costs `cost`; timeoutMs 3 s gives a 4 s lease, heartbeat every 1333 ms. */
+const oneCall = (counter: { calls: number }, ms: number, options: { readonly timeoutMs?: number } = {}) =>
+  Handler.make({
+    type: "t",
+    version: 1,
+    input: Input,
+    result: Output,
+    attempt: { timeoutMs: options.timeoutMs ?? 3_000 },
+    run: (_input, ctx) =>
+      Effect.map(ctx.call({ estimateCents: 1, run: modelCall(counter, ms), cost: () => 1 }), (text) => ({ text }))
+  })
+
+const harness = (wrap: (store: Store["Type"]) => Store["Type"] = (store) => store) =>
+  Effect.gen(function* () {
+    const inner = yield* StoreModule.makeMemory
+    const store = wrap(inner)
+    const transport = yield* TransportModule.makeMemory()
+    const client = yield* Client.make.pipe(
+      Effect.provideService(Store, inner),
+      Effect.provideService(Transport, transport)
+    )
+    const start = <R>(options: Worker.WorkerOptions<R>) =>
+      Worker.make(options).pipe(Effect.provideService(Store, store), Effect.provideService(Transport, transport))
+    const submit = (options: Partial<Client.SubmitOptions> = {}) =>
+      Effect.map(client.submit({ queue: "q", type: "t", input: { text: "doc" }, ...options }), (r) => r.job.id)
+    const reaches = (jobId: JobId, states: ReadonlyArray<JobState>, maxMs = 60_000) =>
+      Effect.gen(function* () {
+        for (let elapsed = 0; elapsed <= maxMs; elapsed += 50) {
+          yield* Effect.yieldNow()
+          const job = yield* inner.get({ jobId })
+          if (states.includes(job.state)) return job
+          yield* TestClock.adjust(50)
+        }
+        return yield* Effect.dieMessage(`job did not reach ${states.join("|")} within ${maxMs} ms`)
+      })
+    return { inner, store, transport, start, submit, reaches }
+  })
+
+const terminal: ReadonlyArray<JobState> = ["succeeded", "failed", "abandoned"]
+
+describe("Worker: claims", () => {
+  it.scoped("a claim whose reply was lost is adopted: the job's only attempt is not burned", () =>
+    Effect.gen(function* () {
+      let claims = 0
+      const t = yield* harness((store) => ({
+        ...store,
+        // The first claim applies in the store, but its reply is lost.
+        claim: (options) =>
+          Effect.flatMap(store.claim(options), (result) =>
+            ++claims === 1
+              ? Effect.fail(new StoreError({ reason: "Ambiguous", operation: "claim", detail: "reply lost" }))
+              : Effect.succeed(result)
+          )
+      }))
+      const counter = { calls: 0 }
+      const id = yield* t.submit({ maxAttempts: 1 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect({ state: job.state, errorClass: job.errorClass, attempts: job.attempts, calls: counter.calls }).toEqual({
+        state: "succeeded",
+        errorClass: null,
+        attempts: 1,
+        calls: 1
+      })
+    })
+  )
+
+  it.scoped("a live lease of another process that shares the worker id is not adopted", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0 }
+      const id = yield* t.submit()
+      // Another process, also configured as "w1", holds the job.
+      const other = yield* t.inner.claim({ jobId: id, owner: "w1", leaseMs: 60_000 })
+      expect(other._tag).toBe("Claimed")
+      yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
+
+      for (let i = 0; i < 40; i++) {
+        yield* Effect.yieldNow()
+        yield* TestClock.adjust(50)
+      }
+
+      const job = yield* t.inner.get({ jobId: id })
+      expect({ state: job.state, leaseToken: job.leaseToken, leaseOwner: job.leaseOwner }).toEqual({
+        state: "running",
+        leaseToken: 1,
+        leaseOwner: "w1"
+      })
+      expect(counter.calls).toBe(0)
+    })
+  )
+})
+
+describe("Worker: committing the outcome", () => {
+  it.scoped("a store outage shorter than the lease at commit time does not cost a second model call", () =>
+    Effect.gen(function* () {
+      let outageEnd = Number.POSITIVE_INFINITY
+      const t = yield* harness((store) => ({
+        ...store,
+        complete: (options) =>
+          Effect.flatMap(store.now, (now) =>
+            now < outageEnd
+              ? Effect.fail(new StoreError({ reason: "Connection", operation: "complete", detail: "connection reset" }))
+              : store.complete(options)
+          )
+      }))
+      const counter = { calls: 0 }
+      const id = yield* t.submit()
+      // The store refuses `complete` for 1 s from the start; the lease is 4 s.
+      outageEnd = (yield* t.inner.now) + 1_000
+      yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect({ state: job.state, calls: counter.calls, attempts: job.attempts }).toEqual({
+        state: "succeeded",
+        calls: 1,
+        attempts: 1
+      })
+    })
+  )
+
+  it.scoped(
+    "a commit outage that outlasts the claimed lease is ridden out: the heartbeat keeps the lease until the commit",
+    () =>
+      Effect.gen(function* () {
+        let outageEnd = Number.POSITIVE_INFINITY
+        const t = yield* harness((store) => ({
+          ...store,
+          complete: (options) =>
+            Effect.flatMap(store.now, (now) =>
+              now < outageEnd
+                ? Effect.fail(new StoreError({ reason: "Timeout", operation: "complete", detail: "statement timeout" }))
+                : store.complete(options)
+            )
+        }))
+        const counter = { calls: 0 }
+        const id = yield* t.submit()
+        // Commits refused until 4.3 s: past the 4 s lease granted at the claim, inside the retry window (one lease
+        // length from the end of the 100 ms call).
+        outageEnd = (yield* t.inner.now) + 4_300
+        yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
+        yield* t.reaches(id, ["running"])
+        const claimedUntil = (yield* t.inner.get({ jobId: id })).leaseUntil!
+
+        const job = yield* t.reaches(id, terminal)
+
+        expect({ state: job.state, calls: counter.calls, attempts: job.attempts }).toEqual({
+          state: "succeeded",
+          calls: 1,
+          attempts: 1
+        })
+        // It committed after the lease it was first granted would have ended: heartbeats extended it meanwhile.
+        expect(job.updatedAt).toBeGreaterThan(claimedUntil)
+      })
+  )
+
+  it.scoped(
+    "a result the store refuses for good fails the job with that evidence and acks, without a second call",
+    () =>
+      Effect.gen(function* () {
+        const t = yield* harness((store) => ({
+          ...store,
+          complete: () =>
+            Effect.fail(
+              new StoreError({
+                reason: "Constraint",
+                operation: "complete",
+                detail: "unsupported Unicode escape sequence"
+              })
+            )
+        }))
+        const counter = { calls: 0 }
+        const id = yield* t.submit({ maxAttempts: 3 })
+        yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
+
+        const job = yield* t.reaches(id, terminal)
+        yield* TestClock.adjust(30_000)
+
+        expect({ state: job.state, errorClass: job.errorClass, attempts: job.attempts }).toEqual({
+          state: "failed",
+          errorClass: "unknown",
+          attempts: 1
+        })
+        expect(job.lastError).toContain("result not storable: unsupported Unicode escape sequence")
+        expect(counter.calls).toBe(1)
+        expect(yield* t.transport.size("q")).toBe(0)
+      })
+  )
+
+  it.scoped("a result containing U+0000 fails the job at once with evidence, without a second call", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0 }
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Input,
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (_input, ctx) =>
+          Effect.map(ctx.call({ estimateCents: 1, run: modelCall(counter, 100), cost: () => 1 }), (text) => ({
+            text: `${text}\u0000`
+          }))
+      })
+      const id = yield* t.submit({ maxAttempts: 3 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect({ state: job.state, errorClass: job.errorClass, attempts: job.attempts }).toEqual({
+        state: "failed",
+        errorClass: "unknown",
+        attempts: 1
+      })
+      expect(job.lastError).toContain("U+0000 cannot be stored")
+      expect(counter.calls).toBe(1)
+    })
+  )
+})
+
+describe("Worker: spend", () => {
+  it.scoped("parallel calls of one handler never spend past the budget", () =>
+    Effect.gen(function* () {
+      const t = yield* harness((store) => ({
+        ...store,
+        // A store round trip takes time, as on any networked store.
+        charge: (options) => Effect.zipRight(Effect.sleep(5), store.charge(options))
+      }))
+      const counter = { calls: 0 }
+      const call = (ctx: Handler.HandlerContext) =>
+        ctx.call({ estimateCents: 6, run: modelCall(counter, 100), cost: () => 6 })
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Input,
+        result: Output,
+        estimateCents: 6,
+        attempt: { timeoutMs: 3_000 },
+        run: (_input, ctx) =>
+          Effect.map(Effect.all([call(ctx), call(ctx)], { concurrency: 2 }), ([a, b]) => ({ text: `${a} ${b}` }))
+      })
+      const id = yield* t.submit({ budgetCents: 10, maxAttempts: 1 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect(counter.calls).toBe(1)
+      expect(job.costCents).toBeLessThanOrEqual(10)
+      expect(job).toMatchObject({ state: "abandoned", abandonReason: "budget" })
+    })
+  )
+
+  it.scoped("the actual cost of a finished call is recorded even when a cancel lands during its settlement", () =>
+    Effect.gen(function* () {
+      const t = yield* harness((store) => ({
+        ...store,
+        charge: (options) => Effect.zipRight(Effect.sleep(options.settled ? 100 : 0), store.charge(options))
+      }))
+      const counter = { calls: 0 }
+      // Lease 4 s, heartbeat every 1333 ms; the call ends at 1300 ms, its settlement lands at 1400 ms.
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Input,
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (_input, ctx) =>
+          Effect.map(ctx.call({ estimateCents: 1, run: modelCall(counter, 1_300), cost: () => 10 }), (text) => ({
+            text
+          }))
+      })
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+      yield* t.reaches(id, ["running"])
+      yield* TestClock.adjust(500)
+      yield* t.inner.cancel({ jobId: id })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect(counter.calls).toBe(1)
+      expect(job.costCents).toBe(10)
+    })
+  )
+
+  it.scoped("a cancel interrupts the running call at the next heartbeat and keeps its reservation", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0, interrupted: 0 }
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 20_000, { timeoutMs: 30_000 })] })
+      yield* t.reaches(id, ["running"])
+      yield* t.inner.cancel({ jobId: id })
+
+      // Lease 33 s, heartbeat every 11 s: the call is stopped well before its 20 s end.
+      const job = yield* t.reaches(id, terminal, 15_000)
+
+      expect(job).toMatchObject({ state: "abandoned", abandonReason: "cancelled" })
+      expect(counter).toEqual({ calls: 1, interrupted: 1 })
+      expect(job.costCents).toBe(1)
+    })
+  )
+})
+
+describe("Worker: deadlines", () => {
+  it.scoped("no model call starts after the job's deadline", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0 }
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Input,
+        result: Output,
+        attempt: { timeoutMs: 3_000, retries: 1 },
+        run: (_input, ctx) =>
+          Effect.gen(function* () {
+            const first = yield* ctx.call({ estimateCents: 1, run: modelCall(counter, 2_500), cost: () => 1 })
+            const second = yield* ctx.call({ estimateCents: 1, run: modelCall(counter, 2_500), cost: () => 1 })
+            return { text: `${first} ${second}` }
+          })
+      })
+      const now = yield* t.inner.now
+      const id = yield* t.submit({ deadlineAt: now + 2_000, maxAttempts: 1 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect(counter.calls).toBe(1)
+      expect(job).toMatchObject({ state: "abandoned", abandonReason: "deadline" })
+      expect(job.lastError).toContain("deadline")
+    })
+  )
+
+  it.scoped("a deadline seen at a heartbeat stops the running call and abandons the job", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0, interrupted: 0 }
+      const now = yield* t.inner.now
+      const id = yield* t.submit({ deadlineAt: now + 2_000 })
+      // Lease 4 s, heartbeat every 1333 ms: the second one (2666 ms) is past the deadline; the call would end at 10 s.
+      yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 10_000, { timeoutMs: 3_000 })] })
+
+      const job = yield* t.reaches(id, terminal, 5_000)
+
+      expect(job).toMatchObject({ state: "abandoned", abandonReason: "deadline" })
+      expect(counter).toEqual({ calls: 1, interrupted: 1 })
+      expect(job.updatedAt - now).toBeLessThan(2_000 + 1_400)
+    })
+  )
+})
+
+describe("Worker: shutdown", () => {
+  it.effect("a job claimed while the worker is closing is released, not run", () =>
+    Effect.gen(function* () {
+      const t = yield* harness((store) => ({
+        ...store,
+        // The claim reaches the store 50 ms after it is sent (a store round trip).
+        claim: (options) => Effect.zipRight(Effect.sleep(50), store.claim(options))
+      }))
+      const counter = { calls: 0 }
+      const id = yield* t.submit()
+      const scope = yield* Scope.make()
+      yield* t
+        .start({
+          queue: "q",
+          id: "w1",
+          handlers: [oneCall(counter, 30_000, { timeoutMs: 60_000 })],
+          shutdownGraceMs: 10
+        })
+        .pipe(Scope.extend(scope))
+      yield* TestClock.adjust(5)
+
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      for (let i = 0; i < 100; i++) {
+        yield* Effect.yieldNow()
+        yield* TestClock.adjust(50)
+      }
+      yield* Fiber.join(closing)
+
+      const job = yield* t.inner.get({ jobId: id })
+      expect({ state: job.state, leaseOwner: job.leaseOwner }).toEqual({ state: "queued", leaseOwner: null })
+      expect(counter.calls).toBe(0)
+      const attempts = yield* t.inner.attempts({ jobId: id })
+      expect(attempts.map((a) => a.outcome)).toEqual(["released"])
+    })
+  )
+})
+
+describe("Worker: handler bugs", () => {
+  it.scoped("a handler that throws while building its effect fails the job with evidence", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Input,
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (input): Effect.Effect<{ readonly text: string }> => {
+          if (input.text === "doc") throw new Error("handler bug")
+          return Effect.succeed({ text: input.text })
+        }
+      })
+      const id = yield* t.submit({ maxAttempts: 1 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal, 2_000)
+
+      expect(job.state).toBe("failed")
+      expect(job.errorClass).not.toBe("lease_expired")
+      expect(job.lastError).toContain("handler bug")
+    })
+  )
+
+  it.scoped("an estimate function that throws fails the job with evidence before any model call", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0 }
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Input,
+        result: Output,
+        estimateCents: (input) => {
+          if (input.text === "doc") throw new Error("no price for this input")
+          return 1
+        },
+        attempt: { timeoutMs: 3_000 },
+        run: (_input, ctx) =>
+          Effect.map(ctx.call({ estimateCents: 1, run: modelCall(counter, 100), cost: () => 1 }), (text) => ({ text }))
+      })
+      const id = yield* t.submit({ maxAttempts: 3 })
+      const startedAt = yield* Clock.currentTimeMillis
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal, 2_000)
+
+      expect({ state: job.state, errorClass: job.errorClass, attempts: job.attempts }).toEqual({
+        state: "failed",
+        errorClass: "unknown",
+        attempts: 1
+      })
+      expect(job.lastError).toContain("estimate failed: no price for this input")
+      expect(counter.calls).toBe(0)
+      expect((yield* Clock.currentTimeMillis) - startedAt).toBeLessThan(2_000)
+    })
+  )
+})
