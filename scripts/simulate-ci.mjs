@@ -21,7 +21,11 @@ console.log(
     `lost ${report.lost}, duplicate generations ${JSON.stringify(report.duplicateGenerations)}, ` +
     `billed ${report.billedCents}c vs ledger ${report.ledgerCents}c, historyHash ${report.historyHash}`
 )
-console.log(`coverage: ${Object.entries(report.coverage).map(([k, n]) => `${k} ${n}`).join(", ")}`)
+console.log(
+  `coverage: ${Object.entries(report.coverage)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ")}`
+)
 if (report.violations.length > 0) console.error(`violations: ${JSON.stringify(report.violations).slice(0, 4000)}`)
 if (zero.length > 0) console.error(`coverage counters at zero: ${zero.map(([k]) => k).join(", ")}`)
 process.exit(run.status === 0 && report.violations.length === 0 && zero.length === 0 ? 0 : 1)

@@ -34,7 +34,11 @@ for (const step of steps) {
   console.log(`\n== ${step.name}: ${step.cmd}`)
   if (step.report) rmSync(step.report, { force: true })
   const started = process.hrtime.bigint()
-  const { status } = spawnSync(step.cmd, { shell: true, stdio: "inherit", env: { ...process.env, FORCE_COLOR: "0", NO_COLOR: "1" } })
+  const { status } = spawnSync(step.cmd, {
+    shell: true,
+    stdio: "inherit",
+    env: { ...process.env, FORCE_COLOR: "0", NO_COLOR: "1" }
+  })
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
   if (step.report) {
     let report
