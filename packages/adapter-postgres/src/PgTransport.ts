@@ -22,12 +22,16 @@
  * attempts and the sweeper decide its fate). Messages can only name jobs of this Store: publishing an id that is
  * not a queued job of that queue delivers nothing, because there is nothing to run.
  *
+ * Time: visibility is store time (the server's clock, the one the Store's leases use). With `timeSource: "clock"`
+ * every statement gets the `Clock`'s time as `now` instead, the way Store verbs take `now`, so a `TestClock` drives
+ * visibility, delays and long polls without real sleeps.
+ *
  * @since 0.1.0
  */
 import { TransportError } from "@slowcall/core/Errors"
 import type { JobId } from "@slowcall/core/Models"
 import type { Delivery, Transport, TransportCapabilities } from "@slowcall/core/Transport"
-import { Context, Deferred, Effect, Ref, type Scope } from "effect"
+import { Clock, Context, Deferred, Effect, Ref, type Scope } from "effect"
 import type { Driver } from "./internal/driver.js"
 import { classify } from "./internal/errors.js"
 import { isUuid, type Row } from "./internal/rows.js"
@@ -91,19 +95,35 @@ const parseReceipt = (receipt: string): { readonly jobId: string; readonly count
 }
 
 /**
- * A PgTransport over a migrated schema. Subscribes to notifications for the scope's lifetime.
+ * Options of `make`. `pollMs` (default 500) bounds how long a waiting receive goes without looking when no
+ * notification arrives. `timeSource` (default `"server"`) says whose clock hides and reveals messages: the server's,
+ * shared with the Store's leases, or (`"clock"`) the `Clock` of the calling fiber, passed to every statement as
+ * `now`, for tests that move time with `TestClock`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MakeOptions {
+  readonly schema?: string | undefined
+  readonly pollMs?: number | undefined
+  readonly timeSource?: "server" | "clock" | undefined
+}
+
+/**
+ * A PgTransport over a migrated schema. Subscribes to notifications for the scope's lifetime. Every visibility
+ * decision of one statement reads one instant: the server's `now()`, or the `Clock` under `timeSource: "clock"`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (
-  driver: Driver,
-  options: { readonly schema?: string | undefined; readonly pollMs?: number | undefined } = {}
-): Effect.Effect<Transport["Type"], never, Scope.Scope> =>
+export const make = (driver: Driver, options: MakeOptions = {}): Effect.Effect<Transport["Type"], never, Scope.Scope> =>
   Effect.gen(function* () {
     const schema = options.schema ?? "slowcall"
     const st = makeStatements(schema)
     const pollMs = options.pollMs ?? 500
+    // `now` for the statements: null lets the server use its own clock.
+    const statementNow: Effect.Effect<number | null> =
+      options.timeSource === "clock" ? Clock.currentTimeMillis : Effect.succeed(null)
     const wake = yield* Ref.make(yield* Deferred.make<void>())
     const signal = Effect.flatMap(Deferred.make<void>(), (next) =>
       Ref.getAndSet(wake, next).pipe(Effect.flatMap((current) => Deferred.succeed(current, undefined)))
@@ -131,11 +151,13 @@ export const make = (
       const parsed = parseReceipt(delivery.receipt)
       return parsed === undefined
         ? Effect.void
-        : Effect.asVoid(q(operation, st.hide, [parsed.jobId, parsed.count, Math.max(0, ms)]))
+        : Effect.flatMap(statementNow, (now) =>
+            Effect.asVoid(q(operation, st.hide, [parsed.jobId, parsed.count, Math.max(0, ms), now]))
+          )
     }
 
-    const receiveOnce = (queue: string, max: number, visibilityMs: number) =>
-      q("receive", st.receive, [queue, max, visibilityMs]).pipe(
+    const receiveOnce = (queue: string, max: number, visibilityMs: number, now: number) =>
+      q("receive", st.receive, [queue, max, visibilityMs, options.timeSource === "clock" ? now : null]).pipe(
         Effect.map((rows) =>
           rows.map(
             (row): Delivery => ({
@@ -157,17 +179,22 @@ export const make = (
       // queued. So it writes nothing: a submit costs one commit, not two.
       publish: ({ delayMs, message, queue }) =>
         isUuid(message.jobId) && delayMs !== undefined && delayMs > 0
-          ? Effect.asVoid(q("publish", st.publish, [message.jobId, queue, delayMs]))
+          ? Effect.flatMap(statementNow, (now) =>
+              Effect.asVoid(q("publish", st.publish, [message.jobId, queue, delayMs, now]))
+            )
           : Effect.void,
       receive: ({ max, queue, visibilityMs, waitMs }) =>
         Effect.gen(function* () {
-          const deadline = (yield* Effect.clockWith((clock) => clock.currentTimeMillis)) + waitMs
+          const deadline = (yield* Clock.currentTimeMillis) + waitMs
           while (true) {
             const waiter = yield* Ref.get(wake)
-            const batch = yield* receiveOnce(queue, Math.max(1, max), visibilityMs)
-            const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-            if (batch.length > 0 || now >= deadline) return batch
-            yield* Deferred.await(waiter).pipe(Effect.timeout(Math.min(pollMs, deadline - now)), Effect.ignore)
+            const askedAt = yield* Clock.currentTimeMillis
+            const batch = yield* receiveOnce(queue, Math.max(1, max), visibilityMs, askedAt)
+            if (batch.length > 0 || askedAt >= deadline) return batch
+            // The next look is due `pollMs` after this one began (or at the deadline), however long the query took:
+            // when the clock passed that point during the query, look again at once instead of waiting on.
+            const wait = Math.min(askedAt + pollMs, deadline) - (yield* Clock.currentTimeMillis)
+            if (wait > 0) yield* Deferred.await(waiter).pipe(Effect.timeout(wait), Effect.ignore)
           }
         }),
       extend: ({ delivery, visibilityMs }) => hide("extend", delivery, visibilityMs),

@@ -1,23 +1,23 @@
 /**
- * 8 workers x 1,000 jobs on the real server, PgStore + PgTransport, no faults: every job runs exactly once (counted
- * by the fake model), and not a single fenced write is rejected (every attempt row ends `succeeded`).
- *
- * Each worker is the protocol loop the core Worker runs (receive -> claim -> model call with a charge -> fenced
- * complete -> ack; a busy job is deferred until its lease ends, a settled one acked), written out here so the test
- * counts every model call and every rejected fenced write itself.
+ * 8 workers x 1,000 jobs on the real server, no faults: eight core Workers (`Worker.layer`), each on its own PgStore
+ * layer (its own pool and LISTEN connection, as separate processes would have), take 1,000 jobs from PgTransport.
+ * The fake model counts its calls per job: every job runs exactly once, ends succeeded, and not a single fenced write
+ * is rejected (the worker's `slowcall_fenced_writes_rejected_total` does not move, and every attempt row ends
+ * `succeeded`).
  *
  * Also: concurrent submits that share one idempotency key, on fresh connections, leave exactly one job; and
  * concurrent sweeps hand each waiting job out once between them.
  */
 import { expect, it } from "@effect/vitest"
+import * as Handler from "@slowcall/core/Handler"
 import { makeJobId } from "@slowcall/core/Ids"
+import * as Metrics from "@slowcall/core/Metrics"
 import type { JobId } from "@slowcall/core/Models"
 import type { SubmitOptions } from "@slowcall/core/Store"
-import type { Delivery } from "@slowcall/core/Transport"
-import { Effect, Ref } from "effect"
+import * as Worker from "@slowcall/core/Worker"
+import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
-import * as PgTransport from "../src/PgTransport.js"
 import { DATABASE_URL, dropSchema, holdServer, serverLayer, uniqueSchema } from "./support.js"
 
 holdServer()
@@ -25,23 +25,52 @@ holdServer()
 const schema = uniqueSchema("conc")
 const JOBS = 1_000
 const WORKERS = 8
-const LEASE_MS = 30_000
 const QUEUE = "conc"
+const CENTS = 2
 
 afterAll(() => dropSchema(schema))
 
 describe("concurrency on the real server", () => {
   it.live(
-    `${WORKERS} workers x ${JOBS} jobs: each job's model call happens exactly once, zero fenced writes rejected`,
+    `${WORKERS} core workers x ${JOBS} jobs: one model call per job, all succeeded, zero fenced writes rejected`,
     () =>
       Effect.gen(function* () {
         const store = yield* PgStore.PgStore
-        const transport = yield* PgTransport.PgTransport
+        // The fake model: counts its calls per job and bills each one.
         const calls = new Map<JobId, number>()
-        const done = yield* Ref.make(0)
-        let fencedRejections = 0
-        let duplicates = 0
+        const count = Handler.make({
+          type: "count",
+          version: 1,
+          input: Schema.Struct({ n: Schema.Number }),
+          result: Schema.Struct({ n: Schema.Number }),
+          estimateCents: CENTS,
+          attempt: { timeoutMs: 20_000 },
+          run: (input, ctx) =>
+            ctx.call({
+              estimateCents: CENTS,
+              run: Effect.sync(() => {
+                calls.set(ctx.jobId, (calls.get(ctx.jobId) ?? 0) + 1)
+                return input
+              }),
+              cost: () => CENTS
+            })
+        })
+        const workerLayer = (w: number) =>
+          Worker.layer({ queue: QUEUE, id: `worker-${w}`, concurrency: 4, handlers: [count] }).pipe(
+            Layer.provide(PgStore.layer({ connectionString: DATABASE_URL, schema, migrate: false, max: 3 }))
+          )
+        const before = yield* Metrics.snapshot
+        const metricDelta = (after: Readonly<Record<string, number>>, name: string) =>
+          Metrics.read(after, name) - Metrics.read(before, name)
 
+        // Arrange: eight workers waiting on an empty queue, then 1,000 submits while they run.
+        const workers = yield* Scope.make()
+        yield* Effect.forEach(
+          Array.from({ length: WORKERS }, (_, w) => w),
+          (w) => Layer.buildWithScope(workerLayer(w), workers),
+          { concurrency: "unbounded", discard: true }
+        )
+        const started = Date.now()
         const ids: Array<JobId> = []
         for (let i = 0; i < JOBS; i++) ids.push(yield* makeJobId)
         yield* Effect.forEach(
@@ -59,61 +88,33 @@ describe("concurrency on the real server", () => {
           { concurrency: 8, discard: true }
         )
 
-        const handle = (worker: string, delivery: Delivery) =>
-          Effect.gen(function* () {
-            const claim = yield* store.claim({ jobId: delivery.jobId, owner: worker, leaseMs: LEASE_MS })
-            if (claim._tag === "Settled") {
-              duplicates++
-              return yield* transport.ack({ delivery })
-            }
-            if (claim._tag !== "Claimed") {
-              duplicates++
-              return yield* transport.defer({ delivery, delayMs: 100 })
-            }
-            const token = claim.job.leaseToken
-            // The fake model: counts its calls per job, charged on the call id.
-            calls.set(delivery.jobId, (calls.get(delivery.jobId) ?? 0) + 1)
-            yield* store.charge({
-              jobId: delivery.jobId,
-              callId: `${delivery.jobId}:${token}:1`,
-              token,
-              amountCents: 2,
-              settled: true
-            })
-            const completed = yield* Effect.either(store.complete({ jobId: delivery.jobId, token, result: { worker } }))
-            if (completed._tag === "Left") {
-              fencedRejections++
-              return
-            }
-            yield* transport.ack({ delivery })
-            yield* Ref.update(done, (n) => n + 1)
-          })
-
-        const started = Date.now()
-        const worker = (name: string) =>
-          Effect.gen(function* () {
-            while ((yield* Ref.get(done)) < JOBS && Date.now() - started < 45_000) {
-              const deliveries = yield* transport.receive({ queue: QUEUE, max: 4, visibilityMs: LEASE_MS, waitMs: 200 })
-              yield* Effect.forEach(deliveries, (delivery) => handle(name, delivery), { discard: true })
-            }
-          })
-        yield* Effect.all(
-          Array.from({ length: WORKERS }, (_, w) => worker(`worker-${w}`)),
-          { concurrency: "unbounded" }
+        // Act: wait until every job is settled (bounded), then shut the workers down gracefully.
+        const settled = Effect.map(
+          store.stats({ queue: QUEUE, failedSince: 0 }),
+          (stats) => stats.byState.succeeded + stats.byState.failed + stats.byState.abandoned
         )
+        while ((yield* settled) < JOBS && Date.now() - started < 50_000) yield* Effect.sleep("100 millis")
         const elapsed = Date.now() - started
+        yield* Scope.close(workers, Exit.void)
+        const after = yield* Metrics.snapshot
 
+        // Assert
         const stats = yield* store.stats({ queue: QUEUE, failedSince: 0 })
-        expect(stats.byState.succeeded).toBe(JOBS)
+        expect(stats.byState).toMatchObject({ succeeded: JOBS, queued: 0, running: 0, failed: 0, abandoned: 0 })
         expect(calls.size).toBe(JOBS)
-        expect([...calls.values()].every((count) => count === 1)).toBe(true)
-        expect(fencedRejections).toBe(0)
+        expect([...calls.values()].filter((n) => n !== 1)).toEqual([])
+        expect(metricDelta(after, "slowcall_fenced_writes_rejected_total")).toBe(0)
+        expect(metricDelta(after, "slowcall_model_calls_total")).toBe(JOBS)
+        expect(metricDelta(after, "slowcall_lease_takeovers_total")).toBe(0)
+        expect(metricDelta(after, "slowcall_self_fenced_total")).toBe(0)
         const jobs = yield* store.list({ queue: QUEUE, limit: JOBS })
-        expect(jobs.every((job) => job.attempts === 1 && job.leaseToken === 1 && job.costCents === 2)).toBe(true)
-        const outcomes = yield* Effect.forEach(ids, (id) => store.attempts({ jobId: id }), { concurrency: 8 })
-        expect(outcomes.every((attempts) => attempts.length === 1 && attempts[0]?.outcome === "succeeded")).toBe(true)
+        expect(jobs).toHaveLength(JOBS)
+        expect(jobs.filter((job) => job.attempts !== 1 || job.leaseToken !== 1 || job.costCents !== CENTS)).toEqual([])
+        const attempts = yield* Effect.forEach(ids, (id) => store.attempts({ jobId: id }), { concurrency: 8 })
+        expect(attempts.filter((rows) => rows.length !== 1 || rows[0]?.outcome !== "succeeded")).toEqual([])
+        const duplicates = metricDelta(after, "slowcall_duplicate_deliveries_dropped_total")
         yield* Effect.log(`${JOBS} jobs by ${WORKERS} workers in ${elapsed} ms; ${duplicates} duplicate deliveries`)
-      }).pipe(Effect.provide(PgStore.layer({ connectionString: DATABASE_URL, schema, max: 12 }))),
+      }).pipe(Effect.provide(PgStore.layer({ connectionString: DATABASE_URL, schema, max: 8 }))),
     60_000
   )
 })

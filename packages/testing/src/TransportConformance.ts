@@ -3,6 +3,9 @@
  * receipts, defer, extend, ack, delay, and the receive limit when there is one). Time moves only through
  * `TestClock.adjust`, so visibility timeouts and long polls are exercised without real sleeps.
  *
+ * A store-backed transport (one message = one queued job row) can only carry ids of jobs that exist: its run passes
+ * `prepare`, which makes the job exist before the suite publishes a message naming it.
+ *
  * @since 0.1.0
  */
 
@@ -13,17 +16,36 @@ import { Duration, Effect, Fiber, type Layer, TestClock } from "effect"
 import { makeJobFactory } from "./JobFactory.js"
 
 /**
- * How an adapter runs the Transport suite: a display name, a layer built once for the whole suite (every test uses
- * its own queue), and what the transport declares about itself.
+ * What a transport declares for the suite: its `TransportCapabilities`, plus what a store-backed transport does
+ * differently. `ackRemoves` (default true): an ack removes the message for good. A transport whose message is the
+ * job row itself declares false: its ack writes nothing, the row stays deliverable while the job is queued and
+ * leaves the queue only when the Store claims or settles the job.
  *
  * @since 0.1.0
  * @category models
  */
-export interface TransportConformanceOptions {
+export interface TransportConformanceCapabilities extends TransportCapabilities {
+  readonly ackRemoves?: boolean | undefined
+}
+
+/**
+ * How an adapter runs the Transport suite: a display name, a layer built once for the whole suite (every test uses
+ * its own queue), and what the transport declares about itself. `prepare`, when given, runs before every publish of
+ * a new message, with the layer's services in scope: a store-backed transport uses it to make the message's job
+ * exist (a queued job with that id, queue, type, version and priority, due at the `Clock`'s time), so that a
+ * message the suite publishes can be delivered at all.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TransportConformanceOptions<R = never> {
   /** Shown in the describe block; never used to change behaviour. */
   readonly name: string
-  readonly layer: Layer.Layer<Transport, unknown>
-  readonly capabilities: TransportCapabilities
+  readonly layer: Layer.Layer<Transport | R, unknown>
+  readonly capabilities: TransportConformanceCapabilities
+  readonly prepare?:
+    | ((options: { readonly queue: string; readonly message: Message }) => Effect.Effect<void, unknown, R>)
+    | undefined
 }
 
 const VISIBILITY = 10_000
@@ -36,9 +58,10 @@ const VISIBILITY = 10_000
  * @since 0.1.0
  * @category testing
  */
-export const TransportConformance = (options: TransportConformanceOptions): void => {
+export const TransportConformance = <R = never>(options: TransportConformanceOptions<R>): void => {
   const factory = makeJobFactory()
   const { capabilities } = options
+  const prepare = options.prepare ?? (() => Effect.void)
   const skipped: Array<string> = []
 
   const fixture = Effect.gen(function* () {
@@ -51,15 +74,18 @@ export const TransportConformance = (options: TransportConformanceOptions): void
         version: 1,
         ...(priority === undefined ? {} : { priority })
       }))
+    /** Publish a message made by `message` (its job made to exist first, when the run asks for that). */
+    const send = (m: Message, delayMs?: number) =>
+      Effect.zipRight(prepare({ queue, message: m }), transport.publish({ queue, message: m, delayMs }))
     const publish = (delayMs?: number) =>
       Effect.gen(function* () {
         const m = yield* message()
-        yield* transport.publish({ queue, message: m, delayMs })
+        yield* send(m, delayMs)
         return m
       })
     const receive = (max = 10, visibilityMs = VISIBILITY) => transport.receive({ queue, max, visibilityMs, waitMs: 0 })
     const advance = (ms: number) => TestClock.adjust(Duration.millis(ms))
-    return { transport, queue, message, publish, receive, advance }
+    return { transport, queue, message, send, publish, receive, advance }
   })
 
   const ids = (deliveries: ReadonlyArray<Delivery>): Array<JobId> => deliveries.map((d) => d.jobId)
@@ -67,9 +93,9 @@ export const TransportConformance = (options: TransportConformanceOptions): void
   layer(options.layer)(`TransportConformance: ${options.name}`, (it) => {
     it.effect("publish then receive delivers the message with its routing hints", () =>
       Effect.gen(function* () {
-        const { transport, queue, message, receive } = yield* fixture
+        const { queue, message, send, receive } = yield* fixture
         const m = yield* message(3)
-        yield* transport.publish({ queue, message: m })
+        yield* send(m)
         const deliveries = yield* receive()
         expect(deliveries).toHaveLength(1)
         expect(deliveries[0]).toMatchObject({ ...m, queue, receiveCount: 1 })
@@ -117,11 +143,11 @@ export const TransportConformance = (options: TransportConformanceOptions): void
 
     it.effect("a publish wakes a waiting receive", () =>
       Effect.gen(function* () {
-        const { transport, queue, message, advance } = yield* fixture
+        const { transport, queue, message, send, advance } = yield* fixture
         const fiber = yield* Effect.fork(transport.receive({ queue, max: 1, visibilityMs: VISIBILITY, waitMs: 20_000 }))
         yield* advance(1_000)
         const m = yield* message()
-        yield* transport.publish({ queue, message: m })
+        yield* send(m)
         const deliveries = yield* Fiber.join(fiber)
         expect(ids(deliveries)).toEqual([m.jobId])
       })
@@ -142,16 +168,33 @@ export const TransportConformance = (options: TransportConformanceOptions): void
       })
     )
 
-    it.effect("ack removes the message for good", () =>
-      Effect.gen(function* () {
-        const { transport, publish, receive, advance } = yield* fixture
-        yield* publish()
-        const [delivery] = yield* receive(10, 1_000)
-        yield* transport.ack({ delivery: delivery! })
-        yield* advance(60_000)
-        expect(yield* receive()).toEqual([])
-      })
-    )
+    if (capabilities.ackRemoves !== false) {
+      it.effect("ack removes the message for good", () =>
+        Effect.gen(function* () {
+          const { transport, publish, receive, advance } = yield* fixture
+          yield* publish()
+          const [delivery] = yield* receive(10, 1_000)
+          yield* transport.ack({ delivery: delivery! })
+          yield* advance(60_000)
+          expect(yield* receive()).toEqual([])
+        })
+      )
+    } else {
+      skipped.push(
+        "ack removes the message for good (capabilities.ackRemoves is false: the message leaves with its job)"
+      )
+      it.effect("an ack loses nothing: a message whose job is still waiting comes back after its visibility", () =>
+        Effect.gen(function* () {
+          const { transport, publish, receive, advance } = yield* fixture
+          const m = yield* publish()
+          const [delivery] = yield* receive(10, 1_000)
+          yield* transport.ack({ delivery: delivery! })
+          expect(yield* receive()).toEqual([])
+          yield* advance(1_000)
+          expect(yield* receive()).toMatchObject([{ jobId: m.jobId, receiveCount: 2 }])
+        })
+      )
+    }
 
     it.effect("ack and extend with a superseded receipt change nothing", () =>
       Effect.gen(function* () {

@@ -434,17 +434,17 @@ export const makeStatements = (schema: string) => {
       GROUP BY j.error_class`,
     now: `SELECT ${ms("now()")} AS now_ms`,
     /**
-     * transport receive. Inputs: $1 queue, $2 max, $3 visibility ms. Due queued jobs not hidden by an earlier
-     * delivery, in priority order, picked with FOR UPDATE SKIP LOCKED so concurrent receivers take disjoint
+     * transport receive. Inputs: $1 queue, $2 max, $3 visibility ms, $4 now. Due queued jobs not hidden by an
+     * earlier delivery, in priority order, picked with FOR UPDATE SKIP LOCKED so concurrent receivers take disjoint
      * batches; each is hidden for the visibility time and its receive count (the receipt) goes up.
      */
     receive: `WITH picked AS (
         SELECT j.id FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= now()
-          AND (j.visible_at IS NULL OR j.visible_at <= now())
+        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${storeNow(4)}
+          AND (j.visible_at IS NULL OR j.visible_at <= ${storeNow(4)})
         ORDER BY j.priority DESC, j.run_after, j.seq LIMIT $2::int FOR UPDATE SKIP LOCKED
       ), delivered AS (
-        UPDATE ${s}.jobs j SET visible_at = now() + $3::float8 * interval '1 millisecond',
+        UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + $3::float8 * interval '1 millisecond',
           receive_count = j.receive_count + 1
         FROM picked WHERE j.id = picked.id
         RETURNING j.id, j.type, j.version, j.priority, j.receive_count, j.run_after, j.seq
@@ -452,18 +452,20 @@ export const makeStatements = (schema: string) => {
       SELECT d.id::text AS id, d.type, d.version, d.priority, d.receive_count FROM delivered d
       ORDER BY d.priority DESC, d.run_after, d.seq`,
     /**
-     * transport publish. Inputs: $1 id, $2 queue, $3 delay ms. A queued job becomes visible after the delay, or
-     * later if it is hidden beyond that already (a delivery in flight, a defer): publish never brings a hidden row
-     * forward. `greatest` ignores a NULL visible_at (never hidden, or un-hidden by a Store transition to queued).
+     * transport publish. Inputs: $1 id, $2 queue, $3 delay ms, $4 now. A queued job becomes visible after the
+     * delay, or later if it is hidden beyond that already (a delivery in flight, a defer): publish never brings a
+     * hidden row forward. `greatest` ignores a NULL visible_at (never hidden, or un-hidden by a Store transition to
+     * queued).
      */
     publish: `WITH upd AS (
-        UPDATE ${s}.jobs j SET visible_at = greatest(j.visible_at, now() + $3::float8 * interval '1 millisecond')
+        UPDATE ${s}.jobs j
+        SET visible_at = greatest(j.visible_at, ${storeNow(4)} + $3::float8 * interval '1 millisecond')
         WHERE j.id = $1::uuid AND j.queue = $2 AND j.state = 'queued'
         RETURNING j.queue
       )
       SELECT pg_notify('slowcall_jobs', '${schema}:' || upd.queue) FROM upd`,
-    /** transport extend/defer. Inputs: $1 id, $2 receive count (the receipt), $3 hidden-for ms. */
-    hide: `UPDATE ${s}.jobs j SET visible_at = now() + $3::float8 * interval '1 millisecond'
+    /** transport extend/defer. Inputs: $1 id, $2 receive count (the receipt), $3 hidden-for ms, $4 now. */
+    hide: `UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + $3::float8 * interval '1 millisecond'
       WHERE j.id = $1::uuid AND j.receive_count = $2::int AND j.state = 'queued'`,
     /**
      * outbox pick. Inputs: $1 limit. Committed queued jobs not yet handed to the external transport, oldest
