@@ -105,6 +105,11 @@ export interface Plan {
   readonly targeted: Targeted
   /** Length of the fault phase in virtual ms. */
   readonly faultPhaseMs: number
+  /**
+   * Whether the sweeper's outbox relay is on (it republishes queued jobs that have no message in flight). Off: a
+   * "no-relay world" (see `noRelay`). A plan saved without this field has the relay on.
+   */
+  readonly relay?: boolean | undefined
 }
 
 /**
@@ -123,6 +128,47 @@ export interface PlanOptions {
 }
 
 const tapeEntry = fc.integer({ min: 0, max: 999 })
+
+/**
+ * Fault kinds under which a correct worker never needs the sweeper's relay: none of them loses a message, skews a
+ * clock or costs a receive beyond the one each attempt's claim takes. Redrive (F16) is on in every no-relay world.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const noRelayFaults: ReadonlyArray<FaultKind> = ["F13", "F14", "F16"]
+
+/**
+ * Whether a plan runs without the sweeper's relay.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const isNoRelay = (plan: Plan): boolean => plan.relay === false
+
+/**
+ * Turn a plan into a no-relay world. Invariant: a correct worker makes at most `maxAttempts` receives of a job's
+ * message while the job is not terminal, so a redrive policy of `maxReceiveCount = maxAttempts` never dead-letters a
+ * message a correct worker still needs, and no job depends on the relay. To keep that true the world has only
+ * the fault kinds of `noRelayFaults` (redrive and model errors always on when allowed, the heavy tail when the
+ * swarm picked it), no targeted scenario and no scheduled process events (a graceful shutdown hands a job back,
+ * which costs a receive). A worker that lets its message return while it still works (visibility not extended)
+ * spends receives faster than attempts: its message is dead-lettered while the job still has attempts left, and
+ * with no relay the job is never delivered again (I5).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const noRelay = (plan: Plan, allowed: ReadonlyArray<FaultKind>): Plan => ({
+  ...plan,
+  relay: false,
+  faults: faultKinds.filter(
+    (kind) =>
+      allowed.includes(kind) && (kind === "F16" || kind === "F14" || (kind === "F13" && plan.faults.includes(kind)))
+  ),
+  targeted: { _tag: "None" },
+  events: []
+})
 
 /**
  * The plan generator. Invariant: every generated plan is valid for `run`, and shrinking moves toward fewer
@@ -162,7 +208,12 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
   )
   // Targeted scenarios are faults too: fault-free plans get none.
   const targeted = allowed.length === 0 ? fc.constant<Targeted>({ _tag: "None" }) : targetedScenario
-  return fc.record({
+  // One plan in five (when the swarm may pick redrive) runs without the sweeper's relay: see `noRelay`.
+  const relay: fc.Arbitrary<boolean> =
+    allowed.includes("F16") && options.allFaults !== true
+      ? fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) })
+      : fc.constant(true)
+  const plan: fc.Arbitrary<Plan> = fc.record({
     seed: fc.integer({ min: 0, max: 0x7fffffff }),
     jobs: fc.constant(jobs),
     workers: fc.constant(workers),
@@ -197,8 +248,10 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
       { minLength: workers, maxLength: workers }
     ),
     targeted,
-    faultPhaseMs: fc.integer({ min: 10_000, max: 30_000 })
+    faultPhaseMs: fc.integer({ min: 10_000, max: 30_000 }),
+    relay
   })
+  return plan.map((p) => (p.relay === false ? noRelay(p, allowed) : p))
 }
 
 /**

@@ -6,18 +6,18 @@
  * @since 0.1.0
  */
 import * as Client from "@slowcall/core/Client"
+import { StoreError } from "@slowcall/core/Errors"
 import * as Handler from "@slowcall/core/Handler"
 import { leaseFor } from "@slowcall/core/Lease"
 import { isTerminal, type JobId } from "@slowcall/core/Models"
-import { StoreError } from "@slowcall/core/Errors"
 import * as Store from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
 import * as Transport from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
 import { Deferred, Effect, Either, Exit, Fiber, Logger, LogLevel, Option, Runtime, Schema, type Scope } from "effect"
-import { type Event, hashEvents, History, snap } from "./History.js"
+import { type Event, History, hashEvents, snap } from "./History.js"
 import { actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
-import { has, type Plan } from "./Plan.js"
+import { has, isNoRelay, type Plan } from "./Plan.js"
 import { noSkew, type Skew, VirtualClock } from "./SimClock.js"
 import * as SimModel from "./SimModel.js"
 import * as SimRuntime from "./SimRuntime.js"
@@ -44,6 +44,12 @@ export interface RunResult {
 const epoch = 1_767_225_600_000
 const queue = "sim"
 const healWindowMs = 120_000
+/** How long a queued job waits before the sweeper republishes it, with the relay on. */
+const republishAfterMs = 4_000
+/** With the relay off: later than any run lasts (fault phase, heal and replay windows), so it never fires. */
+const noRelayRepublishAfterMs = 3_600_000
+/** Redrive after this many receives when F16 is on and the relay too. */
+const relayMaxReceiveCount = 3
 
 interface Slot {
   incarnation: Incarnation
@@ -53,14 +59,15 @@ interface Slot {
 }
 
 /**
- * Options of one run. `decorateStore` wraps the world's store before any process sees it: a way for tests to
- * plant a known bug without touching production code.
+ * Options of one run. `decorateStore` and `decorateTransport` wrap the world's store and transport before any
+ * process sees them: a way for tests to plant a known bug without touching production code.
  *
  * @since 0.1.0
  * @category models
  */
 export interface RunPlanOptions {
   readonly decorateStore?: ((store: Store.Store["Type"]) => Store.Store["Type"]) | undefined
+  readonly decorateTransport?: ((transport: Transport.Transport["Type"]) => Transport.Transport["Type"]) | undefined
 }
 
 const program = (
@@ -75,7 +82,13 @@ const program = (
     const faults = new Faults(plan, history, clock)
     const memory = yield* Store.makeMemory
     const baseStore = options.decorateStore === undefined ? memory : options.decorateStore(memory)
-    const baseTransport = yield* Transport.makeMemory(has(plan, "F16") ? { maxReceiveCount: 3 } : undefined)
+    const noRelay = isNoRelay(plan)
+    // Without the relay, the redrive policy matches the attempt cap: a correct worker takes one receive per attempt.
+    const memoryTransport = yield* Transport.makeMemory(
+      has(plan, "F16") ? { maxReceiveCount: noRelay ? plan.maxAttempts : relayMaxReceiveCount } : undefined
+    )
+    const baseTransport =
+      options.decorateTransport === undefined ? memoryTransport : options.decorateTransport(memoryTransport)
     const heavyTail = has(plan, "F13")
     const lease = leaseFor({ timeoutMs: plan.callTimeoutMs })
     const model = SimModel.make(
@@ -217,7 +230,11 @@ const program = (
     // Infrastructure: the sweeper (never faulted) and the client.
     const sweeperActor = actor("sweeper")
     const sweeperEnv = { actor: sweeperActor, history, faults, clock, crash: crashAndMaybeRestart }
-    yield* Sweeper.make({ queue, intervalMs: 2_000, republishAfterMs: 4_000 }).pipe(
+    yield* Sweeper.make({
+      queue,
+      intervalMs: 2_000,
+      republishAfterMs: noRelay ? noRelayRepublishAfterMs : republishAfterMs
+    }).pipe(
       Effect.orDie,
       Effect.provideService(Store.Store, SimStore.make(baseStore, sweeperEnv)),
       Effect.provideService(Transport.Transport, SimTransport.make(baseTransport, { ...sweeperEnv, peek: peekOwner }))

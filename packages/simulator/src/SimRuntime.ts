@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, type Exit, Random, type Scheduler } from "effect"
+import { Effect, type Exit, GlobalValue, Random, type Scheduler } from "effect"
 import { prng } from "./internal/prng.js"
 import { VirtualClock } from "./SimClock.js"
 
@@ -93,13 +93,34 @@ export const run = <A, E>(effect: Effect.Effect<A, E>, options: RunOptions): Run
     Effect.withRandom(Random.make(options.seed)),
     Effect.withScheduler(scheduler)
   )
-  const fiber = Effect.runFork(program, { scheduler })
-  for (;;) {
-    while (scheduler.runNext()) {
-      if (scheduler.steps > maxSteps) return { _tag: "StepLimit", steps: scheduler.steps, now: clock.now }
+  const roots = daemonRoots()
+  const before = roots === undefined ? undefined : new Set(roots)
+  try {
+    const fiber = Effect.runFork(program, { scheduler })
+    for (;;) {
+      while (scheduler.runNext()) {
+        if (scheduler.steps > maxSteps) return { _tag: "StepLimit", steps: scheduler.steps, now: clock.now }
+      }
+      const exit = fiber.unsafePoll()
+      if (exit !== null) return { _tag: "Done", exit, steps: scheduler.steps, now: clock.now }
+      if (!clock.fireNext()) return { _tag: "Deadlock", steps: scheduler.steps, now: clock.now }
     }
-    const exit = fiber.unsafePoll()
-    if (exit !== null) return { _tag: "Done", exit, steps: scheduler.steps, now: clock.now }
-    if (!clock.fireNext()) return { _tag: "Deadlock", steps: scheduler.steps, now: clock.now }
+  } finally {
+    if (roots !== undefined && before !== undefined) {
+      for (const fiber of roots) if (!before.has(fiber)) roots.delete(fiber)
+    }
   }
+}
+
+/**
+ * Effect keeps every root and daemon fiber in one process-wide set until the fiber exits. A simulated process that
+ * crashed never exits (its clock and gates block forever, by design), so without this every run would stay
+ * reachable through that set: memory would grow by the whole world of each run and garbage collection would slow
+ * every later run. The run loop is synchronous, so every fiber added to the set while it ran belongs to the run,
+ * and the run forgets them when it ends. Undefined when the set is not where Effect 3 keeps it (nothing to do).
+ */
+const daemonRoots = (): Set<unknown> | undefined => {
+  const scope: unknown = GlobalValue.globalValue(Symbol.for("effect/FiberScope/Global"), () => undefined)
+  const roots = typeof scope === "object" && scope !== null ? (scope as { roots?: unknown }).roots : undefined
+  return roots instanceof Set ? roots : undefined
 }

@@ -7,14 +7,15 @@
  *
  * @since 0.1.0
  */
-import type { JobId } from "@slowcall/core/Models"
+
 import { StoreError } from "@slowcall/core/Errors"
+import type { JobId } from "@slowcall/core/Models"
 import type { Store } from "@slowcall/core/Store"
 import { Effect, Either, Option, Random } from "effect"
 import { type History, type Snap, snap, type WriteOp } from "./History.js"
+import type { Actor, Faults, Incarnation } from "./internal/world.js"
 import type { FaultKind } from "./Plan.js"
 import type { VirtualClock } from "./SimClock.js"
-import type { Actor, Faults, Incarnation } from "./internal/world.js"
 
 /**
  * What a proxy needs from its world.

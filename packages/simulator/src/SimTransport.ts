@@ -12,8 +12,8 @@ import type { JobState } from "@slowcall/core/Models"
 import type { Delivery, Transport } from "@slowcall/core/Transport"
 import { Effect } from "effect"
 import type { History } from "./History.js"
-import type { VirtualClock } from "./SimClock.js"
 import type { Actor, Faults, Incarnation } from "./internal/world.js"
+import type { VirtualClock } from "./SimClock.js"
 
 /**
  * What a transport proxy needs from its world.

@@ -1,6 +1,6 @@
-import { describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
 import type { CorpusEntry } from "../src/Report.js"
 import * as Simulate from "../src/Simulate.js"
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Random } from "effect"
+import { Deferred, Effect, GlobalValue, Random } from "effect"
 import * as SimRuntime from "../src/SimRuntime.js"
 
 const racers = Effect.gen(function* () {
@@ -49,5 +49,23 @@ describe("SimRuntime.run", () => {
   it("stops a livelock at the step limit", () => {
     const outcome = SimRuntime.run(Effect.forever(Effect.yieldNow()), { seed: 1, maxSteps: 1_000 })
     expect(outcome._tag).toBe("StepLimit")
+  })
+
+  it("leaves no fiber of a finished run in Effect's process-wide set of root fibers", () => {
+    const roots = (
+      GlobalValue.globalValue(Symbol.for("effect/FiberScope/Global"), () => ({})) as { roots: Set<unknown> }
+    ).roots
+    const before = roots.size
+    // A daemon that blocks forever, like the fiber of a crashed simulated process.
+    const program = Effect.gen(function* () {
+      const never = yield* Deferred.make<void>()
+      yield* Effect.forkDaemon(Deferred.await(never))
+      yield* Effect.forkDaemon(Deferred.await(never))
+    })
+    const outcome = SimRuntime.run(program, { seed: 1 })
+    const deadlocked = SimRuntime.run(Effect.flatMap(Deferred.make<void>(), Deferred.await), { seed: 1 })
+    expect(outcome._tag).toBe("Done")
+    expect(deadlocked._tag).toBe("Deadlock")
+    expect(roots.size).toBe(before)
   })
 })
