@@ -501,6 +501,8 @@ export const make = <R = never>(
         Effect.ensuring(Effect.sync(() => running.delete(job.id))),
         Effect.annotateLogs({ token: job.leaseToken, traceId: job.traceId ?? "" }),
         Effect.withSpan("slowcall.attempt", {
+          // The span's source location is this line for every attempt: capturing a stack trace each time buys nothing.
+          captureStackTrace: false,
           attributes: {
             "slowcall.job_id": job.id,
             "slowcall.type": job.type,

@@ -1,11 +1,12 @@
 /**
  * The in-memory Transport: SQS-like at-least-once queues over plain Maps. Each operation is one synchronous step;
- * `receive` waits on a signal that every change fires, raced with a sleep on the captured Clock, so a `TestClock`
- * drives long polls and visibility timeouts.
+ * a waiting `receive` registers a wake-up that the next change of its queue fires, and sleeps on the captured Clock
+ * until then (or until its deadline or the next visibility change), so a `TestClock` drives long polls and
+ * visibility timeouts.
  *
  * @internal
  */
-import { Deferred, Duration, Effect, Exit, FiberId } from "effect"
+import { Duration, Effect, Fiber } from "effect"
 import type { Delivery, Message } from "../Transport.js"
 
 interface Entry {
@@ -20,7 +21,11 @@ interface QueueState {
   readonly entries: Map<number, Entry>
   readonly byReceipt: Map<string, Entry>
   readonly deadLetters: Array<DeadLetteredMessage>
-  signal: Deferred.Deferred<void>
+  /**
+   * The receives waiting on this queue: each wake-up with the instant it wakes by itself. An entry is removed when
+   * it fires or its wait ends.
+   */
+  readonly waiters: Map<() => void, number>
 }
 
 /** @internal */
@@ -73,18 +78,56 @@ export const make = (options?: {
           entries: new Map(),
           byReceipt: new Map(),
           deadLetters: [],
-          signal: Deferred.unsafeMake<void>(FiberId.none)
+          waiters: new Map()
         }
         queues.set(name, state)
       }
       return state
     }
 
-    /** Wakes every waiting receive on the queue. */
+    /**
+     * After a change, wake the receives it concerns: all of them when a message is visible now, else those that would
+     * sleep past the queue's next visibility change. A waiter left asleep wakes by itself no later than that.
+     */
     const changed = (state: QueueState): void => {
-      const signal = state.signal
-      state.signal = Deferred.unsafeMake<void>(FiberId.none)
-      Deferred.unsafeDone(signal, Exit.void)
+      if (state.waiters.size === 0) return
+      let nextVisibleAt = Number.POSITIVE_INFINITY
+      for (const entry of state.entries.values()) nextVisibleAt = Math.min(nextVisibleAt, entry.visibleAt)
+      const visibleNow = nextVisibleAt <= now()
+      const due: Array<() => void> = []
+      for (const [wake, wakeAt] of state.waiters) if (visibleNow || nextVisibleAt < wakeAt) due.push(wake)
+      for (const wake of due) wake()
+    }
+
+    /**
+     * Wait until `ms` pass on the captured Clock, or a change of the queue may have a message for this receive sooner.
+     * The wake-up is registered at once, in the same synchronous step as the `take` that preceded it, so a change that
+     * lands before the wait starts still ends it. One fiber sleeps (interruptible even when the receive is not); it is
+     * interrupted when the wait ends.
+     */
+    const waitForChange = (state: QueueState, ms: number): Effect.Effect<void> => {
+      let fired = false
+      let resume: ((effect: Effect.Effect<void>) => void) | undefined
+      const wake = (): void => {
+        if (fired) return
+        fired = true
+        state.waiters.delete(wake)
+        if (resume !== undefined) resume(Effect.void)
+      }
+      state.waiters.set(wake, now() + ms)
+      const done = Effect.sync(() => {
+        fired = true
+        state.waiters.delete(wake)
+      })
+      return Effect.flatMap(
+        Effect.fork(Effect.interruptible(Effect.zipRight(clock.sleep(Duration.millis(ms)), Effect.sync(wake)))),
+        (sleeper) =>
+          Effect.async<void>((callback) => {
+            if (fired) return callback(Effect.void)
+            resume = callback
+            return done
+          }).pipe(Effect.ensuring(Effect.zipRight(done, Fiber.interrupt(sleeper))))
+      ).pipe(Effect.onInterrupt(() => done))
     }
 
     const take = (queue: string, max: number, visibilityMs: number) => {
@@ -108,7 +151,7 @@ export const make = (options?: {
       }
       let nextVisibleAt = Number.POSITIVE_INFINITY
       for (const entry of state.entries.values()) nextVisibleAt = Math.min(nextVisibleAt, entry.visibleAt)
-      return { deliveries, signal: state.signal, nextVisibleAt }
+      return { deliveries, state, nextVisibleAt }
     }
 
     /** The entry of a delivery when its receipt is still the current one; else undefined (superseded). */
@@ -134,15 +177,16 @@ export const make = (options?: {
         }),
 
       receive: (options) =>
-        Effect.gen(function* () {
+        Effect.suspend(() => {
           const deadline = now() + Math.max(0, options.waitMs)
-          while (true) {
-            const { deliveries, signal, nextVisibleAt } = take(options.queue, options.max, options.visibilityMs)
+          const attempt: Effect.Effect<ReadonlyArray<Delivery>> = Effect.suspend(() => {
+            const { deliveries, state, nextVisibleAt } = take(options.queue, options.max, options.visibilityMs)
             const at = now()
-            if (deliveries.length > 0 || options.max <= 0 || at >= deadline) return deliveries
+            if (deliveries.length > 0 || options.max <= 0 || at >= deadline) return Effect.succeed(deliveries)
             const wakeAt = Math.min(deadline, nextVisibleAt)
-            yield* Effect.raceFirst(Deferred.await(signal), clock.sleep(Duration.millis(Math.max(0, wakeAt - at))))
-          }
+            return Effect.zipRight(waitForChange(state, Math.max(0, wakeAt - at)), attempt)
+          })
+          return attempt
         }),
 
       extend: (options) =>
