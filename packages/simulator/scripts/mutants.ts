@@ -124,6 +124,10 @@ for (const file of patches) {
   ok &&= killed
   if (killed && result.corpus !== null) {
     fs.mkdirSync(corpusDir, { recursive: true })
+    // One current witness per mutant: the previous one (found against older code) is replaced, not piled up.
+    for (const old of fs.readdirSync(corpusDir)) {
+      if (old.startsWith(`${id}-I`) && old.endsWith(".json")) fs.rmSync(path.join(corpusDir, old))
+    }
     const entry = { ...result.corpus.entry, foundWith: `mutant ${id} (${title}), seed ${seed}` }
     fs.writeFileSync(path.join(corpusDir, `${id}-${result.corpus.name}`), `${JSON.stringify(entry, null, 2)}\n`)
   }
