@@ -32,6 +32,35 @@ describe("package README snippets run", () => {
     expect(runnableBlocks("x\n<!-- runs -->\n```ts\nconst a = 1\n```\n```ts\nno\n```")).toEqual(["const a = 1"])
   })
 
+  it("the root README's embedding example type-checks", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8")
+    const block = /## Embedding[\s\S]*?```ts\n([\s\S]*?)\n```/.exec(readme)?.[1]
+    expect(block, "README.md has an Embedding ts block").toBeDefined()
+    const dir = join(scratch, "root")
+    mkdirSync(dir, { recursive: true })
+    // The example names the caller's own model call and input; declare them so everything else is checked.
+    const declarations = [
+      'import type { Effect as E } from "effect"',
+      "declare const text: string",
+      "declare const callYourModel: (text: string) => E.Effect<{ summary: string; cents: number }>",
+      "export {}"
+    ].join("\n")
+    writeFileSync(join(dir, "embedding.ts"), `${declarations}\n${block}\n`)
+    writeFileSync(
+      join(dir, "tsconfig.json"),
+      JSON.stringify({
+        extends: "../../../tsconfig.base.json",
+        compilerOptions: { noEmit: true },
+        include: ["embedding.ts"]
+      })
+    )
+    const tsc = spawnSync(process.execPath, [createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", dir], {
+      encoding: "utf8",
+      timeout: 120_000
+    })
+    expect(tsc.status, `${tsc.stdout}\n${tsc.stderr}`).toBe(0)
+  }, 180_000)
+
   for (const pkg of packages) {
     it(`@slowcall/${pkg}`, () => {
       const blocks = runnableBlocks(readFileSync(join(root, "packages", pkg, "README.md"), "utf8"))
