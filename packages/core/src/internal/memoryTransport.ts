@@ -85,17 +85,23 @@ export const make = (options?: {
       return state
     }
 
+    /** When the queue's next message becomes visible (infinity when it is empty). */
+    const nextVisibleAt = (state: QueueState): number => {
+      let at = Number.POSITIVE_INFINITY
+      for (const entry of state.entries.values()) at = Math.min(at, entry.visibleAt)
+      return at
+    }
+
     /**
      * After a change, wake the receives it concerns: all of them when a message is visible now, else those that would
      * sleep past the queue's next visibility change. A waiter left asleep wakes by itself no later than that.
      */
     const changed = (state: QueueState): void => {
       if (state.waiters.size === 0) return
-      let nextVisibleAt = Number.POSITIVE_INFINITY
-      for (const entry of state.entries.values()) nextVisibleAt = Math.min(nextVisibleAt, entry.visibleAt)
-      const visibleNow = nextVisibleAt <= now()
+      const visibleAt = nextVisibleAt(state)
+      const visibleNow = visibleAt <= now()
       const due: Array<() => void> = []
-      for (const [wake, wakeAt] of state.waiters) if (visibleNow || nextVisibleAt < wakeAt) due.push(wake)
+      for (const [wake, wakeAt] of state.waiters) if (visibleNow || visibleAt < wakeAt) due.push(wake)
       for (const wake of due) wake()
     }
 
@@ -149,9 +155,7 @@ export const make = (options?: {
         state.byReceipt.set(entry.receipt, entry)
         deliveries.push({ ...entry.message, queue, receipt: entry.receipt, receiveCount: entry.receiveCount })
       }
-      let nextVisibleAt = Number.POSITIVE_INFINITY
-      for (const entry of state.entries.values()) nextVisibleAt = Math.min(nextVisibleAt, entry.visibleAt)
-      return { deliveries, state, nextVisibleAt }
+      return { deliveries, state, nextVisibleAt: nextVisibleAt(state) }
     }
 
     /** The entry of a delivery when its receipt is still the current one; else undefined (superseded). */
@@ -160,6 +164,15 @@ export const make = (options?: {
       const entry = state?.byReceipt.get(delivery.receipt)
       return state === undefined || entry === undefined ? undefined : { state, entry }
     }
+
+    /** Hide a current delivery for `ms` from now (extend and defer); a superseded receipt changes nothing. */
+    const hide = (delivery: Delivery, ms: number): Effect.Effect<void> =>
+      Effect.sync(() => {
+        const found = current(delivery)
+        if (found === undefined) return
+        found.entry.visibleAt = now() + Math.max(0, ms)
+        changed(found.state)
+      })
 
     const service: MemoryTransportService = {
       publish: (options) =>
@@ -189,21 +202,9 @@ export const make = (options?: {
           return attempt
         }),
 
-      extend: (options) =>
-        Effect.sync(() => {
-          const found = current(options.delivery)
-          if (found === undefined) return
-          found.entry.visibleAt = now() + Math.max(0, options.visibilityMs)
-          changed(found.state)
-        }),
+      extend: (options) => hide(options.delivery, options.visibilityMs),
 
-      defer: (options) =>
-        Effect.sync(() => {
-          const found = current(options.delivery)
-          if (found === undefined) return
-          found.entry.visibleAt = now() + Math.max(0, options.delayMs)
-          changed(found.state)
-        }),
+      defer: (options) => hide(options.delivery, options.delayMs),
 
       ack: (options) =>
         Effect.sync(() => {
