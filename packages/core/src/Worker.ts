@@ -25,7 +25,6 @@ import {
   Cause,
   Chunk,
   Clock,
-  Duration,
   Effect,
   Either,
   Exit,
@@ -37,7 +36,6 @@ import {
   ParseResult,
   Queue,
   Ref,
-  Schedule,
   Schema,
   type Scope
 } from "effect"
@@ -124,13 +122,8 @@ const formatSchemaCause = (cause: Cause.Cause<ParseResult.ParseError>): string =
 const isRetryableStoreError = (error: LeaseLost | StoreError): boolean =>
   error._tag === "StoreError" && error.isRetryable
 
-/**
- * How an outcome write is retried while the lease is held: quickly at first, then once a second, as long as the
- * lease is this worker's and for at most one lease length after the handler ended.
- */
-const heldRetrySchedule = Schedule.exponential(Duration.millis(50)).pipe(
-  Schedule.union(Schedule.spaced(Duration.seconds(1)))
-)
+/** Delay before retry `n` (0-based) of an outcome write while the lease is held: 50 ms doubling, at most 1 s. */
+const heldRetryDelayMs = (n: number): number => Math.min(50 * 2 ** n, 1_000)
 
 /**
  * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully.
@@ -187,19 +180,23 @@ export const make = <R = never>(
     const retryWrite = (write: Effect.Effect<Job, LeaseLost | StoreError>, held: Held | undefined) =>
       held === undefined
         ? retryStore(write)
-        : Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
-            Effect.retry(write, {
-              schedule: heldRetrySchedule,
-              while: (error) =>
-                isRetryableStoreError(error)
-                  ? Effect.zipWith(
-                      Ref.get(held.control.stopReason),
-                      Clock.currentTimeMillis,
-                      (reason, now) => !Control.leaseGone(reason) && now - startedAt < held.leaseMs
-                    )
-                  : Effect.succeed(false)
-            })
-          )
+        : Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+            const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
+              isRetryableStoreError(error)
+                ? Effect.zipWith(
+                    Ref.get(held.control.stopReason),
+                    Clock.currentTimeMillis,
+                    (reason, now) => !Control.leaseGone(reason) && now - startedAt < held.leaseMs
+                  )
+                : Effect.succeed(false)
+            const attempt = (n: number): Effect.Effect<Job, LeaseLost | StoreError> =>
+              Effect.catchAll(write, (error) =>
+                Effect.flatMap(mayRetry(error), (retry) =>
+                  retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), attempt(n + 1)) : Effect.fail(error)
+                )
+              )
+            return attempt(0)
+          })
 
     /** Persist an outcome (fenced, retried on retryable store errors), then ack or defer. */
     const persist = (
@@ -271,8 +268,8 @@ export const make = <R = never>(
      * interrupts it then). A renewal reports a cancel request and, through its store-time lease end, a passed
      * deadline; both stop the handler while the lease stays held for the outcome write.
      */
-    const heartbeatLoop = (delivery: Delivery, job: Job, leaseMs: number, control: Control.Control) =>
-      Effect.gen(function* () {
+    const heartbeatLoop = (delivery: Delivery, job: Job, leaseMs: number, control: Control.Control) => {
+      const beat = Effect.gen(function* () {
         const progress = yield* Ref.getAndSet(control.pendingProgress, undefined)
         const sentAt = yield* Clock.currentTimeMillis
         const beat = yield* Effect.either(store.heartbeat({ jobId: job.id, token: job.leaseToken, leaseMs, progress }))
@@ -295,10 +292,14 @@ export const make = <R = never>(
           if (progress !== undefined) yield* Ref.update(control.pendingProgress, (p) => p ?? progress)
           yield* Effect.logWarning("heartbeat failed", beat.left)
         }
-      }).pipe(
-        Effect.delay(Lease.heartbeatIntervalFor(leaseMs)),
-        Effect.repeat({ while: () => Effect.map(Ref.get(control.stopReason), (reason) => !Control.leaseGone(reason)) })
+      })
+      const interval = Lease.heartbeatIntervalFor(leaseMs)
+      const loop: Effect.Effect<void> = Effect.zipRight(Effect.sleep(interval), beat).pipe(
+        Effect.zipRight(Ref.get(control.stopReason)),
+        Effect.flatMap((reason) => (Control.leaseGone(reason) ? Effect.void : loop))
       )
+      return loop
+    }
 
     /** Self-fencing: past the local lease end without a renewal, stop the handler and any outcome retries. */
     const watchdog = (control: Control.Control): Effect.Effect<void> =>

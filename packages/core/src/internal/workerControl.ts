@@ -42,16 +42,16 @@ export interface Control {
 
 /** @internal */
 export const make = (options: { readonly localLeaseEnd: number; readonly costCents: number }): Effect.Effect<Control> =>
-  Effect.all({
-    stopReason: Ref.make(Option.none<StopReason>()),
-    handlerFiber: Ref.make(Option.none<Fiber.RuntimeFiber<unknown, unknown>>()),
-    localLeaseEnd: Ref.make(options.localLeaseEnd),
-    pendingProgress: Ref.make<number | undefined>(undefined),
-    knownCostCents: Ref.make(options.costCents),
-    callCount: Ref.make(0),
-    ledger: Effect.makeSemaphore(1),
-    persisting: Ref.make(false)
-  })
+  Effect.sync(() => ({
+    stopReason: Ref.unsafeMake(Option.none<StopReason>()),
+    handlerFiber: Ref.unsafeMake(Option.none<Fiber.RuntimeFiber<unknown, unknown>>()),
+    localLeaseEnd: Ref.unsafeMake(options.localLeaseEnd),
+    pendingProgress: Ref.unsafeMake<number | undefined>(undefined),
+    knownCostCents: Ref.unsafeMake(options.costCents),
+    callCount: Ref.unsafeMake(0),
+    ledger: Effect.unsafeMakeSemaphore(1),
+    persisting: Ref.unsafeMake(false)
+  }))
 
 /**
  * Record a stop reason (only the first one counts) and interrupt the handler without waiting for it. Returns
