@@ -436,6 +436,19 @@ export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
 export const makeMemory: Effect.Effect<Store["Type"]> = internalMemoryStore.make
 
 /**
+ * A fresh in-memory Store (as `makeMemory`) together with `peek`, a synchronous read of one job record exactly as
+ * the store holds it right now (undefined when there is none). `peek` changes nothing and sees every write the moment
+ * its verb returns: for harnesses that record ground truth around each call, such as the simulator's proxies.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemoryInspectable: Effect.Effect<{
+  readonly store: Store["Type"]
+  readonly peek: (jobId: JobId) => Job | undefined
+}> = internalMemoryStore.makeInspectable
+
+/**
  * A Layer with a fresh in-memory Store (see `makeMemory`). Cheap to build: for tests, examples and the simulator,
  * which builds thousands of them. Not durable.
  *

@@ -67,6 +67,24 @@ describe("Store.layerMemory", () => {
     })
   )
 
+  it.effect("makeMemoryInspectable: peek reads the record each verb left, synchronously, and changes nothing", () =>
+    Effect.gen(function* () {
+      const { store, peek } = yield* Store.makeMemoryInspectable
+      const options = yield* submitOptions("q")
+      expect(peek(options.id)).toBeUndefined()
+      const { job } = yield* store.submit(options)
+      expect(peek(job.id)).toEqual(job)
+      const claim = yield* store.claim({ jobId: job.id, owner: "a", leaseMs: LEASE })
+      expect(claim._tag).toBe("Claimed")
+      const held = peek(job.id)
+      expect(held).toMatchObject({ state: "running", leaseOwner: "a", leaseToken: 1 })
+      expect(peek(job.id)).toBe(held)
+      expect(yield* store.get({ jobId: job.id })).toEqual(held)
+      const done = yield* store.complete({ jobId: job.id, token: 1, result: { ok: true } })
+      expect(peek(job.id)).toEqual(done)
+    })
+  )
+
   it.effect("each build is a fresh, independent store", () =>
     Effect.gen(function* () {
       const options = yield* submitOptions("q")

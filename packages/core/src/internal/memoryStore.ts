@@ -54,8 +54,19 @@ const DEFAULT_REPUBLISH_AFTER_MS = 30_000
 
 const leaseCleared = { leaseOwner: null, leaseUntil: null } as const
 
+/**
+ * A memory store and a synchronous read of its rows: `peek` returns the job record as it is right now (or undefined),
+ * without going through an effect. For the simulator's recorders, which read ground truth around every write.
+ *
+ * @internal
+ */
+export interface Inspectable {
+  readonly store: MemoryStore
+  readonly peek: (jobId: JobId) => Job | undefined
+}
+
 /** @internal */
-export const make: Effect.Effect<MemoryStore> = Effect.gen(function* () {
+export const makeInspectable: Effect.Effect<Inspectable> = Effect.gen(function* () {
   const clock = yield* Effect.clock
   const rows = new Map<JobId, Row>()
   const requestKeys = new Map<string, JobId>()
@@ -537,5 +548,8 @@ export const make: Effect.Effect<MemoryStore> = Effect.gen(function* () {
         return { byState, oldestQueuedAt, costCentsByErrorClass, failedInWindow }
       })
   }
-  return store
+  return { store, peek: (jobId) => rows.get(jobId)?.job }
 })
+
+/** @internal */
+export const make: Effect.Effect<MemoryStore> = Effect.map(makeInspectable, (inspectable) => inspectable.store)
