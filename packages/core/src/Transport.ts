@@ -126,6 +126,12 @@ export class MemoryTransport extends Context.Tag("@slowcall/core/MemoryTransport
  */
 export const makeMemory: (options?: {
   readonly maxReceiveCount?: number | undefined
+  /**
+   * Schedules `task` after `ms` on the same Clock the transport is made with, returning a cancel function. When
+   * given, a waiting receive is woken by it rather than by a sleeping fiber (cheaper, for a simulator that owns its
+   * clock's timers); the results are the same.
+   */
+  readonly timer?: ((ms: number, task: () => void) => () => void) | undefined
 }) => Effect.Effect<internalMemoryTransport.MemoryTransportService> = internalMemoryTransport.make
 
 /**

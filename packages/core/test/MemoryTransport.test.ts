@@ -106,4 +106,75 @@ describe("Transport.layerMemory", () => {
       expect(new Set(a.map((d) => d.receipt)).size).toBe(5)
     })
   )
+
+  describe("with a timer", () => {
+    /** A timer the test fires by hand, in due order: what a simulator's clock does with its own timers. */
+    const manualTimer = () => {
+      const pending: Array<{ at: number; task: () => void; cancelled: boolean }> = []
+      let now = 0
+      const timer = (ms: number, task: () => void) => {
+        const entry = { at: now + ms, task, cancelled: false }
+        pending.push(entry)
+        return () => {
+          entry.cancelled = true
+        }
+      }
+      /** Advance the TestClock to `to` and fire what is due. */
+      const advanceTo = (to: number) =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(to)
+          now = to
+          for (const entry of pending.filter((e) => !e.cancelled && e.at <= to)) {
+            entry.cancelled = true
+            entry.task()
+          }
+          yield* Effect.yieldNow()
+        })
+      const live = () => pending.filter((e) => !e.cancelled).length
+      return { timer, advanceTo, live }
+    }
+
+    it.effect("a waiting receive wakes on a publish and cancels its timer", () =>
+      Effect.gen(function* () {
+        const manual = manualTimer()
+        const transport = yield* Transport.makeMemory({ timer: manual.timer })
+        const fiber = yield* Effect.fork(transport.receive({ queue: "q", max: 1, visibilityMs: 1_000, waitMs: 30_000 }))
+        yield* Effect.yieldNow()
+        expect(manual.live()).toBe(1)
+        const m = yield* message()
+        yield* transport.publish({ queue: "q", message: m })
+        expect(yield* Fiber.join(fiber)).toMatchObject([{ jobId: m.jobId, receiveCount: 1 }])
+        expect(manual.live()).toBe(0)
+      })
+    )
+
+    it.effect("a waiting receive with nothing to take returns empty when its timer fires at the deadline", () =>
+      Effect.gen(function* () {
+        const manual = manualTimer()
+        const transport = yield* Transport.makeMemory({ timer: manual.timer })
+        const fiber = yield* Effect.fork(transport.receive({ queue: "q", max: 1, visibilityMs: 1_000, waitMs: 5_000 }))
+        yield* Effect.yieldNow()
+        yield* manual.advanceTo(4_999)
+        expect(fiber.unsafePoll()).toBeNull()
+        yield* manual.advanceTo(5_000)
+        expect(yield* Fiber.join(fiber)).toEqual([])
+        expect(manual.live()).toBe(0)
+      })
+    )
+
+    it.effect("interrupting a waiting receive cancels its timer and a later publish is not lost", () =>
+      Effect.gen(function* () {
+        const manual = manualTimer()
+        const transport = yield* Transport.makeMemory({ timer: manual.timer })
+        const fiber = yield* Effect.fork(transport.receive({ queue: "q", max: 1, visibilityMs: 1_000, waitMs: 30_000 }))
+        yield* Effect.yieldNow()
+        yield* Fiber.interrupt(fiber)
+        expect(manual.live()).toBe(0)
+        const m = yield* message()
+        yield* transport.publish({ queue: "q", message: m })
+        const taken = yield* transport.receive({ queue: "q", max: 1, visibilityMs: 1_000, waitMs: 0 })
+        expect(ids(taken)).toEqual([m.jobId])
+      })
+    )
+  })
 })

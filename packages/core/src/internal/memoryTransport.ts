@@ -59,13 +59,26 @@ export interface MemoryTransportService {
 const byDeliveryOrder = (a: Entry, b: Entry): number =>
   (b.message.priority ?? 0) - (a.message.priority ?? 0) || a.visibleAt - b.visibleAt || a.seq - b.seq
 
+/**
+ * Runs `task` once `ms` have passed on the Clock the transport was made with; the returned function cancels it.
+ *
+ * @internal
+ */
+export type Timer = (ms: number, task: () => void) => () => void
+
 /** @internal */
-export const make = (options?: {
+export interface MemoryTransportOptions {
   readonly maxReceiveCount?: number | undefined
-}): Effect.Effect<MemoryTransportService> =>
+  /** When given, a waiting receive wakes by this timer instead of a sleeping fiber (it must follow the Clock). */
+  readonly timer?: Timer | undefined
+}
+
+/** @internal */
+export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTransportService> =>
   Effect.gen(function* () {
     const clock = yield* Effect.clock
     const maxReceiveCount = options?.maxReceiveCount
+    const timer = options?.timer
     const queues = new Map<string, QueueState>()
     let seq = 0
 
@@ -108,16 +121,18 @@ export const make = (options?: {
     /**
      * Wait until `ms` pass on the captured Clock, or a change of the queue may have a message for this receive sooner.
      * The wake-up is registered at once, in the same synchronous step as the `take` that preceded it, so a change that
-     * lands before the wait starts still ends it. One fiber sleeps (interruptible even when the receive is not); it is
-     * interrupted when the wait ends.
+     * lands before the wait starts still ends it. With a `timer`, the wait is one callback on it, cancelled when the
+     * wait ends; without, one fiber sleeps (interruptible even when the receive is not) and is interrupted then.
      */
     const waitForChange = (state: QueueState, ms: number): Effect.Effect<void> => {
       let fired = false
       let resume: ((effect: Effect.Effect<void>) => void) | undefined
+      let cancelTimer: (() => void) | undefined
       const wake = (): void => {
         if (fired) return
         fired = true
         state.waiters.delete(wake)
+        cancelTimer?.()
         if (resume !== undefined) resume(Effect.void)
       }
       state.waiters.set(wake, now() + ms)
@@ -125,6 +140,18 @@ export const make = (options?: {
         fired = true
         state.waiters.delete(wake)
       })
+      if (timer !== undefined) {
+        return Effect.async<void>((callback) => {
+          if (fired) return callback(Effect.void)
+          resume = callback
+          cancelTimer = timer(ms, wake)
+          return Effect.sync(() => {
+            fired = true
+            state.waiters.delete(wake)
+            cancelTimer?.()
+          })
+        })
+      }
       return Effect.flatMap(
         Effect.fork(Effect.interruptible(Effect.zipRight(clock.sleep(Duration.millis(ms)), Effect.sync(wake)))),
         (sleeper) =>
