@@ -80,13 +80,15 @@ const program = (
     const runtime = yield* Effect.runtime<never>()
     const fork = Runtime.runFork(runtime)
     const faults = new Faults(plan, history, clock)
-    const memory = yield* Store.makeMemory
+    const { store: memory, peek } = yield* Store.makeMemoryInspectable
     const baseStore = options.decorateStore === undefined ? memory : options.decorateStore(memory)
     const noRelay = isNoRelay(plan)
     // Without the relay, the redrive policy matches the attempt cap: a correct worker takes one receive per attempt.
-    const memoryTransport = yield* Transport.makeMemory(
-      has(plan, "F16") ? { maxReceiveCount: noRelay ? plan.maxAttempts : relayMaxReceiveCount } : undefined
-    )
+    const memoryTransport = yield* Transport.makeMemory({
+      ...(has(plan, "F16") ? { maxReceiveCount: noRelay ? plan.maxAttempts : relayMaxReceiveCount } : {}),
+      // Long polls wake on the world clock's own timers: no sleeping fiber per waiting receive.
+      timer: (ms, task) => clock.schedule(ms, task).cancel
+    })
     const baseTransport =
       options.decorateTransport === undefined ? memoryTransport : options.decorateTransport(memoryTransport)
     const heavyTail = has(plan, "F13")
@@ -105,10 +107,10 @@ const program = (
       history,
       clock
     )
-    const peekOwner = (jobId: string) =>
-      Effect.map(Effect.option(baseStore.get({ jobId: jobId as JobId })), (job) =>
-        Option.isSome(job) ? { state: job.value.state, owner: job.value.leaseOwner } : null
-      )
+    const peekOwner = (jobId: string) => {
+      const job = peek(jobId as JobId)
+      return job === undefined ? null : { state: job.state, owner: job.leaseOwner }
+    }
     const slots: Array<Slot> = []
 
     const skewOf = (slot: number): Skew => {
@@ -140,6 +142,8 @@ const program = (
                 attemptsAtStart: job.attempts - job.attemptsBase,
                 maxAttempts: job.maxAttempts,
                 gate: incarnation.gate,
+                // The handler's own request timeout, counted on its process's (possibly drifting) clock.
+                timeoutMs: incarnation.clock.toWorldMs(plan.callTimeoutMs),
                 onStart: () => {
                   incarnation.calls++
                   const t = plan.targeted
@@ -161,7 +165,7 @@ const program = (
                   }
                 }
               })
-            ).pipe(Effect.timeout(plan.callTimeoutMs)),
+            ),
             cost: (reply) => reply.cents,
             costOnError: (error) => (error instanceof SimModel.SimModelError ? error.billedCents : undefined)
           })
@@ -174,7 +178,7 @@ const program = (
         const incarnation = new Incarnation(slot, n, clock, skewOf(slot))
         history.push({ k: "life", t: clock.now, who: incarnation.id, what: "start", ms: null })
         const who = ofIncarnation(incarnation)
-        const env = { actor: who, history, faults, clock, crash: crashAndMaybeRestart }
+        const env = { actor: who, history, faults, clock, crash: crashAndMaybeRestart, peek }
         const store = SimStore.make(baseStore, env)
         const transport = SimTransport.make(baseTransport, { ...env, peek: peekOwner })
         const stop = yield* Deferred.make<void>()
@@ -229,7 +233,7 @@ const program = (
 
     // Infrastructure: the sweeper (never faulted) and the client.
     const sweeperActor = actor("sweeper")
-    const sweeperEnv = { actor: sweeperActor, history, faults, clock, crash: crashAndMaybeRestart }
+    const sweeperEnv = { actor: sweeperActor, history, faults, clock, crash: crashAndMaybeRestart, peek }
     yield* Sweeper.make({
       queue,
       intervalMs: 2_000,
@@ -240,17 +244,20 @@ const program = (
       Effect.provideService(Transport.Transport, SimTransport.make(baseTransport, { ...sweeperEnv, peek: peekOwner }))
     )
     const clientActor = actor("client")
-    const clientEnv = { actor: clientActor, history, faults, clock, crash: crashAndMaybeRestart }
+    const clientEnv = { actor: clientActor, history, faults, clock, crash: crashAndMaybeRestart, peek }
     const clientStoreBase = SimStore.make(baseStore, clientEnv)
     const clientStore: Store.Store["Type"] = {
       ...clientStoreBase,
+      // The fault is rolled when the call runs, once per try (a retried submit rolls again).
       submit: (options) =>
-        faults.roll(["F17"], "client", "store.submit") === "F17"
-          ? Effect.zipRight(
-              baseStore.submit(options),
-              new StoreError({ reason: "Timeout", operation: "submit", detail: "injected: reply lost" })
-            )
-          : baseStore.submit(options)
+        Effect.suspend(() =>
+          faults.roll(["F17"], "client", "store.submit") === "F17"
+            ? Effect.zipRight(
+                baseStore.submit(options),
+                new StoreError({ reason: "Timeout", operation: "submit", detail: "injected: reply lost" })
+              )
+            : baseStore.submit(options)
+        )
     }
     const client = yield* Client.make.pipe(
       Effect.orDie,

@@ -169,9 +169,14 @@ export class WorkerClock implements Clock.Clock {
   readonly currentTimeMillis: Effect.Effect<number> = Effect.sync(() => this.unsafeCurrentTimeMillis())
   readonly currentTimeNanos: Effect.Effect<bigint> = Effect.sync(() => this.unsafeCurrentTimeNanos())
 
+  /** How many true (world) ms pass while this clock counts `ms`. */
+  toWorldMs(ms: number): number {
+    return ms * (1 + this.skew.driftPpm / 1_000_000)
+  }
+
   sleep(duration: Duration.Duration): Effect.Effect<void> {
     if (!Duration.isFinite(duration)) return stuck
-    const ms = Duration.toMillis(duration) * (1 + this.skew.driftPpm / 1_000_000)
+    const ms = this.toWorldMs(Duration.toMillis(duration))
     return Effect.suspend(() => (this.dead ? stuck : this.base.sleepMillis(ms))).pipe(Effect.zipRight(this.gate))
   }
 
@@ -183,6 +188,11 @@ export class WorkerClock implements Clock.Clock {
   })
 
   /** Whether the incarnation this clock belongs to has crashed. */
+  /** Whether the gate lets a caller through right now (neither crashed nor paused). */
+  get isOpen(): boolean {
+    return !this.dead && this.pausedUntil <= this.base.now
+  }
+
   get isDead(): boolean {
     return this.dead
   }

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Data, Effect, Random } from "effect"
+import { Cause, Data, Effect, Random } from "effect"
 import type { History } from "./History.js"
 import type { VirtualClock } from "./SimClock.js"
 
@@ -77,6 +77,11 @@ export interface CallRequest {
   readonly gate: Effect.Effect<void>
   /** Called when the call starts (used by targeted scenarios). */
   readonly onStart?: (() => void) | undefined
+  /**
+   * The caller's own timeout, in true (world) ms: past it the caller stops waiting and sees a `TimeoutException`, as
+   * a client library's request timeout does. The provider still bills the call as its outcome says.
+   */
+  readonly timeoutMs?: number | undefined
 }
 
 /**
@@ -86,7 +91,7 @@ export interface CallRequest {
  * @category models
  */
 export interface SimModel {
-  readonly call: (request: CallRequest) => Effect.Effect<SimReply, SimModelError>
+  readonly call: (request: CallRequest) => Effect.Effect<SimReply, SimModelError | Cause.TimeoutException>
 }
 
 /**
@@ -139,8 +144,10 @@ export const make = (behaviour: ModelBehaviour, history: History, clock: Virtual
           attemptsAtStart: request.attemptsAtStart,
           maxAttempts: request.maxAttempts
         })
-        yield* clock.sleepMillis(ms)
+        const timedOut = request.timeoutMs !== undefined && ms > request.timeoutMs
+        yield* clock.sleepMillis(timedOut ? request.timeoutMs! : ms)
         yield* request.gate
+        if (timedOut) return yield* new Cause.TimeoutException(`the call took longer than ${request.timeoutMs} ms`)
         switch (outcome) {
           case "ok":
             return { token: request.token, callId: request.callId, cents }

@@ -9,11 +9,11 @@
  */
 
 import { StoreError } from "@slowcall/core/Errors"
-import type { JobId } from "@slowcall/core/Models"
+import type { Job, JobId } from "@slowcall/core/Models"
 import type { Store } from "@slowcall/core/Store"
-import { Effect, Either, Option, Random } from "effect"
+import { Effect, Either, Random } from "effect"
 import { type History, type Snap, snap, type WriteOp } from "./History.js"
-import type { Actor, Faults, Incarnation } from "./internal/world.js"
+import { type Actor, type Faults, type Incarnation, passGate } from "./internal/world.js"
 import type { FaultKind } from "./Plan.js"
 import type { VirtualClock } from "./SimClock.js"
 
@@ -30,6 +30,8 @@ export interface SimStoreEnv {
   readonly clock: VirtualClock
   /** Crash the actor's incarnation; `restartAfterMs` null means it stays down until the heal phase. */
   readonly crash: (incarnation: Incarnation, restartAfterMs: number | null) => void
+  /** The job record in the world's store right now (ground truth, read without an effect). */
+  readonly peek: (jobId: JobId) => Job | undefined
 }
 
 const preFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15"]
@@ -42,6 +44,12 @@ const crashAfter: Partial<Record<WriteOp, ReadonlyArray<FaultKind>>> = {
   abandon: ["F8"],
   release: ["F8"]
 }
+const pointKinds = new Map<WriteOp, ReadonlyArray<FaultKind>>(
+  (["claim", "heartbeat", "charge", "complete", "fail", "retry", "abandon", "release"] as const).map((op) => [
+    op,
+    [...preFaults, ...(crashAfter[op] ?? [])]
+  ])
+)
 
 /**
  * Wrap `inner` for one actor. Invariant: every write that reaches `inner` is recorded exactly once, in the order
@@ -52,8 +60,11 @@ const crashAfter: Partial<Record<WriteOp, ReadonlyArray<FaultKind>>> = {
  */
 export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
   const { actor, clock, faults, history } = env
-  const peek = (jobId: JobId): Effect.Effect<Snap | null> =>
-    Effect.map(Effect.option(inner.get({ jobId })), (job) => (Option.isSome(job) ? snap(job.value) : null))
+  const peek = (jobId: JobId): Snap | null => {
+    const job = env.peek(jobId)
+    return job === undefined ? null : snap(job)
+  }
+  const gated = passGate(actor)
 
   const write = <A, E>(
     op: WriteOp,
@@ -63,10 +74,8 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
     describe: (a: A) => { res: string; takeover?: boolean; resultToken?: number | null },
     extra: { callId?: string; amount?: number; settled?: boolean } = {}
   ): Effect.Effect<A, E | StoreError> =>
-    Effect.gen(function* () {
+    Effect.suspend(() => {
       const start = clock.now
-      yield* actor.gate
-      const incarnation = actor.incarnation
       const record = (ok: boolean, res: string, before: Snap | null, after: Snap | null, more: object = {}) =>
         history.push({
           k: "write",
@@ -87,49 +96,68 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
           resultToken: null,
           ...more
         })
-      let fault: FaultKind | undefined
-      if (incarnation !== null) {
-        const left = faults.enabled ? (faults.heartbeatFailures.get(incarnation.slot) ?? 0) : 0
-        if (op === "heartbeat" && left > 0) {
-          faults.heartbeatFailures.set(incarnation.slot, left - 1)
-          faults.note("F1", actor.id, "heartbeat fails (targeted)")
-          return yield* new StoreError({ reason: "Connection", operation: op, detail: "injected: heartbeat fails" })
+      return gated((): Effect.Effect<A, E | StoreError> => {
+        const incarnation = actor.incarnation
+        let fault: FaultKind | undefined
+        if (incarnation !== null) {
+          const left = faults.enabled ? (faults.heartbeatFailures.get(incarnation.slot) ?? 0) : 0
+          if (op === "heartbeat" && left > 0) {
+            faults.heartbeatFailures.set(incarnation.slot, left - 1)
+            faults.note("F1", actor.id, "heartbeat fails (targeted)")
+            return Effect.fail(
+              new StoreError({ reason: "Connection", operation: op, detail: "injected: heartbeat fails" })
+            )
+          }
+          fault = faults.roll(pointKinds.get(op)!, actor.id, `store.${op}`)
         }
-        fault = faults.roll([...preFaults, ...(crashAfter[op] ?? [])], actor.id, `store.${op}`)
-      }
-      if (fault === "F5") {
-        const before = yield* peek(jobId)
-        record(false, "StoreError", before, before)
-        return yield* new StoreError({ reason: "Connection", operation: op, detail: "injected: write not applied" })
-      }
-      if (fault === "F7") {
-        yield* clock.sleepMillis(yield* Random.nextIntBetween(100, 2_000))
-        yield* actor.gate
-      }
-      const before = yield* peek(jobId)
-      const result = yield* Effect.either(effect)
-      const after = yield* peek(jobId)
-      if (Either.isRight(result)) {
-        const d = describe(result.right)
-        record(true, d.res, before, after, { takeover: d.takeover ?? false, resultToken: d.resultToken ?? null })
-      } else {
-        const error = result.left as { _tag?: string }
-        record(false, error._tag ?? "error", before, after)
-      }
-      if (incarnation !== null && (fault === "F8" || fault === "F10" || fault === "F18")) {
-        env.crash(incarnation, fault === "F18" ? 500 : null)
-      }
-      yield* actor.gate
-      if (fault === "F6" || fault === "F15") {
-        if (fault === "F15") yield* clock.sleepMillis(1_000)
-        yield* actor.gate
-        return yield* new StoreError({
-          reason: fault === "F6" ? "Ambiguous" : "Timeout",
-          operation: op,
-          detail: "injected: the write applied but the reply was lost"
-        })
-      }
-      return yield* result
+        if (fault === "F5") {
+          const before = peek(jobId)
+          record(false, "StoreError", before, before)
+          return Effect.fail(
+            new StoreError({ reason: "Connection", operation: op, detail: "injected: write not applied" })
+          )
+        }
+        const apply = (): Effect.Effect<A, E | StoreError> => {
+          const before = peek(jobId)
+          return Effect.flatMap(Effect.either(effect), (result) => {
+            const after = peek(jobId)
+            if (Either.isRight(result)) {
+              const d = describe(result.right)
+              record(true, d.res, before, after, { takeover: d.takeover ?? false, resultToken: d.resultToken ?? null })
+            } else {
+              const error = result.left as { _tag?: string }
+              record(false, error._tag ?? "error", before, after)
+            }
+            if (incarnation !== null && (fault === "F8" || fault === "F10" || fault === "F18")) {
+              env.crash(incarnation, fault === "F18" ? 500 : null)
+            }
+            return gated((): Effect.Effect<A, E | StoreError> => {
+              if (fault === "F6" || fault === "F15") {
+                const lost = new StoreError({
+                  reason: fault === "F6" ? "Ambiguous" : "Timeout",
+                  operation: op,
+                  detail: "injected: the write applied but the reply was lost"
+                })
+                return fault === "F15"
+                  ? Effect.zipRight(
+                      clock.sleepMillis(1_000),
+                      Effect.suspend(() => gated(() => Effect.fail(lost)))
+                    )
+                  : Effect.fail(lost)
+              }
+              return Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left)
+            })
+          })
+        }
+        return fault === "F7"
+          ? Effect.flatMap(Random.nextIntBetween(100, 2_000), (ms) =>
+              Effect.zipRight(
+                clock.sleepMillis(ms),
+                Effect.suspend(() => gated(apply))
+              )
+            )
+          : apply()
+      })
     })
 
   const fencedOutcome = <A extends { readonly state: string }, E>(

@@ -12,7 +12,7 @@ import type { JobState } from "@slowcall/core/Models"
 import type { Delivery, Transport } from "@slowcall/core/Transport"
 import { Effect } from "effect"
 import type { History } from "./History.js"
-import type { Actor, Faults, Incarnation } from "./internal/world.js"
+import { type Actor, type Faults, type Incarnation, passGate } from "./internal/world.js"
 import type { VirtualClock } from "./SimClock.js"
 
 /**
@@ -28,7 +28,7 @@ export interface SimTransportEnv {
   readonly clock: VirtualClock
   readonly crash: (incarnation: Incarnation, restartAfterMs: number | null) => void
   /** The job's state and lease owner in the store right now (ground truth for the ack-discipline check). */
-  readonly peek: (jobId: string) => Effect.Effect<{ readonly state: JobState; readonly owner: string | null } | null>
+  readonly peek: (jobId: string) => { readonly state: JobState; readonly owner: string | null } | null
 }
 
 /**
@@ -40,20 +40,21 @@ export interface SimTransportEnv {
  */
 export const make = (inner: Transport["Type"], env: SimTransportEnv): Transport["Type"] => {
   const { actor, clock, faults, history } = env
-  const record = (op: "publish" | "receive" | "ack" | "extend" | "defer", jobId: string, delivery?: Delivery) =>
-    Effect.map(env.peek(jobId), (job) =>
-      history.push({
-        k: "msg",
-        t: clock.now,
-        op,
-        who: actor.id,
-        jobId,
-        receipt: delivery?.receipt ?? null,
-        count: delivery?.receiveCount ?? null,
-        state: job?.state ?? null,
-        owner: job?.owner ?? null
-      })
-    )
+  const gated = passGate(actor)
+  const record = (op: "publish" | "receive" | "ack" | "extend" | "defer", jobId: string, delivery?: Delivery): void => {
+    const job = env.peek(jobId)
+    history.push({
+      k: "msg",
+      t: clock.now,
+      op,
+      who: actor.id,
+      jobId,
+      receipt: delivery?.receipt ?? null,
+      count: delivery?.receiveCount ?? null,
+      state: job?.state ?? null,
+      owner: job?.owner ?? null
+    })
+  }
   const republish = (delivery: Delivery) =>
     inner
       .publish({
@@ -63,52 +64,57 @@ export const make = (inner: Transport["Type"], env: SimTransportEnv): Transport[
       .pipe(Effect.ignore)
   const roll = (kinds: ReadonlyArray<"F2" | "F3" | "F10">, point: string) =>
     actor.incarnation === null ? undefined : faults.roll(kinds, actor.id, point)
+  const received = (deliveries: ReadonlyArray<Delivery>): Effect.Effect<ReadonlyArray<Delivery>> => {
+    let republishes: Array<Delivery> | undefined
+    for (const delivery of deliveries) {
+      record("receive", delivery.jobId, delivery)
+      const fault = roll(["F2", "F10"], "transport.received")
+      if (fault === "F2") (republishes ??= []).push(delivery)
+      if (fault === "F10" && actor.incarnation !== null) env.crash(actor.incarnation, null)
+    }
+    const done = (): Effect.Effect<ReadonlyArray<Delivery>> => gated(() => Effect.succeed(deliveries))
+    return republishes === undefined ? done() : Effect.flatMap(Effect.forEach(republishes, republish), done)
+  }
+
+  /** A call of the actor: gated, with every fault roll and record made when it runs (not when it is built). */
+  const call = <A, E>(body: () => Effect.Effect<A, E>): Effect.Effect<A, E> => Effect.suspend(() => gated(body))
+  const leave = (): Effect.Effect<void> => gated(() => Effect.void)
 
   return {
     publish: (options) =>
-      Effect.zipRight(actor.gate, inner.publish(options)).pipe(
-        Effect.zipLeft(record("publish", options.message.jobId)),
-        Effect.zipLeft(actor.gate)
+      call(() =>
+        Effect.flatMap(inner.publish(options), () => {
+          record("publish", options.message.jobId)
+          return leave()
+        })
       ),
     receive: (options) =>
-      Effect.gen(function* () {
-        yield* actor.gate
+      call(() => {
         const shorten = roll(["F3"], "transport.receive") === "F3"
-        const deliveries = yield* inner.receive(
-          shorten ? { ...options, visibilityMs: Math.max(1, Math.floor(options.visibilityMs / 4)) } : options
+        return Effect.flatMap(
+          inner.receive(
+            shorten ? { ...options, visibilityMs: Math.max(1, Math.floor(options.visibilityMs / 4)) } : options
+          ),
+          (deliveries) => gated(() => received(deliveries))
         )
-        yield* actor.gate
-        for (const delivery of deliveries) {
-          yield* record("receive", delivery.jobId, delivery)
-          const fault = roll(["F2", "F10"], "transport.received")
-          if (fault === "F2") yield* republish(delivery)
-          if (fault === "F10" && actor.incarnation !== null) env.crash(actor.incarnation, null)
-        }
-        yield* actor.gate
-        return deliveries
       }),
     extend: (options) =>
-      Effect.gen(function* () {
-        yield* actor.gate
-        if (roll(["F3"], "transport.extend") === "F3") return
-        yield* record("extend", options.delivery.jobId, options.delivery)
-        yield* inner.extend(options)
-        yield* actor.gate
+      call(() => {
+        if (roll(["F3"], "transport.extend") === "F3") return Effect.void
+        record("extend", options.delivery.jobId, options.delivery)
+        return Effect.flatMap(inner.extend(options), leave)
       }),
     defer: (options) =>
-      Effect.gen(function* () {
-        yield* actor.gate
-        yield* record("defer", options.delivery.jobId, options.delivery)
-        yield* inner.defer(options)
-        yield* actor.gate
+      call(() => {
+        record("defer", options.delivery.jobId, options.delivery)
+        return Effect.flatMap(inner.defer(options), leave)
       }),
     ack: (options) =>
-      Effect.gen(function* () {
-        yield* actor.gate
-        yield* record("ack", options.delivery.jobId, options.delivery)
-        yield* inner.ack(options)
-        if (roll(["F2"], "transport.acked") === "F2") yield* republish(options.delivery)
-        yield* actor.gate
+      call(() => {
+        record("ack", options.delivery.jobId, options.delivery)
+        return Effect.flatMap(inner.ack(options), () =>
+          roll(["F2"], "transport.acked") === "F2" ? Effect.flatMap(republish(options.delivery), leave) : leave()
+        )
       })
   }
 }

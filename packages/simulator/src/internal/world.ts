@@ -48,6 +48,17 @@ export interface Actor {
 /** @internal */
 export const actor = (id: string): Actor => ({ id, gate: Effect.void, incarnation: null })
 
+/**
+ * Runs `next` once the actor's gate lets it through: at once (no effect step) when the actor is never faulted or its
+ * process is neither paused nor crashed, else after the gate (which never opens for a crashed process).
+ *
+ * @internal
+ */
+export const passGate =
+  (actor: Actor) =>
+  <A, E>(next: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    actor.incarnation === null || actor.incarnation.clock.isOpen ? next() : Effect.flatMap(actor.gate, next)
+
 /** @internal */
 export const ofIncarnation = (incarnation: Incarnation): Actor => ({
   id: incarnation.id,
