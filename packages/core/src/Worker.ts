@@ -19,6 +19,10 @@
  *   lets running handlers finish for `shutdownGraceMs`, then interrupts the rest and releases their leases so another
  *   worker can claim them at once.
  *
+ * Each attempt runs in a `slowcall.attempt` span (job id, type, version, token, trace id), and log lines of a delivery
+ * carry `worker`, `jobId`, `token` and `traceId`: when tracing is enabled and the minimum log level is not `None`
+ * where the worker starts (otherwise neither is made, which saves effect steps on every delivery).
+ *
  * @since 0.1.0
  */
 import {
@@ -29,6 +33,7 @@ import {
   Either,
   Exit,
   Fiber,
+  FiberRef,
   FiberSet,
   Layer,
   Metric,
@@ -147,6 +152,10 @@ export const make = <R = never>(
     const receiveErrorDelayMs = options.receiveErrorDelayMs ?? 1_000
     const storeErrorDelayMs = options.storeErrorDelayMs ?? 1_000
     const visibilityMs = Math.max(1, registry.maxLeaseMs)
+    // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
+    // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
+    const logging = (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None"
+    const tracing = yield* FiberRef.get(FiberRef.currentTracerEnabled)
 
     const fibers = yield* FiberSet.make<void, never>()
     const slots = yield* Queue.bounded<void>(concurrency)
@@ -500,18 +509,22 @@ export const make = <R = never>(
       }).pipe(
         // This worker runs at most one attempt of a job at a time (it holds the lease), so the entry is this one's.
         Effect.ensuring(Effect.sync(() => running.delete(job.id))),
-        Effect.annotateLogs({ token: job.leaseToken, traceId: job.traceId ?? "" }),
-        Effect.withSpan("slowcall.attempt", {
-          // The span's source location is this line for every attempt: capturing a stack trace each time buys nothing.
-          captureStackTrace: false,
-          attributes: {
-            "slowcall.job_id": job.id,
-            "slowcall.type": job.type,
-            "slowcall.version": job.version,
-            "slowcall.token": job.leaseToken,
-            "slowcall.trace_id": job.traceId ?? ""
-          }
-        })
+        (attempt) =>
+          logging ? Effect.annotateLogs(attempt, { token: job.leaseToken, traceId: job.traceId ?? "" }) : attempt,
+        (attempt) =>
+          tracing
+            ? Effect.withSpan(attempt, "slowcall.attempt", {
+                // The span's source location is this line for every attempt: a stack trace each time buys nothing.
+                captureStackTrace: false,
+                attributes: {
+                  "slowcall.job_id": job.id,
+                  "slowcall.type": job.type,
+                  "slowcall.version": job.version,
+                  "slowcall.token": job.leaseToken,
+                  "slowcall.trace_id": job.traceId ?? ""
+                }
+              })
+            : attempt
       )
 
     /** Run a job this worker holds, or hand it back when its (type, version) has no handler here. */
@@ -570,7 +583,7 @@ export const make = <R = never>(
           case "Claimed":
             return yield* runHeld(delivery, claim.job, claim.takeover, sentAt)
         }
-      }).pipe(Effect.annotateLogs({ worker: owner, jobId: delivery.jobId }))
+      }).pipe((process) => (logging ? Effect.annotateLogs(process, { worker: owner, jobId: delivery.jobId }) : process))
 
     /** Hide a delivery until a store-time instant (plus a margin). */
     const deferUntil = (delivery: Delivery, until: number, marginMs: number) =>

@@ -1,5 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber, Option, Schema, Scope, TestClock } from "effect"
+import {
+  Clock,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  HashMap,
+  Logger,
+  LogLevel,
+  Option,
+  Schema,
+  Scope,
+  TestClock
+} from "effect"
 import * as Client from "../src/Client.js"
 import { StoreError } from "../src/Errors.js"
 import * as Handler from "../src/Handler.js"
@@ -618,6 +631,82 @@ describe("Worker", () => {
       expect((yield* t.job(id)).state).toBe("running")
       yield* t.reaches(id, "succeeded")
       expect((yield* t.job(id)).progress).toBe(1)
+    })
+  )
+})
+
+describe("Worker observability", () => {
+  /** A handler that logs one line and reports the span it runs under. */
+  const observed = (seen: Array<{ name: string; attributes: Record<string, unknown> } | null>) =>
+    Handler.make({
+      type: "summarize",
+      version: 1,
+      input: Input,
+      result: Output,
+      attempt: { timeoutMs: 3_000 },
+      run: () =>
+        Effect.gen(function* () {
+          yield* Effect.logInfo("inside the handler")
+          const span = yield* Effect.option(Effect.currentSpan)
+          seen.push(
+            Option.isSome(span)
+              ? { name: span.value.name, attributes: Object.fromEntries(span.value.attributes) }
+              : null
+          )
+          return { summary: "done" }
+        })
+    })
+
+  const capture = (lines: Array<{ message: unknown; annotations: Record<string, unknown> }>) =>
+    Logger.replace(
+      Logger.defaultLogger,
+      Logger.make(({ message, annotations }) => {
+        lines.push({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+      })
+    )
+
+  it.scoped("with logging and tracing on, an attempt's log lines and span name the job, token and trace", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const lines: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
+      const seen: Array<{ name: string; attributes: Record<string, unknown> } | null> = []
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [observed(seen)] }).pipe(Effect.provide(capture(lines)))
+      yield* t.reaches(id, "succeeded")
+      const job = yield* t.job(id)
+      const line = lines.find((l) => Array.isArray(l.message) && l.message[0] === "inside the handler")
+      expect(line?.annotations).toEqual({ worker: "w1", jobId: id, token: 1, traceId: job.traceId })
+      expect(seen).toEqual([
+        {
+          name: "slowcall.attempt",
+          attributes: {
+            "slowcall.job_id": id,
+            "slowcall.type": "summarize",
+            "slowcall.version": 1,
+            "slowcall.token": 1,
+            "slowcall.trace_id": job.traceId
+          }
+        }
+      ])
+    })
+  )
+
+  it.scoped("a worker started with logging and tracing off makes no annotations and no attempt span", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const lines: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
+      const seen: Array<{ name: string; attributes: Record<string, unknown> } | null> = []
+      const id = yield* t.submit()
+      yield* t
+        .start({ queue: "q", id: "w1", handlers: [observed(seen)] })
+        .pipe(
+          Logger.withMinimumLogLevel(LogLevel.None),
+          Effect.withTracerEnabled(false),
+          Effect.provide(capture(lines))
+        )
+      yield* t.reaches(id, "succeeded")
+      expect(lines).toEqual([])
+      expect(seen).toEqual([null])
     })
   )
 })
