@@ -51,6 +51,10 @@ const noRelayRepublishAfterMs = 3_600_000
 /** Redrive after this many receives when F16 is on and the relay too. */
 const relayMaxReceiveCount = 3
 
+/** The simulated handler's schemas, built once: decoders are compiled per schema and reused across runs. */
+const SimInput = Schema.Struct({ n: Schema.Number })
+const SimResult = Schema.Struct({ token: Schema.Number, callId: Schema.String, cents: Schema.Number })
+
 interface Slot {
   incarnation: Incarnation
   fiber: Fiber.RuntimeFiber<void, never> | null
@@ -124,15 +128,18 @@ const program = (
       Handler.make({
         type: "sim.generate",
         version: 1,
-        input: Schema.Struct({ n: Schema.Number }),
-        result: Schema.Struct({ token: Schema.Number, callId: Schema.String, cents: Schema.Number }),
+        input: SimInput,
+        result: SimResult,
         estimateCents: plan.model.priceCents,
         attempt: { timeoutMs: plan.callTimeoutMs },
         run: (_input, ctx) =>
           ctx.call({
             estimateCents: plan.model.priceCents,
-            run: Effect.flatMap(Effect.orDie(baseStore.get({ jobId: ctx.jobId })), (job) =>
-              model.call({
+            // The provider sees the job as the store holds it when the call starts (ground truth for the checkers).
+            run: Effect.suspend(() => {
+              const job = peek(ctx.jobId)
+              if (job === undefined) return Effect.die(new Error(`job ${ctx.jobId} vanished from the store`))
+              return model.call({
                 who: incarnation.id,
                 jobId: ctx.jobId,
                 token: ctx.token,
@@ -165,7 +172,7 @@ const program = (
                   }
                 }
               })
-            ),
+            }),
             cost: (reply) => reply.cents,
             costOnError: (error) => (error instanceof SimModel.SimModelError ? error.billedCents : undefined)
           })
