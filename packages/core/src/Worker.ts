@@ -27,7 +27,6 @@
  */
 import {
   Cause,
-  Chunk,
   Clock,
   Effect,
   Either,
@@ -39,7 +38,6 @@ import {
   Metric,
   Option,
   ParseResult,
-  Queue,
   Ref,
   Schema,
   type Scope
@@ -158,11 +156,24 @@ export const make = <R = never>(
     const tracing = yield* FiberRef.get(FiberRef.currentTracerEnabled)
 
     const fibers = yield* FiberSet.make<void, never>()
-    const slots = yield* Queue.bounded<void>(concurrency)
-    yield* Queue.offerAll(
-      slots,
-      Array.from({ length: concurrency }, () => undefined)
-    )
+    // Free delivery slots. Only the receive loop takes them (all free ones at once, for one receive call); a finished
+    // delivery gives its slot back and wakes the loop if it was waiting for one. Changed only in synchronous steps.
+    let free = concurrency
+    let slotWaiter: ((resume: Effect.Effect<void>) => void) | undefined
+    const releaseSlots = (n: number): void => {
+      free += n
+      const waiter = slotWaiter
+      slotWaiter = undefined
+      if (n > 0 && waiter !== undefined) waiter(Effect.void)
+    }
+    const releaseSlot = Effect.sync(() => releaseSlots(1))
+    const awaitSlot = Effect.async<void>((resume) => {
+      if (free > 0) return resume(Effect.void)
+      slotWaiter = resume
+      return Effect.sync(() => {
+        slotWaiter = undefined
+      })
+    })
     const running = new Map<string, Control.Control>()
     // Set once when the scope starts closing; read and written only in synchronous steps, so a handler is either
     // registered in `running` before shutdown looks at it, or never started.
@@ -591,43 +602,43 @@ export const make = <R = never>(
         deferDelivery(delivery, Math.max(0, Either.isRight(now) ? until - now.right + marginMs : storeErrorDelayMs))
       )
 
-    const receiveOnce = Effect.gen(function* () {
-      yield* Queue.take(slots)
-      const free = 1 + Chunk.size(yield* Queue.takeUpTo(slots, concurrency - 1))
-      yield* Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function* () {
-          const deliveries = yield* restore(
-            transport.receive({ queue: options.queue, max: free, visibilityMs, waitMs: receiveWaitMs })
+    /** Wait for a free slot, take every free slot, receive up to that many deliveries and start one fiber each. */
+    const receiveOnce = Effect.zipRight(
+      awaitSlot,
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          const taken = free
+          free = 0
+          return restore(
+            transport
+              .receive({ queue: options.queue, max: taken, visibilityMs, waitMs: receiveWaitMs })
+              .pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning("receive failed", error).pipe(
+                    Effect.zipRight(Effect.sleep(receiveErrorDelayMs)),
+                    Effect.as([] as ReadonlyArray<Delivery>)
+                  )
+                )
+              )
           ).pipe(
-            Effect.catchAll((error) =>
-              Effect.logWarning("receive failed", error).pipe(
-                Effect.zipRight(Effect.sleep(receiveErrorDelayMs)),
-                Effect.as([] as ReadonlyArray<Delivery>)
+            Effect.onInterrupt(() => Effect.sync(() => releaseSlots(taken))),
+            Effect.flatMap((deliveries) => {
+              releaseSlots(taken - deliveries.length)
+              // Forked from an uninterruptible region: the delivery's fiber must be interruptible again.
+              return Effect.forEach(
+                deliveries,
+                (delivery) =>
+                  FiberSet.run(fibers, Effect.interruptible(Effect.ensuring(processDelivery(delivery), releaseSlot))),
+                { discard: true }
               )
-            ),
-            Effect.onInterrupt(() =>
-              Queue.offerAll(
-                slots,
-                Array.from({ length: free }, () => undefined)
-              )
-            )
-          )
-          for (const delivery of deliveries) {
-            // Forked from an uninterruptible region: the delivery's fiber must be interruptible again.
-            yield* FiberSet.run(
-              fibers,
-              Effect.interruptible(Effect.ensuring(processDelivery(delivery), Queue.offer(slots, undefined)))
-            )
-          }
-          yield* Queue.offerAll(
-            slots,
-            Array.from({ length: free - deliveries.length }, () => undefined)
+            })
           )
         })
       )
-    })
+    )
+    const receiveLoop: Effect.Effect<void, never, R> = Effect.flatMap(receiveOnce, () => receiveLoop)
 
-    const loop = yield* Effect.forkScoped(Effect.forever(receiveOnce))
+    const loop = yield* Effect.forkScoped(receiveLoop)
 
     // Finalizers run uninterruptibly; the waits must be interruptible or their timeouts could never cut them short.
     const drain = (ms: number) => Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(fibers)), ms)
