@@ -624,6 +624,8 @@ export const make = <R = never>(
             Effect.onInterrupt(() => Effect.sync(() => releaseSlots(taken))),
             Effect.flatMap((deliveries) => {
               releaseSlots(taken - deliveries.length)
+              // An empty receive that did not wait (a zero wait, a failing transport) yields, so it cannot spin.
+              if (deliveries.length === 0) return Effect.yieldNow()
               // Forked from an uninterruptible region: the delivery's fiber must be interruptible again.
               return Effect.forEach(
                 deliveries,
