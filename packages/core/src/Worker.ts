@@ -38,7 +38,6 @@ import {
   Metric,
   Option,
   ParseResult,
-  Ref,
   Schema,
   type Scope
 } from "effect"
@@ -122,6 +121,26 @@ const formatSchemaCause = (cause: Cause.Cause<ParseResult.ParseError>): string =
   return Option.isSome(failure) ? formatParseError(failure.value) : evidenceOf(Cause.pretty(cause))
 }
 
+/**
+ * Decode or encode with the synchronous parser, which needs no effect steps; when it cannot settle the value (it fails,
+ * the schema has an asynchronous part, or a transformation throws) the effectful parser runs instead, so failures and
+ * defects are reported exactly as that parser reports them.
+ */
+const runSchema = <A>(
+  sync: (value: unknown) => Either.Either<A, ParseResult.ParseError>,
+  effectful: (value: any) => Effect.Effect<A, ParseResult.ParseError>,
+  value: unknown
+): Effect.Effect<Exit.Exit<A, ParseResult.ParseError>> => {
+  try {
+    const result = sync(value)
+    if (Either.isRight(result)) return Effect.succeed(Exit.succeed(result.right))
+  } catch {
+    // Reported by the effectful run below, as a defect.
+  }
+  // Suspended: a transformation that throws while the parser is built or run becomes a defect of this exit.
+  return Effect.exit(Effect.suspend(() => effectful(value)))
+}
+
 const isRetryableStoreError = (error: LeaseLost | StoreError): boolean =>
   error._tag === "StoreError" && error.isRetryable
 
@@ -203,10 +222,9 @@ export const make = <R = never>(
         : Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
             const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
               isRetryableStoreError(error)
-                ? Effect.zipWith(
-                    Ref.get(held.control.stopReason),
+                ? Effect.map(
                     Clock.currentTimeMillis,
-                    (reason, now) => !Control.leaseGone(reason) && now - startedAt < held.leaseMs
+                    (now) => !Control.leaseGone(held.control.stopReason) && now - startedAt < held.leaseMs
                   )
                 : Effect.succeed(false)
             const attempt = (n: number): Effect.Effect<Job, LeaseLost | StoreError> =>
@@ -277,11 +295,18 @@ export const make = <R = never>(
       )
 
     /** The handler's estimate for this input; a throwing estimate function is a handler bug, reported as such. */
+    const estimateEither = (
+      handler: Handler.Handler<any, any, R>,
+      input: unknown
+    ): Either.Either<number | undefined, string> => {
+      try {
+        return Either.right(Handler.estimateFor(handler, input))
+      } catch (error) {
+        return Either.left(evidenceOf(`estimate failed: ${error instanceof Error ? error.message : String(error)}`))
+      }
+    }
     const estimateOf = (handler: Handler.Handler<any, any, R>, input: unknown) =>
-      Effect.try({
-        try: () => Handler.estimateFor(handler, input),
-        catch: (error) => evidenceOf(`estimate failed: ${error instanceof Error ? error.message : String(error)}`)
-      })
+      Effect.suspend(() => estimateEither(handler, input))
 
     /**
      * Renews the lease every third of it until the lease is gone or the attempt's outcome is stored (the caller
@@ -290,11 +315,12 @@ export const make = <R = never>(
      */
     const heartbeatLoop = (delivery: Delivery, job: Job, leaseMs: number, control: Control.Control) => {
       const beat = Effect.gen(function* () {
-        const progress = yield* Ref.getAndSet(control.pendingProgress, undefined)
+        const progress = control.pendingProgress
+        control.pendingProgress = undefined
         const sentAt = yield* Clock.currentTimeMillis
         const beat = yield* Effect.either(store.heartbeat({ jobId: job.id, token: job.leaseToken, leaseMs, progress }))
         if (Either.isRight(beat)) {
-          yield* Ref.set(control.localLeaseEnd, sentAt + leaseMs)
+          control.localLeaseEnd = sentAt + leaseMs
           if (beat.right.cancelRequested) yield* Control.stop(control, "cancelled")
           // The store granted `leaseUntil = now + leaseMs`, so its clock read `leaseUntil - leaseMs`.
           if (job.deadlineAt !== null && beat.right.leaseUntil - leaseMs >= job.deadlineAt) {
@@ -306,17 +332,16 @@ export const make = <R = never>(
         } else if (beat.left._tag === "LeaseLost") {
           // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal that
           // races a write which already applied must not count one more.
-          if (!(yield* Ref.get(control.persisting))) yield* Metric.increment(Metrics.fencedWritesRejected)
+          if (!control.persisting) yield* Metric.increment(Metrics.fencedWritesRejected)
           yield* Control.stop(control, "lease_lost")
         } else {
-          if (progress !== undefined) yield* Ref.update(control.pendingProgress, (p) => p ?? progress)
+          if (progress !== undefined) control.pendingProgress = control.pendingProgress ?? progress
           yield* Effect.logWarning("heartbeat failed", beat.left)
         }
       })
       const interval = Lease.heartbeatIntervalFor(leaseMs)
       const loop: Effect.Effect<void> = Effect.zipRight(Effect.sleep(interval), beat).pipe(
-        Effect.zipRight(Ref.get(control.stopReason)),
-        Effect.flatMap((reason) => (Control.leaseGone(reason) ? Effect.void : loop))
+        Effect.flatMap(() => (Control.leaseGone(control.stopReason) ? Effect.void : loop))
       )
       return loop
     }
@@ -325,8 +350,8 @@ export const make = <R = never>(
     const watchdog = (control: Control.Control): Effect.Effect<void> =>
       Effect.gen(function* () {
         while (true) {
-          const end = yield* Ref.get(control.localLeaseEnd)
           const now = yield* Clock.currentTimeMillis
+          const end = control.localLeaseEnd
           if (now >= end) break
           yield* Effect.sleep(end - now)
         }
@@ -382,7 +407,7 @@ export const make = <R = never>(
           )
         if (job.deadlineAt !== null && now.right + delayMs >= job.deadlineAt) return yield* abandon("deadline")
         if (job.budgetCents !== null) {
-          const spent = yield* Ref.get(held.control.knownCostCents)
+          const spent = held.control.knownCostCents
           const declared = yield* Effect.orElseSucceed(estimateOf(handler, input), () => undefined)
           const estimate = declared ?? (yield* largestAttemptSpend(job))
           if (spent >= job.budgetCents || spent + estimate > job.budgetCents) return yield* abandon("budget")
@@ -418,7 +443,11 @@ export const make = <R = never>(
           return yield* deferDelivery(delivery, 0)
         }
         if (Exit.isSuccess(exit)) {
-          const encoded = yield* Effect.exit(Schema.encode(handler.result)(exit.value))
+          const encoded = yield* runSchema(
+            Schema.encodeEither(handler.result),
+            Schema.encode(handler.result),
+            exit.value
+          )
           if (Exit.isFailure(encoded)) {
             const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
             return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error }), ack, held)
@@ -465,7 +494,11 @@ export const make = <R = never>(
       Effect.gen(function* () {
         const fenced = { jobId: job.id, token: job.leaseToken }
         if (takeover) yield* Metric.increment(Metrics.leaseTakeovers)
-        const decoded = yield* Effect.exit(Schema.decodeUnknown(handler.input)(job.input))
+        const decoded = yield* runSchema(
+          Schema.decodeUnknownEither(handler.input),
+          Schema.decodeUnknown(handler.input),
+          job.input
+        )
         if (Exit.isFailure(decoded)) {
           return yield* persist(
             delivery,
@@ -474,7 +507,7 @@ export const make = <R = never>(
           )
         }
         const input = decoded.value
-        const estimate = yield* Effect.either(estimateOf(handler, input))
+        const estimate = estimateEither(handler, input)
         if (Either.isLeft(estimate)) {
           return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error: estimate.left }), ack)
         }
@@ -490,29 +523,25 @@ export const make = <R = never>(
           )
         }
 
-        const control = yield* Control.make({ localLeaseEnd: claimSentAt + handler.leaseMs, costCents: job.costCents })
-        const admitted = yield* Effect.sync(() => {
-          if (closing) return false
-          running.set(job.id, control)
-          return true
-        })
-        if (!admitted) {
+        if (closing) {
           // The worker began closing while this claim was on its way: hand the job back before any model call.
           return yield* persist(delivery, store.release(fenced), deferBy(0))
         }
+        const control = Control.make({ localLeaseEnd: claimSentAt + handler.leaseMs, costCents: job.costCents })
+        running.set(job.id, control)
         const held: Held = { control, leaseMs: handler.leaseMs }
         const ctx = WorkerContext.make({ store, job, control })
         // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
         const handlerFiber = yield* Effect.fork(Effect.suspend(() => handler.run(input, ctx)))
-        yield* Ref.set(control.handlerFiber, Option.some(handlerFiber))
+        control.handlerFiber = handlerFiber
         // A stop that came between registration and the line above could not interrupt the handler: do it now.
-        if (Option.isSome(yield* Ref.get(control.stopReason))) yield* Fiber.interruptFork(handlerFiber)
+        if (control.stopReason !== undefined) yield* Fiber.interruptFork(handlerFiber)
         const heartbeat = yield* Effect.fork(heartbeatLoop(delivery, job, handler.leaseMs, control))
         const fence = yield* Effect.fork(watchdog(control))
         const exit = yield* Fiber.await(handlerFiber)
         running.delete(job.id)
-        yield* Ref.set(control.persisting, true)
-        const reason = Option.getOrUndefined(yield* Ref.get(control.stopReason))
+        control.persisting = true
+        const reason = control.stopReason
         // The heartbeat and the watchdog keep the lease until the outcome is stored, then stop.
         yield* outcome(delivery, handler, job, input, held, exit, reason).pipe(
           Effect.ensuring(Effect.zipRight(Fiber.interrupt(heartbeat), Fiber.interrupt(fence)))

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { Effect, Metric, Option, Ref } from "effect"
+import { Effect, Metric } from "effect"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
 import * as Metrics from "../Metrics.js"
@@ -30,7 +30,10 @@ export const make = (options: {
   const charge = (callId: string, amountCents: number, settled: boolean): Effect.Effect<void, StoreError> =>
     retryStore(store.charge({ jobId: job.id, callId, token, amountCents, settled })).pipe(
       Effect.catchTag("JobNotFound", (error) => Effect.die(error)),
-      Effect.flatMap(({ costCents }) => Ref.set(control.knownCostCents, costCents))
+      Effect.flatMap(({ costCents }) => {
+        control.knownCostCents = costCents
+        return Effect.void
+      })
     )
 
   /** Settle `callId` with the amount `amount` gives; a throwing cost function leaves the reservation as the record. */
@@ -44,8 +47,8 @@ export const make = (options: {
       )
     )
 
-  const checkpoint: Effect.Effect<void> = Effect.flatMap(Ref.get(control.stopReason), (reason) =>
-    Option.isSome(reason) ? Effect.interrupt : Effect.void
+  const checkpoint: Effect.Effect<void> = Effect.suspend(() =>
+    control.stopReason !== undefined ? Effect.interrupt : Effect.void
   )
 
   const checkDeadline: Effect.Effect<void, DeadlineExceeded | StoreError> =
@@ -62,7 +65,7 @@ export const make = (options: {
     locked(
       Effect.gen(function* () {
         if (job.budgetCents !== null) {
-          const spent = yield* Ref.get(control.knownCostCents)
+          const spent = control.knownCostCents
           if (spent + estimate > job.budgetCents) {
             return yield* new BudgetExceeded({
               jobId: job.id,
@@ -72,7 +75,7 @@ export const make = (options: {
             })
           }
         }
-        const n = yield* Ref.updateAndGet(control.callCount, (count) => count + 1)
+        const n = ++control.callCount
         const callId = `${job.id}:${token}:${n}`
         yield* charge(callId, estimate, false)
         return callId
@@ -100,7 +103,10 @@ export const make = (options: {
     token,
     attempt: job.attempts - job.attemptsBase,
     traceId: job.traceId,
-    progress: (value) => Ref.set(control.pendingProgress, Math.min(1, Math.max(0, value))),
+    progress: (value) =>
+      Effect.sync(() => {
+        control.pendingProgress = Math.min(1, Math.max(0, value))
+      }),
     checkpoint,
     call
   }

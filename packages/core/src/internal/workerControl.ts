@@ -4,9 +4,12 @@
  * a call's budget check and reservation one step. Shared by the heartbeat, the watchdog, the handler context and the
  * worker's outcome logic.
  *
+ * Its fields are plain mutable values: every read and write happens inside one synchronous step of a fiber, and
+ * fibers never run at the same time, so each step sees and leaves a consistent block without an effect per access.
+ *
  * @internal
  */
-import { Effect, Fiber, Option, Ref } from "effect"
+import { Effect, Fiber } from "effect"
 
 /**
  * Why an attempt was stopped. `lease_lost` and `self_fenced` mean this worker may no longer write the job; the others
@@ -21,37 +24,38 @@ export type StopReason = "cancelled" | "deadline" | "lease_lost" | "self_fenced"
  *
  * @internal
  */
-export const leaseGone = (reason: Option.Option<StopReason>): boolean =>
-  Option.isSome(reason) && (reason.value === "lease_lost" || reason.value === "self_fenced")
+export const leaseGone = (reason: StopReason | undefined): boolean =>
+  reason === "lease_lost" || reason === "self_fenced"
 
 /** @internal */
 export interface Control {
-  readonly stopReason: Ref.Ref<Option.Option<StopReason>>
-  readonly handlerFiber: Ref.Ref<Option.Option<Fiber.RuntimeFiber<unknown, unknown>>>
+  /** The first reason the attempt was stopped for; undefined while it runs unstopped. */
+  stopReason: StopReason | undefined
+  /** The handler's fiber, once forked. */
+  handlerFiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
   /** Local clock ms until which this worker may act as lease holder (send time of the last renewal + lease). */
-  readonly localLeaseEnd: Ref.Ref<number>
-  readonly pendingProgress: Ref.Ref<number | undefined>
+  localLeaseEnd: number
+  pendingProgress: number | undefined
   /** The job's `costCents` as last reported by the Store. */
-  readonly knownCostCents: Ref.Ref<number>
-  readonly callCount: Ref.Ref<number>
+  knownCostCents: number
+  callCount: number
   /** One permit: a call's budget check, numbering and reservation, and every charge write, run one at a time. */
   readonly ledger: Effect.Semaphore
   /** Set once the handler has ended and its outcome is being written. */
-  readonly persisting: Ref.Ref<boolean>
+  persisting: boolean
 }
 
 /** @internal */
-export const make = (options: { readonly localLeaseEnd: number; readonly costCents: number }): Effect.Effect<Control> =>
-  Effect.sync(() => ({
-    stopReason: Ref.unsafeMake(Option.none<StopReason>()),
-    handlerFiber: Ref.unsafeMake(Option.none<Fiber.RuntimeFiber<unknown, unknown>>()),
-    localLeaseEnd: Ref.unsafeMake(options.localLeaseEnd),
-    pendingProgress: Ref.unsafeMake<number | undefined>(undefined),
-    knownCostCents: Ref.unsafeMake(options.costCents),
-    callCount: Ref.unsafeMake(0),
-    ledger: Effect.unsafeMakeSemaphore(1),
-    persisting: Ref.unsafeMake(false)
-  }))
+export const make = (options: { readonly localLeaseEnd: number; readonly costCents: number }): Control => ({
+  stopReason: undefined,
+  handlerFiber: undefined,
+  localLeaseEnd: options.localLeaseEnd,
+  pendingProgress: undefined,
+  knownCostCents: options.costCents,
+  callCount: 0,
+  ledger: Effect.unsafeMakeSemaphore(1),
+  persisting: false
+})
 
 /**
  * Record a stop reason (only the first one counts) and interrupt the handler without waiting for it. Returns
@@ -60,13 +64,9 @@ export const make = (options: { readonly localLeaseEnd: number; readonly costCen
  * @internal
  */
 export const stop = (control: Control, reason: StopReason): Effect.Effect<boolean> =>
-  Effect.gen(function* () {
-    const first = yield* Ref.modify(control.stopReason, (current) =>
-      Option.isNone(current) ? [true, Option.some(reason)] : [false, current]
-    )
-    if (first) {
-      const fiber = yield* Ref.get(control.handlerFiber)
-      if (Option.isSome(fiber)) yield* Fiber.interruptFork(fiber.value)
-    }
-    return first
+  Effect.suspend(() => {
+    if (control.stopReason !== undefined) return Effect.succeed(false)
+    control.stopReason = reason
+    const fiber = control.handlerFiber
+    return fiber === undefined ? Effect.succeed(true) : Effect.as(Fiber.interruptFork(fiber), true)
   })
