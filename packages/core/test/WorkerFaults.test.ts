@@ -446,6 +446,86 @@ describe("Worker: handler bugs", () => {
     })
   )
 
+  it.scoped("a result that does not match the result schema fails the job with the parse error as evidence", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Input,
+        result: Schema.Struct({ text: Schema.String.pipe(Schema.minLength(10)) }),
+        attempt: { timeoutMs: 3_000 },
+        run: () => Effect.succeed({ text: "short" })
+      })
+      const id = yield* t.submit({ maxAttempts: 3 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal, 2_000)
+
+      expect({ state: job.state, errorClass: job.errorClass, attempts: job.attempts }).toEqual({
+        state: "failed",
+        errorClass: "unknown",
+        attempts: 1
+      })
+      expect(job.lastError).toContain("result does not match the handler's result schema")
+      expect(job.lastError).toContain("minLength")
+    })
+  )
+
+  it.scoped("a schema transformation that throws is reported as a defect in the evidence, not a crash", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const Exploding = Schema.transform(Schema.String, Schema.String, {
+        strict: true,
+        decode: (text) => {
+          if (text === "doc") throw new Error("transform bug")
+          return text
+        },
+        encode: (text) => text
+      })
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Schema.Struct({ text: Exploding }),
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (input) => Effect.succeed({ text: input.text })
+      })
+      const id = yield* t.submit({ maxAttempts: 3 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal, 2_000)
+
+      expect({ state: job.state, errorClass: job.errorClass }).toEqual({ state: "failed", errorClass: "invalid_input" })
+      expect(job.lastError).toContain("transform bug")
+    })
+  )
+
+  it.scoped("an input schema with an asynchronous step is decoded through it", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const Slow = Schema.transformOrFail(Schema.String, Schema.String, {
+        strict: true,
+        decode: (text) => Effect.as(Effect.sleep(10), text.toUpperCase()),
+        encode: (text) => Effect.succeed(text)
+      })
+      const handler = Handler.make({
+        type: "t",
+        version: 1,
+        input: Schema.Struct({ text: Slow }),
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (input) => Effect.succeed({ text: input.text })
+      })
+      const id = yield* t.submit({ maxAttempts: 3 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+
+      const job = yield* t.reaches(id, terminal, 2_000)
+
+      expect({ state: job.state, result: job.result }).toEqual({ state: "succeeded", result: { text: "DOC" } })
+    })
+  )
+
   it.scoped("an estimate function that throws fails the job with evidence before any model call", () =>
     Effect.gen(function* () {
       const t = yield* harness()
