@@ -381,30 +381,31 @@ const program = (
 
     const background = yield* Effect.forkScoped(Effect.all([workload, operator, processes], { concurrency: 3 }))
 
-    const allTerminal = Effect.gen(function* () {
+    // The driver reads ground truth directly: these reads are the world's, not a participant's.
+    const allTerminal = (): boolean => {
       for (const jobId of acknowledged.values()) {
-        const job = yield* Effect.option(baseStore.get({ jobId }))
-        if (Option.isNone(job) || !isTerminal(job.value.state)) return false
+        const job = peek(jobId)
+        if (job === undefined || !isTerminal(job.state)) return false
       }
       return true
-    })
+    }
     const awaitTerminal = (limitMs: number) =>
       Effect.gen(function* () {
         const until = clock.now + limitMs
-        while (clock.now < until && !(yield* allTerminal)) yield* clock.sleepMillis(1_000)
+        while (clock.now < until && !allTerminal()) yield* clock.sleepMillis(1_000)
       })
     const finalReads = (phase: "heal" | "final") =>
       Effect.gen(function* () {
         history.push({ k: "phase", t: clock.now, name: phase })
         for (const jobId of acknowledged.values()) {
-          const job = yield* Effect.option(baseStore.get({ jobId }))
+          const job = peek(jobId)
           const charges = yield* baseStore.charges({ jobId })
-          if (Option.isSome(job)) {
+          if (job !== undefined) {
             history.push({
               k: "final",
               t: clock.now,
               jobId,
-              snap: snap(job.value),
+              snap: snap(job),
               ledger: charges.reduce((sum, c) => sum + c.amountCents, 0)
             })
           }
@@ -429,8 +430,8 @@ const program = (
     const failed = [...acknowledged.values()]
     const before = new Map<string, string>()
     for (const jobId of failed) {
-      const job = yield* Effect.option(baseStore.get({ jobId }))
-      if (Option.isSome(job)) before.set(jobId, job.value.state)
+      const job = peek(jobId)
+      if (job !== undefined) before.set(jobId, job.state)
     }
     const replayed = yield* Effect.either(client.replay({ jobIds: failed }))
     if (Either.isRight(replayed)) {
