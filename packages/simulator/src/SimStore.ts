@@ -11,7 +11,7 @@
 import { StoreError } from "@slowcall/core/Errors"
 import type { Job, JobId } from "@slowcall/core/Models"
 import type { Store } from "@slowcall/core/Store"
-import { Effect, Either, Random } from "effect"
+import { Effect, Random } from "effect"
 import { type History, type Snap, snap, type WriteOp } from "./History.js"
 import { type Actor, type Faults, type Incarnation, passGate } from "./internal/world.js"
 import type { FaultKind } from "./Plan.js"
@@ -119,15 +119,8 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
         }
         const apply = (): Effect.Effect<A, E | StoreError> => {
           const before = peek(jobId)
-          return Effect.flatMap(Effect.either(effect), (result) => {
-            const after = peek(jobId)
-            if (Either.isRight(result)) {
-              const d = describe(result.right)
-              record(true, d.res, before, after, { takeover: d.takeover ?? false, resultToken: d.resultToken ?? null })
-            } else {
-              const error = result.left as { _tag?: string }
-              record(false, error._tag ?? "error", before, after)
-            }
+          /** After the write: crash the caller if the plan says so, then answer it (or lose the answer). */
+          const reply = (answer: () => Effect.Effect<A, E | StoreError>): Effect.Effect<A, E | StoreError> => {
             if (incarnation !== null && (fault === "F8" || fault === "F10" || fault === "F18")) {
               env.crash(incarnation, fault === "F18" ? 500 : null)
             }
@@ -145,8 +138,22 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
                     )
                   : Effect.fail(lost)
               }
-              return Either.isRight(result) ? Effect.succeed(result.right) : Effect.fail(result.left)
+              return answer()
             })
+          }
+          return Effect.matchEffect(effect, {
+            onSuccess: (value) => {
+              const d = describe(value)
+              record(true, d.res, before, peek(jobId), {
+                takeover: d.takeover ?? false,
+                resultToken: d.resultToken ?? null
+              })
+              return reply(() => Effect.succeed(value))
+            },
+            onFailure: (error) => {
+              record(false, (error as { _tag?: string })._tag ?? "error", before, peek(jobId))
+              return reply(() => Effect.fail(error))
+            }
           })
         }
         return fault === "F7"
