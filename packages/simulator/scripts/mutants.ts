@@ -74,7 +74,13 @@ const hunt = (dir: string): Hunt => {
   const result = spawnSync(
     path.join(repo, "node_modules", ".bin", "tsx"),
     [path.join(dir, "packages", "simulator", "scripts", "hunt.ts"), seed, runs, jobs, workers],
-    { cwd: dir, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }
+    {
+      cwd: dir,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+      // A larger young generation: a run set allocates briskly and keeps little (see the README's Speed section).
+      env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-semi-space-size=64`.trim() }
+    }
   )
   const line = result.stdout.trim().split("\n").pop() ?? ""
   try {
