@@ -19,9 +19,9 @@
  *   lets running handlers finish for `shutdownGraceMs`, then interrupts the rest and releases their leases so another
  *   worker can claim them at once.
  *
- * Each attempt runs in a `slowcall.attempt` span (job id, type, version, token, trace id), and log lines of a delivery
- * carry `worker`, `jobId`, `token` and `traceId`: when tracing is enabled and the minimum log level is not `None`
- * where the worker starts (otherwise neither is made, which saves effect steps on every delivery).
+ * Each attempt runs in a `slowcall.attempt` span (job id, type, version, token, trace id) when tracing is enabled
+ * where the worker starts, and log lines of a delivery carry `worker`, `jobId`, `token` and `traceId` when the minimum
+ * log level there is not `None`. Each is decided once at start (what is off costs no effect steps per delivery).
  *
  * @since 0.1.0
  */
@@ -122,23 +122,26 @@ const formatSchemaCause = (cause: Cause.Cause<ParseResult.ParseError>): string =
 }
 
 /**
- * Decode or encode with the synchronous parser, which needs no effect steps; when it cannot settle the value (it fails,
- * the schema has an asynchronous part, or a transformation throws) the effectful parser runs instead, so failures and
- * defects are reported exactly as that parser reports them.
+ * Runs a schema parse in the calling fiber, as an exit. The parser settles a fully synchronous schema at once and
+ * returns an `Either`, which is read here without an effect step; a schema with effectful transformations returns an
+ * effect, which runs in this fiber (its Clock, logger and tracer), once. A throw while the parser is built or run is a
+ * defect of the exit, never a crash of the delivery.
  */
 const runSchema = <A>(
-  sync: (value: unknown) => Either.Either<A, ParseResult.ParseError>,
-  effectful: (value: any) => Effect.Effect<A, ParseResult.ParseError>,
+  parse: (value: any) => Effect.Effect<A, ParseResult.ParseError>,
   value: unknown
 ): Effect.Effect<Exit.Exit<A, ParseResult.ParseError>> => {
+  let result: Effect.Effect<A, ParseResult.ParseError>
   try {
-    const result = sync(value)
-    if (Either.isRight(result)) return Effect.succeed(Exit.succeed(result.right))
-  } catch {
-    // Reported by the effectful run below, as a defect.
+    result = parse(value)
+  } catch (defect) {
+    return Effect.succeed(Exit.die(defect))
   }
-  // Suspended: a transformation that throws while the parser is built or run becomes a defect of this exit.
-  return Effect.exit(Effect.suspend(() => effectful(value)))
+  if (Either.isEither(result)) {
+    const settled = result as Either.Either<A, ParseResult.ParseError>
+    return Effect.succeed(Either.isRight(settled) ? Exit.succeed(settled.right) : Exit.fail(settled.left))
+  }
+  return Effect.exit(result)
 }
 
 const isRetryableStoreError = (error: LeaseLost | StoreError): boolean =>
@@ -443,11 +446,7 @@ export const make = <R = never>(
           return yield* deferDelivery(delivery, 0)
         }
         if (Exit.isSuccess(exit)) {
-          const encoded = yield* runSchema(
-            Schema.encodeEither(handler.result),
-            Schema.encode(handler.result),
-            exit.value
-          )
+          const encoded = yield* runSchema(Schema.encode(handler.result), exit.value)
           if (Exit.isFailure(encoded)) {
             const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
             return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error }), ack, held)
@@ -494,11 +493,7 @@ export const make = <R = never>(
       Effect.gen(function* () {
         const fenced = { jobId: job.id, token: job.leaseToken }
         if (takeover) yield* Metric.increment(Metrics.leaseTakeovers)
-        const decoded = yield* runSchema(
-          Schema.decodeUnknownEither(handler.input),
-          Schema.decodeUnknown(handler.input),
-          job.input
-        )
+        const decoded = yield* runSchema(Schema.decodeUnknown(handler.input), job.input)
         if (Exit.isFailure(decoded)) {
           return yield* persist(
             delivery,

@@ -3,7 +3,7 @@
  * guarantee it holds; together they keep the lease protocol's edge cases from coming back.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Schema, Scope, TestClock } from "effect"
+import { Clock, Effect, Exit, Fiber, Logger, ParseResult, Schema, Scope, TestClock } from "effect"
 import * as Client from "../src/Client.js"
 import { StoreError } from "../src/Errors.js"
 import * as Handler from "../src/Handler.js"
@@ -501,12 +501,20 @@ describe("Worker: handler bugs", () => {
     })
   )
 
-  it.scoped("an input schema with an asynchronous step is decoded through it", () =>
+  it.scoped("an input schema with an asynchronous step is decoded once, in the worker's fiber", () =>
     Effect.gen(function* () {
       const t = yield* harness()
+      const runs = { before: 0, after: 0 }
       const Slow = Schema.transformOrFail(Schema.String, Schema.String, {
         strict: true,
-        decode: (text) => Effect.as(Effect.sleep(10), text.toUpperCase()),
+        decode: (text) =>
+          Effect.sync(() => void runs.before++).pipe(
+            Effect.zipRight(Effect.sleep(10)),
+            Effect.zipRight(Effect.sync(() => void runs.after++)),
+            // The worker's clock (the TestClock), not the wall clock.
+            Effect.zipRight(Clock.currentTimeMillis),
+            Effect.map((now) => `${text.toUpperCase()}@${now < 1e9 ? "test-clock" : "wall-clock"}`)
+          ),
         encode: (text) => Effect.succeed(text)
       })
       const handler = Handler.make({
@@ -522,8 +530,58 @@ describe("Worker: handler bugs", () => {
 
       const job = yield* t.reaches(id, terminal, 2_000)
 
-      expect({ state: job.state, result: job.result }).toEqual({ state: "succeeded", result: { text: "DOC" } })
+      expect({ state: job.state, result: job.result }).toEqual({
+        state: "succeeded",
+        result: { text: "DOC@test-clock" }
+      })
+      expect(runs).toEqual({ before: 1, after: 1 })
     })
+  )
+
+  it.scoped(
+    "an effectful transformation that rejects the input runs once and its log goes to the worker's logger",
+    () =>
+      Effect.gen(function* () {
+        const t = yield* harness()
+        let runs = 0
+        const lines: Array<unknown> = []
+        const Rejecting = Schema.transformOrFail(Schema.String, Schema.String, {
+          strict: true,
+          decode: (text, _, ast) =>
+            Effect.sync(() => void runs++).pipe(
+              Effect.zipRight(Effect.logInfo("checking the input")),
+              Effect.zipRight(ParseResult.fail(new ParseResult.Type(ast, text, "rejected by the check")))
+            ),
+          encode: (text) => ParseResult.succeed(text)
+        })
+        const handler = Handler.make({
+          type: "t",
+          version: 1,
+          input: Schema.Struct({ text: Rejecting }),
+          result: Output,
+          attempt: { timeoutMs: 3_000 },
+          run: (input) => Effect.succeed({ text: input.text })
+        })
+        const id = yield* t.submit({ maxAttempts: 3 })
+        yield* t.start({ queue: "q", id: "w1", handlers: [handler] }).pipe(
+          Effect.provide(
+            Logger.replace(
+              Logger.defaultLogger,
+              Logger.make(({ message }) => lines.push(message))
+            )
+          )
+        )
+
+        const job = yield* t.reaches(id, terminal, 2_000)
+
+        expect({ state: job.state, errorClass: job.errorClass }).toEqual({
+          state: "failed",
+          errorClass: "invalid_input"
+        })
+        expect(job.lastError).toContain("rejected by the check")
+        expect(runs).toBe(1)
+        expect(lines).toContainEqual(["checking the input"])
+      })
   )
 
   it.scoped("an estimate function that throws fails the job with evidence before any model call", () =>
