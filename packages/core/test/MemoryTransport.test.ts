@@ -162,6 +162,21 @@ describe("Transport.layerMemory", () => {
       })
     )
 
+    it.effect("an endless wait arms no timer and still wakes on a publish", () =>
+      Effect.gen(function* () {
+        const manual = manualTimer()
+        const transport = yield* Transport.makeMemory({ timer: manual.timer })
+        const fiber = yield* Effect.fork(
+          transport.receive({ queue: "q", max: 1, visibilityMs: 1_000, waitMs: Number.POSITIVE_INFINITY })
+        )
+        yield* Effect.yieldNow()
+        expect(manual.live()).toBe(0)
+        const m = yield* message()
+        yield* transport.publish({ queue: "q", message: m })
+        expect(ids(yield* Fiber.join(fiber))).toEqual([m.jobId])
+      })
+    )
+
     it.effect("interrupting a waiting receive cancels its timer and a later publish is not lost", () =>
       Effect.gen(function* () {
         const manual = manualTimer()

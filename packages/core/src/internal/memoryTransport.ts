@@ -144,7 +144,8 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
         return Effect.async<void>((callback) => {
           if (fired) return callback(Effect.void)
           resume = callback
-          cancelTimer = timer(ms, wake)
+          // An endless wait arms no timer: only a change of the queue ends it.
+          if (Number.isFinite(ms)) cancelTimer = timer(ms, wake)
           return Effect.sync(() => {
             fired = true
             state.waiters.delete(wake)
