@@ -667,7 +667,13 @@ export const make = <R = never>(
     const loop = yield* Effect.forkScoped(receiveLoop)
 
     // Finalizers run uninterruptibly; the waits must be interruptible or their timeouts could never cut them short.
-    const drain = (ms: number) => Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(fibers)), ms)
+    // An idle worker (no delivery in flight) has nothing to wait for: no timer, no race.
+    const drain = (ms: number) =>
+      Effect.flatMap(FiberSet.size(fibers), (inFlight) =>
+        inFlight === 0
+          ? Effect.succeedSome(undefined)
+          : Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(fibers)), ms)
+      )
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         yield* Effect.sync(() => {
