@@ -421,6 +421,17 @@ describe("Worker: shutdown", () => {
 })
 
 describe("Worker: handler bugs", () => {
+  /** A handler that returns its input's text, decoded by `text`: what the schema does is all that is under test. */
+  const echoing = (text: Schema.Schema<string, string>) =>
+    Handler.make({
+      type: "t",
+      version: 1,
+      input: Schema.Struct({ text }),
+      result: Output,
+      attempt: { timeoutMs: 3_000 },
+      run: (input) => Effect.succeed({ text: input.text })
+    })
+
   it.scoped("a handler that throws while building its effect fails the job with evidence", () =>
     Effect.gen(function* () {
       const t = yield* harness()
@@ -483,14 +494,7 @@ describe("Worker: handler bugs", () => {
         },
         encode: (text) => text
       })
-      const handler = Handler.make({
-        type: "t",
-        version: 1,
-        input: Schema.Struct({ text: Exploding }),
-        result: Output,
-        attempt: { timeoutMs: 3_000 },
-        run: (input) => Effect.succeed({ text: input.text })
-      })
+      const handler = echoing(Exploding)
       const id = yield* t.submit({ maxAttempts: 3 })
       yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
 
@@ -517,14 +521,7 @@ describe("Worker: handler bugs", () => {
           ),
         encode: (text) => Effect.succeed(text)
       })
-      const handler = Handler.make({
-        type: "t",
-        version: 1,
-        input: Schema.Struct({ text: Slow }),
-        result: Output,
-        attempt: { timeoutMs: 3_000 },
-        run: (input) => Effect.succeed({ text: input.text })
-      })
+      const handler = echoing(Slow)
       const id = yield* t.submit({ maxAttempts: 3 })
       yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
 
@@ -554,14 +551,7 @@ describe("Worker: handler bugs", () => {
             ),
           encode: (text) => ParseResult.succeed(text)
         })
-        const handler = Handler.make({
-          type: "t",
-          version: 1,
-          input: Schema.Struct({ text: Rejecting }),
-          result: Output,
-          attempt: { timeoutMs: 3_000 },
-          run: (input) => Effect.succeed({ text: input.text })
-        })
+        const handler = echoing(Rejecting)
         const id = yield* t.submit({ maxAttempts: 3 })
         yield* t.start({ queue: "q", id: "w1", handlers: [handler] }).pipe(
           Effect.provide(
