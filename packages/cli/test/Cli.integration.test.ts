@@ -11,7 +11,7 @@ import type { JobId } from "@slowcall/core/Models"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import { Effect, Layer } from "effect"
-import pg from "pg"
+import { DATABASE_URL, dropSchema, uniqueSchema } from "../../adapter-postgres/test/support.js"
 import { failJob, post } from "../../http/test/contract.js"
 import { type Running, start } from "../../http/test/harness.js"
 
@@ -122,19 +122,11 @@ describe("slowcall jobs and dlq against a running server", () => {
 })
 
 describe("slowcall migrate", () => {
-  const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-  const schema = `cli_migrate_${process.pid}_${Date.now().toString(36)}`
+  const schema = uniqueSchema("cli_migrate")
   const dir = mkdtempSync(join(tmpdir(), "slowcall-cli-"))
   afterAll(async () => {
     rmSync(dir, { recursive: true, force: true })
-    const client = new pg.Client({ connectionString: databaseUrl })
-    client.on("error", () => {})
-    await client.connect()
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    } finally {
-      await client.end()
-    }
+    await dropSchema(schema)
   })
 
   it("creates the schema in embedded PGlite, then reports it up to date", async () => {
@@ -148,10 +140,10 @@ describe("slowcall migrate", () => {
   })
 
   it("migrates a Postgres server given by --database-url", async () => {
-    const first = await slowcall(["migrate", "--database-url", databaseUrl, "--schema", schema])
+    const first = await slowcall(["migrate", "--database-url", DATABASE_URL, "--schema", schema])
     expect(first.code).toBe(0)
     expect(first.stdout).toMatch(new RegExp(`^applied migrations? [0-9, ]+ to schema ${schema}\\n$`))
-    const second = await slowcall(["migrate", "--schema", schema], { DATABASE_URL: databaseUrl })
+    const second = await slowcall(["migrate", "--schema", schema], { DATABASE_URL })
     expect(second.stdout.trim()).toBe(`schema ${schema} is up to date`)
     const down = await slowcall(["migrate", "--database-url", "postgres://postgres@127.0.0.1:9/none"])
     expect(down.code).not.toBe(0)

@@ -5,11 +5,10 @@
 
 import { afterAll } from "@effect/vitest"
 import * as PgStore from "@slowcall/adapter-postgres/PgStore"
-import pg from "pg"
+import { DATABASE_URL as databaseUrl, dropSchema, uniqueSchema } from "../../adapter-postgres/test/support.js"
 import { contractSuite } from "./contract.js"
 
-const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-const schema = `http_contract_${process.pid}_${Date.now().toString(36)}`
+const schema = uniqueSchema("http_contract")
 
 contractSuite({
   name: "PGlite",
@@ -21,13 +20,4 @@ contractSuite({
   backend: () => PgStore.layer({ connectionString: databaseUrl, schema, queryTimeoutMs: 10_000 })
 })
 
-afterAll(async () => {
-  const client = new pg.Client({ connectionString: databaseUrl })
-  client.on("error", () => {})
-  await client.connect()
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-  } finally {
-    await client.end()
-  }
-})
+afterAll(() => dropSchema(schema))
