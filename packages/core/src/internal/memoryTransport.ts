@@ -128,29 +128,26 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
       let fired = false
       let resume: ((effect: Effect.Effect<void>) => void) | undefined
       let cancelTimer: (() => void) | undefined
-      const wake = (): void => {
-        if (fired) return
+      /** Ends the wait's registration (and its timer, if any); idempotent. */
+      const leave = (): void => {
         fired = true
         state.waiters.delete(wake)
         cancelTimer?.()
+      }
+      const wake = (): void => {
+        if (fired) return
+        leave()
         if (resume !== undefined) resume(Effect.void)
       }
       state.waiters.set(wake, now() + ms)
-      const done = Effect.sync(() => {
-        fired = true
-        state.waiters.delete(wake)
-      })
+      const done = Effect.sync(leave)
       if (timer !== undefined) {
         return Effect.async<void>((callback) => {
           if (fired) return callback(Effect.void)
           resume = callback
           // An endless wait arms no timer: only a change of the queue ends it.
           if (Number.isFinite(ms)) cancelTimer = timer(ms, wake)
-          return Effect.sync(() => {
-            fired = true
-            state.waiters.delete(wake)
-            cancelTimer?.()
-          })
+          return done
         })
       }
       return Effect.flatMap(
