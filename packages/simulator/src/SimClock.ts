@@ -54,17 +54,30 @@ export class VirtualClock implements Clock.Clock {
     return this.sleepMillis(Duration.isFinite(duration) ? Duration.toMillis(duration) : Number.POSITIVE_INFINITY)
   }
 
-  /** Sleep `ms` of virtual time (infinite: never wakes). */
+  /**
+   * Sleep `ms` of virtual time (infinite: never wakes). An interrupted sleep leaves its timer behind: firing it later
+   * resumes nothing (Effect ignores a resume after the interruption) and runs no task, so the order of everything
+   * observable is unchanged. Not cancelling saves the interruption handler Effect would wrap around every sleep.
+   */
   sleepMillis(ms: number): Effect.Effect<void> {
+    return this.sleepThen(ms, Effect.void)
+  }
+
+  /** Sleep `ms` of virtual time, then run `next` in the sleeping fiber (one effect step fewer than a `zipRight`). */
+  sleepThen<A>(ms: number, next: Effect.Effect<A>): Effect.Effect<A> {
     if (!Number.isFinite(ms)) return stuck
-    return Effect.async<void>((resume) => {
-      const timer = this.schedule(ms, () => resume(Effect.void))
-      return Effect.sync(() => timer.cancel())
+    return Effect.async<A>((resume) => {
+      this.push(ms, () => resume(next))
     })
   }
 
   /** Run `task` after `ms` of virtual time. Ties keep insertion order. */
   schedule(ms: number, task: () => void): { readonly cancel: () => void } {
+    const timer = this.push(ms, task)
+    return { cancel: () => this.cancel(timer) }
+  }
+
+  private push(ms: number, task: () => void): Timer {
     const timer: Timer = { at: this.current + Math.max(0, ms), seq: this.seq++, task, cancelled: false }
     const timers = this.timers
     let lo = 0
@@ -76,7 +89,7 @@ export class VirtualClock implements Clock.Clock {
     }
     timers.splice(lo, 0, timer)
     this.live++
-    return { cancel: () => this.cancel(timer) }
+    return timer
   }
 
   private cancel(timer: Timer): void {
@@ -177,14 +190,15 @@ export class WorkerClock implements Clock.Clock {
   sleep(duration: Duration.Duration): Effect.Effect<void> {
     if (!Duration.isFinite(duration)) return stuck
     const ms = this.toWorldMs(Duration.toMillis(duration))
-    return Effect.suspend(() => (this.dead ? stuck : this.base.sleepMillis(ms))).pipe(Effect.zipRight(this.gate))
+    // The gate runs when the sleeper resumes (not when the timer fires): a crash or pause in between still holds it.
+    return Effect.suspend(() => (this.dead ? stuck : this.base.sleepThen(ms, this.gate)))
   }
 
   /** Blocks while the incarnation is paused, forever once it is dead. */
   readonly gate: Effect.Effect<void> = Effect.suspend(() => {
     if (this.dead) return stuck
     const wait = this.pausedUntil - this.base.now
-    return wait > 0 ? Effect.flatMap(this.base.sleepMillis(wait), () => this.gate) : Effect.void
+    return wait > 0 ? this.base.sleepThen(wait, this.gate) : Effect.void
   })
 
   /** Whether the incarnation this clock belongs to has crashed. */

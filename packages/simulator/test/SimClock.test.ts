@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Fiber } from "effect"
 import { noSkew, VirtualClock, WorkerClock } from "../src/SimClock.js"
 import * as SimRuntime from "../src/SimRuntime.js"
 
@@ -42,6 +42,29 @@ describe("VirtualClock", () => {
       expect.fail("program did not succeed")
     }
   })
+
+  it("lets an interrupted sleep's timer fire without resuming anything or moving later timers", () => {
+    const clock = new VirtualClock(0)
+    const program = Effect.gen(function* () {
+      const woke: Array<string> = []
+      const sleeper = yield* Effect.fork(
+        Effect.zipRight(
+          clock.sleepMillis(100),
+          Effect.sync(() => woke.push("interrupted sleeper"))
+        )
+      )
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(sleeper)
+      yield* clock.sleepThen(
+        200,
+        Effect.sync(() => woke.push(`next@${clock.now}`))
+      )
+      return woke
+    })
+    const outcome = SimRuntime.run(program, { seed: 2, clock })
+    expect(outcome._tag === "Done" && outcome.exit._tag === "Success" ? outcome.exit.value : []).toEqual(["next@200"])
+    expect(clock.pending).toBe(0)
+  })
 })
 
 describe("WorkerClock", () => {
@@ -71,5 +94,17 @@ describe("WorkerClock", () => {
     expect(outcome._tag === "Done" && outcome.exit._tag === "Success" ? outcome.exit.value : -1).toBe(1_000)
     const dead = SimRuntime.run(Effect.sleep(5).pipe(Effect.withClock(worker)), { seed: 3, clock })
     expect(dead._tag).toBe("Deadlock")
+  })
+
+  it("holds a sleeper whose process is paused at the instant its sleep ends", () => {
+    const clock = new VirtualClock(0)
+    const worker = new WorkerClock(clock, noSkew)
+    // Set before the sleep, this timer fires first at t=10: the process is paused when the sleeper's timer fires.
+    clock.schedule(10, () => {
+      worker.pausedUntil = 500
+    })
+    const program = Effect.zipRight(Effect.sleep(10), Clock.currentTimeMillis).pipe(Effect.withClock(worker))
+    const outcome = SimRuntime.run(program, { seed: 4, clock })
+    expect(outcome._tag === "Done" && outcome.exit._tag === "Success" ? outcome.exit.value : -1).toBe(500)
   })
 })
