@@ -189,12 +189,11 @@ export const make = <R = never>(
       if (n > 0 && waiter !== undefined) waiter(Effect.void)
     }
     const releaseSlot = Effect.sync(() => releaseSlots(1))
+    // No canceller: a waiter left by an interrupted loop is called at most once, by the next release, and Effect
+    // ignores a resume after the interruption (a canceller would cost an interruption handler on every wait).
     const awaitSlot = Effect.async<void>((resume) => {
       if (free > 0) return resume(Effect.void)
       slotWaiter = resume
-      return Effect.sync(() => {
-        slotWaiter = undefined
-      })
     })
     const running = new Map<string, Control.Control>()
     // Set once when the scope starts closing; read and written only in synchronous steps, so a handler is either
@@ -633,20 +632,27 @@ export const make = <R = never>(
         Effect.suspend(() => {
           const taken = free
           free = 0
-          return restore(
-            transport
-              .receive({ queue: options.queue, max: taken, visibilityMs, waitMs: receiveWaitMs })
-              .pipe(
-                Effect.catchAll((error) =>
-                  Effect.logWarning("receive failed", error).pipe(
-                    Effect.zipRight(Effect.sleep(receiveErrorDelayMs)),
-                    Effect.as([] as ReadonlyArray<Delivery>)
+          return Effect.exit(
+            restore(
+              transport
+                .receive({ queue: options.queue, max: taken, visibilityMs, waitMs: receiveWaitMs })
+                .pipe(
+                  Effect.catchAll((error) =>
+                    Effect.logWarning("receive failed", error).pipe(
+                      Effect.zipRight(Effect.sleep(receiveErrorDelayMs)),
+                      Effect.as([] as ReadonlyArray<Delivery>)
+                    )
                   )
                 )
-              )
+            )
           ).pipe(
-            Effect.onInterrupt(() => Effect.sync(() => releaseSlots(taken))),
-            Effect.flatMap((deliveries) => {
+            Effect.flatMap((exit) => {
+              // Failures are caught above, so a failed exit is an interruption (or a defect): the slots go back.
+              if (Exit.isFailure(exit)) {
+                releaseSlots(taken)
+                return Effect.failCause(exit.cause)
+              }
+              const deliveries = exit.value
               releaseSlots(taken - deliveries.length)
               // An empty receive that did not wait (a zero wait, a failing transport) yields, so it cannot spin.
               if (deliveries.length === 0) return Effect.yieldNow()
