@@ -536,9 +536,16 @@ export const make = <R = never>(
         running.delete(job.id)
         control.persisting = true
         const reason = control.stopReason
-        // The heartbeat and the watchdog keep the lease until the outcome is stored, then stop.
+        // The heartbeat and the watchdog keep the lease until the outcome is stored, then stop. They are told to stop
+        // and not awaited (neither writes anything once interrupted): awaiting costs an interruption handler each.
         yield* outcome(delivery, handler, job, input, held, exit, reason).pipe(
-          Effect.ensuring(Effect.zipRight(Fiber.interrupt(heartbeat), Fiber.interrupt(fence)))
+          Effect.ensuring(
+            Effect.withFiberRuntime<void>((self) => {
+              heartbeat.unsafeInterruptAsFork(self.id())
+              fence.unsafeInterruptAsFork(self.id())
+              return Effect.void
+            })
+          )
         )
       }).pipe(
         // This worker runs at most one attempt of a job at a time (it holds the lease), so the entry is this one's.

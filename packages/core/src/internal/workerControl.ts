@@ -9,7 +9,7 @@
  *
  * @internal
  */
-import { Effect, Fiber } from "effect"
+import { Effect, type Fiber } from "effect"
 
 /**
  * Why an attempt was stopped. `lease_lost` and `self_fenced` mean this worker may no longer write the job; the others
@@ -68,5 +68,10 @@ export const stop = (control: Control, reason: StopReason): Effect.Effect<boolea
     if (control.stopReason !== undefined) return Effect.succeed(false)
     control.stopReason = reason
     const fiber = control.handlerFiber
-    return fiber === undefined ? Effect.succeed(true) : Effect.as(Fiber.interruptFork(fiber), true)
+    if (fiber === undefined) return Effect.succeed(true)
+    // Signals the interruption from this fiber and returns at once (no daemon fiber, unlike `Fiber.interruptFork`).
+    return Effect.withFiberRuntime<boolean>((self) => {
+      fiber.unsafeInterruptAsFork(self.id())
+      return Effect.succeed(true)
+    })
   })
