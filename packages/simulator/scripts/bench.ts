@@ -6,6 +6,7 @@
  * median and the best trial, wall and CPU time (the process's own: garbage collection on other threads counts).
  *
  * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 50 --seed 1]
+ * (Pin it to one core for the one-core figure: `taskset -c 0 npm run bench:sim`.)
  */
 import { faultKinds } from "@slowcall/simulator/Plan"
 import { arbitraryFor, planOf, runAndCheck } from "@slowcall/simulator/Simulate"
@@ -58,8 +59,12 @@ console.log(`plan: 20 jobs x 4 workers, all ${faultKinds.length} fault kinds on 
 console.log(`runs/s (wall):        median ${rate(median)}   best ${rate(best)}   (target >= 100)`)
 // On a shared machine the wall clock also counts time other processes took: CPU time is this process's own.
 console.log(`runs per cpu-second:  median ${cpuRate(median)}   best ${cpuRate(best)}`)
+// `npm run bench:sim` runs this file from a bundle of the workspace sources (scripts/bundled.mjs); under tsx it is
+// the same code compiled with keepNames, which is slower.
+const compiled = import.meta.url.includes("slowcall-bundles") ? "bundle (scripts/bundled.mjs)" : "tsx"
 console.log(
-  `node ${process.version}, flags: ${process.execArgv.filter((a) => a.startsWith("--max")).join(" ") || "none"}`
+  `node ${process.version}, flags: ${process.execArgv.filter((a) => a.startsWith("--max")).join(" ") || "none"}, ` +
+    `code: ${compiled}`
 )
 console.log(`heap after the runs: ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB`)
 console.log(`scheduler steps/run: ${Math.round(steps / runs)}, history events/run: ${Math.round(events / runs)}`)

@@ -1,7 +1,7 @@
 /**
  * One mutant hunt (run by scripts/mutants.ts inside a scratch copy of the repository): runs a fixed seed budget,
  * stops at the first failing run, shrinks it, and prints one JSON line.
- * Usage: tsx packages/simulator/scripts/hunt.ts <seed> <runs> <jobs> <workers>
+ * Usage: node scripts/bundled.mjs packages/simulator/scripts/hunt.ts <seed> <runs> <jobs> <workers> (or with tsx)
  */
 import { faultKinds } from "@slowcall/simulator/Plan"
 import * as Report from "@slowcall/simulator/Report"

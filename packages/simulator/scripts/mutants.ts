@@ -71,16 +71,20 @@ interface Hunt {
 }
 
 const hunt = (dir: string): Hunt => {
+  // The scratch copy's sources, bundled and run like `npm run simulate` (see scripts/bundled.mjs), with a larger
+  // young generation: a run set allocates briskly and keeps little (see the README's Speed section).
   const result = spawnSync(
-    path.join(repo, "node_modules", ".bin", "tsx"),
-    [path.join(dir, "packages", "simulator", "scripts", "hunt.ts"), seed, runs, jobs, workers],
-    {
-      cwd: dir,
-      encoding: "utf8",
-      maxBuffer: 64 * 1024 * 1024,
-      // A larger young generation: a run set allocates briskly and keeps little (see the README's Speed section).
-      env: { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --max-semi-space-size=64`.trim() }
-    }
+    process.execPath,
+    [
+      "--max-semi-space-size=64",
+      path.join(repo, "scripts", "bundled.mjs"),
+      path.join(dir, "packages", "simulator", "scripts", "hunt.ts"),
+      seed,
+      runs,
+      jobs,
+      workers
+    ],
+    { cwd: dir, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }
   )
   const line = result.stdout.trim().split("\n").pop() ?? ""
   try {

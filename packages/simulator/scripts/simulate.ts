@@ -1,8 +1,9 @@
 /**
  * Runs `slowcall simulate` without the rest of the CLI: `npx tsx packages/simulator/scripts/simulate.ts --seed 1
- * --runs 200 --json`. Same command, same output, same exit status as `npm run simulate -- ...`.
+ * --runs 200 --json`. Same command, same output, same exit status as `slowcall simulate ...`. `npm run simulate`
+ * runs this file from a bundle (scripts/bundled.mjs): the simulator's speed is measured that way.
  */
-import { Command } from "@effect/cli"
+import { Command, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { simulateCommand } from "@slowcall/cli/Simulate"
 import { Cause, Console, Effect } from "effect"
@@ -11,6 +12,10 @@ const cli = Command.run(simulateCommand, { name: "slowcall", version: "0.1.0" })
 
 const program = Effect.suspend(() => cli(process.argv)).pipe(
   Effect.catchAllCause((cause) => {
+    // The parser has printed the problem and the usage already.
+    if (Cause.failureOption(cause).pipe((f) => f._tag === "Some" && ValidationError.isValidationError(f.value))) {
+      return Effect.failCause(cause)
+    }
     if (Cause.isInterruptedOnly(cause)) return Effect.void
     const error = Cause.squash(cause)
     const message =
