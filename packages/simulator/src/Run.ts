@@ -261,7 +261,10 @@ const program = (
           faults.roll(["F17"], "client", "store.submit") === "F17"
             ? Effect.zipRight(
                 baseStore.submit(options),
-                new StoreError({ reason: "Timeout", operation: "submit", detail: "injected: reply lost" })
+                new StoreError(
+                  { reason: "Timeout", operation: "submit", detail: "injected: reply lost" },
+                  { disableValidation: true }
+                )
               )
             : baseStore.submit(options)
         )

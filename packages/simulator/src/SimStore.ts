@@ -52,6 +52,13 @@ const pointKinds = new Map<WriteOp, ReadonlyArray<FaultKind>>(
 )
 
 /**
+ * An injected store failure. Its fields are constants of this module, so the schema check the error class runs on
+ * construction is skipped: it would cost more than the rest of the fault point.
+ */
+const injected = (reason: StoreError["reason"], operation: string, detail: string): StoreError =>
+  new StoreError({ reason, operation, detail }, { disableValidation: true })
+
+/**
  * Wrap `inner` for one actor. Invariant: every write that reaches `inner` is recorded exactly once, in the order
  * `inner` applied it; a crashed actor's later calls never reach `inner` and never return.
  *
@@ -104,18 +111,14 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
           if (op === "heartbeat" && left > 0) {
             faults.heartbeatFailures.set(incarnation.slot, left - 1)
             faults.note("F1", actor.id, "heartbeat fails (targeted)")
-            return Effect.fail(
-              new StoreError({ reason: "Connection", operation: op, detail: "injected: heartbeat fails" })
-            )
+            return Effect.fail(injected("Connection", op, "injected: heartbeat fails"))
           }
           fault = faults.roll(pointKinds.get(op)!, actor.id, `store.${op}`)
         }
         if (fault === "F5") {
           const before = peek(jobId)
           record(false, "StoreError", before, before)
-          return Effect.fail(
-            new StoreError({ reason: "Connection", operation: op, detail: "injected: write not applied" })
-          )
+          return Effect.fail(injected("Connection", op, "injected: write not applied"))
         }
         const apply = (): Effect.Effect<A, E | StoreError> => {
           const before = peek(jobId)
@@ -126,11 +129,11 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
             }
             return gated((): Effect.Effect<A, E | StoreError> => {
               if (fault === "F6" || fault === "F15") {
-                const lost = new StoreError({
-                  reason: fault === "F6" ? "Ambiguous" : "Timeout",
-                  operation: op,
-                  detail: "injected: the write applied but the reply was lost"
-                })
+                const lost = injected(
+                  fault === "F6" ? "Ambiguous" : "Timeout",
+                  op,
+                  "injected: the write applied but the reply was lost"
+                )
                 return fault === "F15"
                   ? Effect.zipRight(
                       clock.sleepMillis(1_000),
