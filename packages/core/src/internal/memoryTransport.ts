@@ -165,7 +165,9 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
       const state = queueState(queue)
       const at = now()
       const deliveries: Array<Delivery> = []
-      const visible = [...state.entries.values()].filter((entry) => entry.visibleAt <= at).sort(byDeliveryOrder)
+      const visible: Array<Entry> = []
+      for (const entry of state.entries.values()) if (entry.visibleAt <= at) visible.push(entry)
+      if (visible.length > 1) visible.sort(byDeliveryOrder)
       for (const entry of visible) {
         if (deliveries.length >= max) break
         if (entry.receipt !== null) state.byReceipt.delete(entry.receipt)
