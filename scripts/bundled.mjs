@@ -36,13 +36,23 @@ const rootOf = (from) => {
 }
 const root = rootOf(entry)
 
-/** Bare imports other than the workspace's own packages stay imports of node_modules (and node: builtins). */
-const externalDependencies = {
-  name: "external-dependencies",
+/**
+ * Bare imports other than the workspace's own packages stay imports of node_modules (and node: builtins). A workspace
+ * module other than the entry that uses `import.meta` (to read a file beside its source, say) would see the bundle's
+ * location instead of its own: such a bundle is refused rather than run wrong.
+ */
+const workspaceOnly = {
+  name: "workspace-only",
   setup(b) {
     b.onResolve({ filter: /^[^./]/ }, (args) =>
       args.path.startsWith("@slowcall/") ? undefined : { path: args.path, external: true }
     )
+    b.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
+      if (args.path === entry || args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined
+      const source = fs.readFileSync(args.path, "utf8")
+      if (!source.includes("import.meta")) return undefined
+      return { errors: [{ text: `uses import.meta, which a bundle cannot keep: ${path.relative(root, args.path)}` }] }
+    })
   }
 }
 
@@ -54,8 +64,13 @@ const result = await build({
   format: "esm",
   target: "node20",
   absWorkingDir: root,
-  plugins: [externalDependencies],
-  logLevel: "error"
+  plugins: [workspaceOnly],
+  // Stack traces name the TypeScript sources, as under tsx (source maps are turned on below).
+  sourcemap: "inline",
+  logLevel: "silent"
+}).catch((error) => {
+  console.error(`bundled: cannot bundle ${path.relative(root, entry)}: ${error.errors?.[0]?.text ?? error.message}`)
+  process.exit(2)
 })
 const code = result.outputFiles[0].contents
 const digest = createHash("sha256").update(code).digest("hex").slice(0, 16)
@@ -67,6 +82,14 @@ if (!fs.existsSync(file)) {
   const partial = `${file}.${process.pid}.partial`
   fs.writeFileSync(partial, code)
   fs.renameSync(partial, file)
+  // Bundles of the same entry (and leftovers of killed writers) older than an hour are no longer anyone's.
+  const prefix = `${path.basename(file).replace(/-[0-9a-f]{16}\.mjs$/, "")}-`
+  const hourAgo = Date.now() - 3_600_000
+  for (const name of fs.readdirSync(dir)) {
+    const old = path.join(dir, name)
+    if (name.startsWith(prefix) && old !== file && fs.statSync(old).mtimeMs < hourAgo) fs.rmSync(old, { force: true })
+  }
 }
+process.setSourceMapsEnabled(true)
 process.argv = [process.argv[0], file, ...rest]
 await import(pathToFileURL(file).href)

@@ -10,13 +10,14 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 
 const args = process.argv.slice(2)
 const flag = (name: string, fallback: string): string => {
   const i = args.indexOf(`--${name}`)
   return i >= 0 && args[i + 1] !== undefined ? args[i + 1]! : fallback
 }
-const here = path.dirname(new URL(import.meta.url).pathname)
+const here = path.dirname(fileURLToPath(import.meta.url))
 const repo = path.resolve(flag("base", path.join(here, "..", "..", "..")))
 const seed = flag("seed", "7")
 const runs = flag("runs", "150")

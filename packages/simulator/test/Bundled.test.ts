@@ -5,11 +5,12 @@
  */
 import { execFile } from "node:child_process"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { faultKinds } from "../src/Plan.js"
 import * as Simulate from "../src/Simulate.js"
 
-const repo = path.join(path.dirname(new URL(import.meta.url).pathname), "..", "..", "..")
+const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..")
 
 const bundled = (args: ReadonlyArray<string>) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -47,6 +48,13 @@ describe("the bundled simulator", () => {
     const result = await bundled(["packages/simulator/scripts/simulate.ts", "--runs", "many"])
     expect(result.code).toBe(1)
     expect(result.stdout + result.stderr).toContain("'many' is not a integer")
+  })
+
+  it("refuses a bundle that would read files beside a workspace module's source", async () => {
+    // The full CLI serves a dashboard read from beside the HTTP package's source: it cannot run from a bundle.
+    const result = await bundled(["packages/cli/src/bin.ts", "--help"])
+    expect(result.code).toBe(2)
+    expect(result.stderr).toContain("uses import.meta")
   })
 
   it("refuses an entry that does not exist", async () => {
