@@ -18,7 +18,7 @@ import * as Worker from "@slowcall/core/Worker"
 import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
-import { DATABASE_URL, dropSchema, holdServer, serverLayer, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, serverLayer, submitOptions, uniqueSchema } from "./support.js"
 
 holdServer()
 
@@ -120,16 +120,7 @@ describe("concurrency on the real server", () => {
 })
 
 describe("idempotent submit under concurrency on the real server", () => {
-  const submitOptions = (id: JobId, extra: Partial<SubmitOptions>): SubmitOptions => ({
-    id,
-    queue: "keys",
-    type: "t",
-    version: 1,
-    inputHash: `h-${id}`,
-    input: { text: "doc" },
-    maxAttempts: 3,
-    ...extra
-  })
+  const submitKeyed = (id: JobId, extra: Partial<SubmitOptions>) => submitOptions("keys", id, extra)
 
   it.effect("concurrent submits with one request key and one input return one job, exactly one created", () =>
     Effect.gen(function* () {
@@ -138,7 +129,7 @@ describe("idempotent submit under concurrency on the real server", () => {
 
       const results = yield* Effect.forEach(
         ids,
-        (id) => store.submit(submitOptions(id, { requestKey: "same-key", inputHash: "same-hash" })),
+        (id) => store.submit(submitKeyed(id, { requestKey: "same-key", inputHash: "same-hash" })),
         { concurrency: "unbounded" }
       )
 
@@ -155,7 +146,7 @@ describe("idempotent submit under concurrency on the real server", () => {
 
       const results = yield* Effect.forEach(
         ids,
-        (id, n) => Effect.either(store.submit(submitOptions(id, { requestKey: "k2", inputHash: `hash-${n}` }))),
+        (id, n) => Effect.either(store.submit(submitKeyed(id, { requestKey: "k2", inputHash: `hash-${n}` }))),
         { concurrency: "unbounded" }
       )
 

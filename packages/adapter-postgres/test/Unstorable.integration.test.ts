@@ -16,20 +16,11 @@ import * as Worker from "@slowcall/core/Worker"
 import { Effect, Layer, Schema } from "effect"
 import { describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
-import { holdServer, serverLayer, uniqueSchema } from "./support.js"
+import { holdServer, serverLayer, submitOptions, uniqueSchema } from "./support.js"
 
 holdServer()
 
-const submitOptions = (id: JobId, extra: Partial<StoreModule.SubmitOptions> = {}): StoreModule.SubmitOptions => ({
-  id,
-  queue: "nul",
-  type: "t",
-  version: 1,
-  inputHash: `h-${id}`,
-  input: { text: "doc" },
-  maxAttempts: 3,
-  ...extra
-})
+const submitNul = (id: JobId, extra: Partial<StoreModule.SubmitOptions> = {}) => submitOptions("nul", id, extra)
 
 const backends = [
   { name: "postgres server", layer: () => serverLayer(uniqueSchema("nul")) },
@@ -43,7 +34,7 @@ for (const backend of backends) {
         const store = yield* Store
         const id = yield* makeJobId
 
-        const error = yield* Effect.flip(store.submit(submitOptions(id, { input: { text: "a\u0000b" } })))
+        const error = yield* Effect.flip(store.submit(submitNul(id, { input: { text: "a\u0000b" } })))
 
         expect(error).toMatchObject({ _tag: "StoreError", reason: "Constraint", operation: "submit" })
         expect(error._tag === "StoreError" && error.isRetryable).toBe(false)
@@ -55,7 +46,7 @@ for (const backend of backends) {
       Effect.gen(function* () {
         const store = yield* Store
         const id = yield* makeJobId
-        yield* store.submit(submitOptions(id))
+        yield* store.submit(submitNul(id))
         const claim = yield* store.claim({ jobId: id, owner: "w", leaseMs: 60_000 })
         const token = claim._tag === "Claimed" ? claim.job.leaseToken : -1
         const before = yield* store.get({ jobId: id })
@@ -117,7 +108,7 @@ describe("U+0000 in a model reply", () => {
         })
         const store = yield* Store
         const id = yield* makeJobId
-        yield* store.submit(submitOptions(id, { maxAttempts: 2 }))
+        yield* store.submit(submitNul(id, { maxAttempts: 2 }))
         yield* Worker.make({ queue: "nul", id: "w1", handlers: [handler], receiveWaitMs: 100 })
         yield* Sweeper.make({ queue: "nul", intervalMs: 100, republishAfterMs: 60_000 })
 

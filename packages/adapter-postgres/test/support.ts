@@ -2,6 +2,8 @@
  * Test support: the server's URL and a fresh schema per test file, dropped when the layer is torn down.
  */
 import { randomBytes } from "node:crypto"
+import type { JobId } from "@slowcall/core/Models"
+import type { SubmitOptions } from "@slowcall/core/Store"
 import { Effect, Layer } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll } from "vitest"
@@ -11,6 +13,18 @@ export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127
 
 /** A schema name no other test file uses. */
 export const uniqueSchema = (prefix: string): string => `${prefix}_${randomBytes(5).toString("hex")}`
+
+/** A store-level submit of a `t` job with input `{ text: "doc" }` and three attempts, on `queue`. */
+export const submitOptions = (queue: string, id: JobId, extra: Partial<SubmitOptions> = {}): SubmitOptions => ({
+  id,
+  queue,
+  type: "t",
+  version: 1,
+  inputHash: `h-${id}`,
+  input: { text: "doc" },
+  maxAttempts: 3,
+  ...extra
+})
 
 /** Drops a schema on the test server (used after each file). */
 export const dropSchema = async (schema: string): Promise<void> => {

@@ -69,6 +69,23 @@ const harness = (wrap: (store: Store["Type"]) => Store["Type"] = (store) => stor
 
 const terminal: ReadonlyArray<JobState> = ["succeeded", "failed", "abandoned"]
 
+/** A store whose `complete` fails with a retryable error while the store's clock is before `until` (set by the test). */
+const completeOutage = (reason: "Connection" | "Timeout", detail: string) => {
+  const outage = {
+    until: Number.POSITIVE_INFINITY,
+    wrap: (store: Store["Type"]): Store["Type"] => ({
+      ...store,
+      complete: (options) =>
+        Effect.flatMap(store.now, (now) =>
+          now < outage.until
+            ? Effect.fail(new StoreError({ reason, operation: "complete", detail }))
+            : store.complete(options)
+        )
+    })
+  }
+  return outage
+}
+
 describe("Worker: claims", () => {
   it.scoped("a claim whose reply was lost is adopted: the job's only attempt is not burned", () =>
     Effect.gen(function* () {
@@ -127,20 +144,12 @@ describe("Worker: claims", () => {
 describe("Worker: committing the outcome", () => {
   it.scoped("a store outage shorter than the lease at commit time does not cost a second model call", () =>
     Effect.gen(function* () {
-      let outageEnd = Number.POSITIVE_INFINITY
-      const t = yield* harness((store) => ({
-        ...store,
-        complete: (options) =>
-          Effect.flatMap(store.now, (now) =>
-            now < outageEnd
-              ? Effect.fail(new StoreError({ reason: "Connection", operation: "complete", detail: "connection reset" }))
-              : store.complete(options)
-          )
-      }))
+      const outage = completeOutage("Connection", "connection reset")
+      const t = yield* harness(outage.wrap)
       const counter = { calls: 0 }
       const id = yield* t.submit()
       // The store refuses `complete` for 1 s from the start; the lease is 4 s.
-      outageEnd = (yield* t.inner.now) + 1_000
+      outage.until = (yield* t.inner.now) + 1_000
       yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
 
       const job = yield* t.reaches(id, terminal)
@@ -157,21 +166,13 @@ describe("Worker: committing the outcome", () => {
     "a commit outage that outlasts the claimed lease is ridden out: the heartbeat keeps the lease until the commit",
     () =>
       Effect.gen(function* () {
-        let outageEnd = Number.POSITIVE_INFINITY
-        const t = yield* harness((store) => ({
-          ...store,
-          complete: (options) =>
-            Effect.flatMap(store.now, (now) =>
-              now < outageEnd
-                ? Effect.fail(new StoreError({ reason: "Timeout", operation: "complete", detail: "statement timeout" }))
-                : store.complete(options)
-            )
-        }))
+        const outage = completeOutage("Timeout", "statement timeout")
+        const t = yield* harness(outage.wrap)
         const counter = { calls: 0 }
         const id = yield* t.submit()
         // Commits refused until 4.3 s: past the 4 s lease granted at the claim, inside the retry window (one lease
         // length from the end of the 100 ms call).
-        outageEnd = (yield* t.inner.now) + 4_300
+        outage.until = (yield* t.inner.now) + 4_300
         yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
         yield* t.reaches(id, ["running"])
         const claimedUntil = (yield* t.inner.get({ jobId: id })).leaseUntil!
