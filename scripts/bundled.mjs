@@ -50,8 +50,11 @@ const workspaceOnly = {
     b.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
       if (args.path === entry || args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined
       const source = fs.readFileSync(args.path, "utf8")
-      if (!source.includes("import.meta")) return undefined
-      return { errors: [{ text: `uses import.meta, which a bundle cannot keep: ${path.relative(root, args.path)}` }] }
+      if (source.includes("import.meta")) {
+        return { errors: [{ text: `uses import.meta, which a bundle cannot keep: ${path.relative(root, args.path)}` }] }
+      }
+      // Handed to esbuild as read, so each source is read once.
+      return { contents: source, loader: /\.[cm]?ts$/.test(args.path) ? "ts" : "js" }
     })
   }
 }
