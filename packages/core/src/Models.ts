@@ -246,13 +246,3 @@ export const isTerminal = (state: JobState): boolean =>
  */
 export const attemptsLeft = (job: Pick<Job, "attempts" | "attemptsBase" | "maxAttempts">): number =>
   Math.max(0, job.maxAttempts - (job.attempts - job.attemptsBase))
-
-/**
- * The next strictly monotonic `updatedAt`: store time, or one microsecond past the previous value when the
- * clock has not moved (or moved back).
- *
- * @since 0.1.0
- * @category models
- */
-export const nextUpdatedAt = (previous: number, now: number): number =>
-  Math.max(now, (Math.round(previous * 1000) + 1) / 1000)

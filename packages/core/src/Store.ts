@@ -1,97 +1,90 @@
 /**
- * The Store: the durable home of job records, attempts and the charge ledger, and the only place where the lease
- * protocol's conditional writes happen. Adapters implement this narrow contract; richer operations live in core.
+ * The protocol Store: the durable home of job records, attempts and the charge ledger, and the only place where the
+ * lease protocol's conditional writes happen. It holds exactly the writes that workers, the sweeper and submitters
+ * need, each in batch form (a one-job call is a batch of one); reads and operator views live in `Query.ts`.
  *
- * Contract (checked by `@slowcall/testing`'s StoreConformance on every adapter):
+ * Contract (checked by `@slowcall/testing`'s conformance suites and model-based property on every adapter):
+ * - Every rule is the one `Protocol.ts` states; an adapter's SQL or Lua is an atomic version of it.
  * - Time is store time: the adapter's own clock (SQL `now()`, Redis `TIME`) or the Effect `Clock` for the memory
- *   store. `now` options exist only so tests can drive time; workers never pass their own clock.
- * - `claim` is one conditional write: queued and due, or running with an expired lease. It bumps `leaseToken` and
- *   `attempts`, sets the lease, and appends an attempt row. At most one live lease per job.
- * - Fenced writes (`heartbeat`, `complete`, `fail`, `retry`, `abandon`, `release`) apply only when
- *   `state = 'running' AND leaseToken = token`, and otherwise fail with `LeaseLost`, changing nothing.
+ *   store. Every reply carries the store time its writes used (`now`), so a caller never asks again. The `now`
+ *   option exists only so tests can drive time; workers never pass their own clock.
+ * - Per-item results: each item of a batch is one atomic, conditional write with its own result, in the order the
+ *   items were given, applied as if one after another (a later item sees an earlier one's write). One item's
+ *   `LeaseLost` never fails its neighbours. A `StoreError` fails the whole call, and then any subset of the items
+ *   may have applied (as with any lost reply). Every verb but `submit` is safe to repeat as it was sent; a
+ *   submit is repeated with the same request key and fresh job ids, and the key returns the job the first try made.
+ * - Fenced writes (`heartbeat`, `settle`) apply only when `state = 'running' AND leaseToken = token`, and otherwise
+ *   report `LeaseLost` for that item, changing nothing.
  * - `charge` is keyed by call id, counted once, and accepted from stale tokens: the money was spent.
- * - Every accepted write to the job record moves `updatedAt` strictly forward. The one write outside the record is
- *   the sweep's republish mark (see `sweep`), which never moves `updatedAt`.
+ * - Every accepted write to a job record moves `updatedAt` strictly forward (`Protocol.bump`). The one write outside
+ *   the record is the sweep's republish mark, which never moves `updatedAt`.
  *
  * @since 0.1.0
  */
-import { Context, type Effect, Layer } from "effect"
-import type {
-  AlreadyTerminal,
-  IdempotencyKeyReused,
-  InvalidInput,
-  JobNotFound,
-  LeaseLost,
-  StoreError
-} from "./Errors.js"
+import { Context, Effect, Layer } from "effect"
+import type { IdempotencyKeyReused, InvalidInput, StoreError } from "./Errors.js"
 import * as internalMemoryStore from "./internal/memoryStore.js"
-import type { AbandonReason, Attempt, Charge, ErrorClass, Job, JobId, JobState, Json } from "./Models.js"
+import type { Job, JobId, JobState } from "./Models.js"
+import type { Outcome, ReplayFilter, SubmitItem } from "./Protocol.js"
+import { Query } from "./Query.js"
 
 /**
- * What a caller asks for when submitting. `input` must be plain JSON (checked by `Canonical.ts`).
+ * A batch reply: the store time the writes used and one result per item, in item order.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
-export interface SubmitOptions {
-  readonly id: JobId
-  readonly queue: string
-  readonly tenant?: string | null | undefined
-  readonly type: string
-  readonly version: number
-  readonly requestKey?: string | null | undefined
-  readonly inputHash: string
-  readonly input: Json | null
-  readonly inputRef?: string | null | undefined
-  readonly priority?: number | undefined
-  /** Epoch ms (store time); defaults to now. */
-  readonly runAfter?: number | undefined
-  readonly deadlineAt?: number | null | undefined
-  readonly budgetCents?: number | null | undefined
-  readonly maxAttempts: number
-  readonly traceId?: string | null | undefined
-  /** Test-only store time override. */
+export interface Reply<A> {
+  readonly now: number
+  readonly results: ReadonlyArray<A>
+}
+
+/**
+ * Options every write takes: `now` overrides store time, for tests only.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface WriteOptions {
   readonly now?: number | undefined
 }
 
 /**
- * `created` is false when the idempotency key already named a job with the same input: that job is returned.
+ * The result of submitting one job:
+ * - `Created`: a new queued record;
+ * - `Existing`: the request key already named a job with the same input hash; that job, nothing written;
+ * - `KeyReused`: the request key names a job with another input hash; nothing written.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
-export interface SubmitResult {
-  readonly job: Job
-  readonly created: boolean
-}
+export type SubmitOutcome =
+  | { readonly _tag: "Created"; readonly job: Job }
+  | { readonly _tag: "Existing"; readonly job: Job }
+  | { readonly _tag: "KeyReused"; readonly requestKey: string; readonly existingJobId: JobId }
 
 /**
- * @since 0.1.0
+ * One claim of a batch: which job, who claims it (recorded as `leaseOwner` and on the attempt row), for how long
+ * (the worst case of one attempt, see `Lease.ts`), and the estimated cost of the attempt (the handler's; without
+ * one the largest spend of an earlier attempt, `Protocol.fallbackEstimate`, serves).
+ *
+ * @since 0.2.0
  * @category models
  */
-export interface ClaimOptions {
+export interface ClaimItem {
   readonly jobId: JobId
-  /** Worker identity recorded as `leaseOwner` and on the attempt row. */
   readonly owner: string
-  /** Lease length: the worst case of one attempt (see `Lease.ts`). */
   readonly leaseMs: number
-  /**
-   * The estimated cost of the next attempt. When `costCents >= budgetCents` or `costCents + estimate >
-   * budgetCents` the claim abandons the job with reason `budget` instead. Without an estimate, the largest
-   * spend of an earlier attempt serves.
-   */
   readonly estimateCents?: number | undefined
-  /** Test-only store time override. */
-  readonly now?: number | undefined
 }
 
 /**
  * The outcome of a claim. Only `Claimed` allows a model call.
- * - `Claimed`: this caller holds the lease under `job.leaseToken`.
+ * - `Claimed`: this caller holds the lease under `job.leaseToken`; `takeover` when a lapsed lease was taken.
  * - `Busy`: another holder's lease is live until `until` (store time).
- * - `NotDue`: queued with `runAfter` in the future.
- * - `Settled`: the job is terminal (possibly made so by this claim: deadline passed, budget cannot cover the next
- *   attempt, attempts exhausted on a takeover). A transport acks the message.
+ * - `NotDue`: queued with `runAfter` in the future (`until`).
+ * - `Settled`: the job is terminal, possibly made so by this claim (`Protocol.claimVerdict`). A transport acks.
+ * - `NotFound`: no such job. A transport acks.
  *
  * @since 0.1.0
  * @category models
@@ -101,37 +94,50 @@ export type ClaimResult =
   | { readonly _tag: "Busy"; readonly job: Job; readonly until: number }
   | { readonly _tag: "NotDue"; readonly job: Job; readonly until: number }
   | { readonly _tag: "Settled"; readonly job: Job }
+  | { readonly _tag: "NotFound"; readonly jobId: JobId }
 
 /**
- * @since 0.1.0
+ * A fenced write that missed: the job is not running under `token` (another holder, a settled job, or no job:
+ * `currentToken` and `state` null). Changes nothing.
+ *
+ * @since 0.2.0
  * @category models
  */
-export interface FencedOptions {
+export interface Fenced {
+  readonly _tag: "LeaseLost"
   readonly jobId: JobId
   readonly token: number
-  readonly now?: number | undefined
+  readonly currentToken: number | null
+  readonly state: JobState | null
 }
 
 /**
- * @since 0.1.0
+ * One heartbeat: the lease of `jobId` under `token` runs to `now + leaseMs`; `progress` (0..1) is stored when given.
+ *
+ * @since 0.2.0
  * @category models
  */
-export interface HeartbeatOptions extends FencedOptions {
+export interface HeartbeatItem {
+  readonly jobId: JobId
+  readonly token: number
   readonly leaseMs: number
-  /** 0..1; kept when omitted. */
   readonly progress?: number | undefined
 }
 
 /**
- * `leaseUntil` is the new lease end in store time; `cancelRequested` tells the worker to stop at once.
+ * A renewed lease: its new end (store time), whether a cancel was requested (stop at once), and the job's spend.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
-export interface HeartbeatResult {
-  readonly leaseUntil: number
-  readonly cancelRequested: boolean
-}
+export type HeartbeatResult =
+  | {
+      readonly _tag: "Renewed"
+      readonly leaseUntil: number
+      readonly cancelRequested: boolean
+      readonly costCents: number
+    }
+  | Fenced
 
 /**
  * A reservation (`settled: false`, the estimate, written before the call) or a settlement (`settled: true`, the
@@ -140,130 +146,83 @@ export interface HeartbeatResult {
  * @since 0.1.0
  * @category models
  */
-export interface ChargeOptions {
+export interface ChargeItem {
   readonly jobId: JobId
   readonly callId: string
   readonly token: number
   readonly amountCents: number
   readonly settled: boolean
-  readonly now?: number | undefined
 }
 
 /**
- * @since 0.1.0
- * @category models
- */
-export interface CompleteOptions extends FencedOptions {
-  readonly result: Json | null
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface FailOptions extends FencedOptions {
-  readonly errorClass: ErrorClass
-  /** Redacted, truncated evidence. */
-  readonly error: string
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface RetryOptions extends FailOptions {
-  /** Store-time epoch ms when the job becomes due again. */
-  readonly runAfter: number
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface AbandonOptions extends FencedOptions {
-  readonly reason: AbandonReason
-  readonly errorClass?: ErrorClass | undefined
-  readonly error?: string | undefined
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface ListOptions {
-  readonly queue?: string | undefined
-  readonly tenant?: string | undefined
-  readonly state?: JobState | undefined
-  readonly type?: string | undefined
-  /** Newest first; default 50. */
-  readonly limit?: number | undefined
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface DeadLetterOptions {
-  readonly queue?: string | undefined
-  readonly tenant?: string | undefined
-  readonly errorClass?: ErrorClass | undefined
-  readonly type?: string | undefined
-  readonly limit?: number | undefined
-}
-
-/**
- * One group of dead letters: "what did this cost" and "which inputs caused it" in one row.
+ * The job's spend after the charge (the sum of its ledger), or no such job.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
-export interface DeadLetterGroup {
-  readonly errorClass: ErrorClass | null
-  readonly inputHash: string
-  readonly count: number
-  readonly costCents: number
-}
+export type ChargeResult =
+  | { readonly _tag: "Charged"; readonly costCents: number }
+  | { readonly _tag: "NotFound"; readonly jobId: JobId }
 
 /**
- * @since 0.1.0
- * @category models
- */
-export interface DeadLetters {
-  readonly jobs: ReadonlyArray<Job>
-  readonly groups: ReadonlyArray<DeadLetterGroup>
-}
-
-/**
- * Which dead letters to replay: explicit ids, or a filter. Each is moved failed -> queued through one conditional
- * write; a job in any other state (a succeeded one above all) is skipped.
+ * One settlement: how the holder of `token` ends its attempt (see `Protocol.Outcome`).
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
-export interface ReplayOptions {
-  readonly jobIds?: ReadonlyArray<JobId> | undefined
-  readonly queue?: string | undefined
+export interface SettleItem {
+  readonly jobId: JobId
+  readonly token: number
+  readonly outcome: Outcome
+}
+
+/**
+ * The job as the settlement left it, or `LeaseLost`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type SettleResult = { readonly _tag: "Settled"; readonly job: Job } | Fenced
+
+/**
+ * One cancel; a `tenant` that is not the job's gives `NotFound`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface CancelItem {
+  readonly jobId: JobId
   readonly tenant?: string | undefined
-  readonly errorClass?: ErrorClass | undefined
-  readonly type?: string | undefined
-  readonly limit?: number | undefined
-  readonly now?: number | undefined
 }
+
+/**
+ * `Cancelled`: the job as the cancel left it (abandoned, or running with `cancelRequestedAt` set);
+ * `AlreadyTerminal`: nothing changed; `NotFound`: no such job for this tenant.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type CancelResult =
+  | { readonly _tag: "Cancelled"; readonly job: Job }
+  | { readonly _tag: "AlreadyTerminal"; readonly job: Job }
+  | { readonly _tag: "NotFound"; readonly jobId: JobId }
+
+/**
+ * `Replayed`: failed -> queued, the job as it is now; `Skipped`: not a failed job matching the filter (its state,
+ * or null when there is no such job), nothing changed.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ReplayItemResult =
+  | { readonly _tag: "Replayed"; readonly job: Job }
+  | { readonly _tag: "Skipped"; readonly jobId: JobId; readonly state: JobState | null }
 
 /**
  * @since 0.1.0
  * @category models
  */
-export interface ReplayResult {
-  readonly replayed: ReadonlyArray<JobId>
-  readonly skipped: ReadonlyArray<JobId>
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface SweepOptions {
+export interface SweepOptions extends WriteOptions {
   readonly queue?: string | undefined
   /**
    * Queued, due jobs neither written nor returned in `stale` for this long are returned in `stale` for
@@ -274,40 +233,26 @@ export interface SweepOptions {
    * The most jobs one pass writes, all kinds together: requeued, expired-failed, abandoned and stale (default 1000).
    */
   readonly limit?: number | undefined
-  readonly now?: number | undefined
 }
 
 /**
- * What a sweep changed: expired leases requeued (or failed with `lease_expired` when no attempt is left), jobs
- * past their deadline abandoned, and queued jobs that should be republished to a transport.
+ * What a sweep changed: expired leases requeued (the jobs, ready to publish) or failed with `lease_expired`, jobs
+ * abandoned (cancel requested or past their deadline), and queued jobs that should be republished to a transport.
  *
  * @since 0.1.0
  * @category models
  */
 export interface SweepResult {
-  readonly requeued: ReadonlyArray<JobId>
+  readonly now: number
+  readonly requeued: ReadonlyArray<Job>
   readonly expiredFailed: ReadonlyArray<JobId>
   readonly abandoned: ReadonlyArray<JobId>
   readonly stale: ReadonlyArray<Job>
 }
 
 /**
- * Counts and ages for dashboards and metrics.
- *
- * @since 0.1.0
- * @category models
- */
-export interface StoreStats {
-  readonly byState: Readonly<Record<JobState, number>>
-  /** Store-time epoch ms of the oldest due queued job per priority. */
-  readonly oldestQueuedAt: Readonly<Record<string, number>>
-  readonly costCentsByErrorClass: Readonly<Record<string, number>>
-  /** Jobs that became failed at or after the `failedSince` asked for (the dead-letter arrival count). */
-  readonly failedInWindow: number
-}
-
-/**
- * The Store service: one tag, many adapters.
+ * The protocol Store service: one tag, many adapters. Each verb is a batch; see the module header for what every
+ * verb keeps.
  *
  * @since 0.1.0
  * @category services
@@ -316,102 +261,74 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
   Store,
   {
     /**
-     * Insert a queued job (`attempts = attemptsBase = leaseToken = 0`, `costCents = 0`, `progress = 0`,
-     * `runAfter = options.runAfter ?? now`, `createdAt = updatedAt = now`). With a `requestKey` already used in the
-     * same (queue, tenant): the same `inputHash` returns the existing job with `created: false` and writes nothing;
-     * another hash fails with `IdempotencyKeyReused` and writes nothing.
+     * Insert queued jobs (`Protocol.newJob`). A `requestKey` already used in the same (queue, tenant), by an earlier
+     * job or an earlier item of the batch, gives `Existing` or `KeyReused` (`Protocol.submitVerdict`) and writes
+     * nothing. A job id that exists already is a caller bug: `StoreError` with reason `Constraint`, nothing written.
      */
-    readonly submit: (options: SubmitOptions) => Effect.Effect<SubmitResult, IdempotencyKeyReused | StoreError>
+    readonly submit: (
+      options: WriteOptions & { readonly items: ReadonlyArray<SubmitItem> }
+    ) => Effect.Effect<Reply<SubmitOutcome>, StoreError>
     /**
-     * One conditional write. In order: unknown id -> `JobNotFound`; terminal -> `Settled`; running with
-     * `leaseUntil >= now` -> `Busy`; queued with `runAfter > now` -> `NotDue`. Otherwise the job is claimable
-     * (queued and due, or running with an expired lease: a takeover, whose previous attempt row ends `expired`),
-     * and the claim settles it instead of running it when: a cancel was requested -> abandoned(cancelled);
-     * `deadlineAt <= now` -> abandoned(deadline); no attempt left in the run -> failed (`lease_expired` on a
-     * takeover, else the job's last error class); `budgetCents` set and `costCents >= budgetCents` or
-     * `costCents + estimate > budgetCents` -> abandoned(budget). Each of those returns `Settled`. Else: running,
-     * `attempts + 1`, `leaseToken + 1`, `leaseOwner`, `leaseUntil = now + leaseMs`, `cancelRequestedAt` null,
-     * a new attempt row (`running`), and `Claimed`.
+     * Claim each named job: one conditional write per item deciding by `Protocol.claimVerdict` and writing
+     * `Protocol.claimTransition`. At most one live lease per job.
      */
-    readonly claim: (options: ClaimOptions) => Effect.Effect<ClaimResult, JobNotFound | StoreError>
+    readonly claim: (
+      options: WriteOptions & { readonly items: ReadonlyArray<ClaimItem> }
+    ) => Effect.Effect<Reply<ClaimResult>, StoreError>
     /**
-     * Fenced. Extends the lease to `now + leaseMs` (also when it has lapsed but nobody took over: the token is
-     * still current), stores `progress` when given, and reports whether a cancel was requested.
+     * Claim up to `max` due queued jobs of `queue` the store selects itself (highest priority first, then earliest
+     * `runAfter`, then insertion order; rows another claimer holds are skipped, never waited for), each as
+     * `claim` would with the fallback estimate. Returns only the jobs it wrote: `Claimed`, or `Settled` when the
+     * claim settled the job instead.
      */
-    readonly heartbeat: (options: HeartbeatOptions) => Effect.Effect<HeartbeatResult, LeaseLost | StoreError>
+    readonly claimNext: (
+      options: WriteOptions & {
+        readonly queue: string
+        readonly max: number
+        readonly owner: string
+        readonly leaseMs: number
+      }
+    ) => Effect.Effect<Reply<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>>, StoreError>
+    /** Fenced. `Protocol.heartbeatTransition` per item. */
+    readonly heartbeat: (
+      options: WriteOptions & { readonly items: ReadonlyArray<HeartbeatItem> }
+    ) => Effect.Effect<Reply<HeartbeatResult>, StoreError>
     /**
-     * Not fenced (the money was spent whatever the token). Unknown job -> `JobNotFound`. A new call id inserts a
-     * row; a reservation for an existing call id changes nothing; a settlement of an unsettled row sets the
-     * amount and marks it settled; anything on a settled row changes nothing. `costCents` is the ledger's sum.
+     * Not fenced (the money was spent whatever the token). `Protocol.chargeStep` per item; the job's `costCents`
+     * stays the ledger's sum.
      */
-    readonly charge: (options: ChargeOptions) => Effect.Effect<{ readonly costCents: number }, JobNotFound | StoreError>
-    /** Fenced. running -> succeeded with `result`, `progress = 1`, lease cleared, error fields cleared. */
-    readonly complete: (options: CompleteOptions) => Effect.Effect<Job, LeaseLost | StoreError>
-    /** Fenced. running -> failed (a dead letter) with the error class and evidence; lease cleared. */
-    readonly fail: (options: FailOptions) => Effect.Effect<Job, LeaseLost | StoreError>
-    /** Fenced. running -> queued with `runAfter`, the error class and evidence; lease cleared. */
-    readonly retry: (options: RetryOptions) => Effect.Effect<Job, LeaseLost | StoreError>
-    /** Fenced. running -> abandoned with the reason (and optional error class and evidence); lease cleared. */
-    readonly abandon: (options: AbandonOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    readonly charge: (
+      options: WriteOptions & { readonly items: ReadonlyArray<ChargeItem> }
+    ) => Effect.Effect<Reply<ChargeResult>, StoreError>
+    /** Fenced. `Protocol.settleTransition` per item: complete, retry, fail, abandon or release. */
+    readonly settle: (
+      options: WriteOptions & { readonly items: ReadonlyArray<SettleItem> }
+    ) => Effect.Effect<Reply<SettleResult>, StoreError>
+    /** `Protocol.cancelVerdict` per item; an already requested cancel is returned without a write. */
+    readonly cancel: (
+      options: WriteOptions & { readonly items: ReadonlyArray<CancelItem> }
+    ) => Effect.Effect<Reply<CancelResult>, StoreError>
     /**
-     * Fenced. running -> queued, due now, lease cleared, `attemptsBase + 1` (the attempt is handed back; a
-     * graceful shutdown is not a failure). The attempt row ends `released`.
+     * Replay each named dead letter that is `Protocol.replayable` under `filter`, through one conditional write
+     * (`Protocol.replayTransition`); anything else is skipped. An id given twice is replayed at most once: its
+     * repeat finds the job queued.
      */
-    readonly release: (options: FencedOptions) => Effect.Effect<Job, LeaseLost | StoreError>
+    readonly replay: (
+      options: WriteOptions & {
+        readonly items: ReadonlyArray<{ readonly jobId: JobId }>
+        readonly filter?: ReplayFilter | undefined
+      }
+    ) => Effect.Effect<Reply<ReplayItemResult>, StoreError>
     /**
-     * queued -> abandoned(cancelled) at once; running -> `cancelRequestedAt = now` (kept if already set; the
-     * holder sees it at its next heartbeat); terminal -> `AlreadyTerminal`, nothing changed. A `tenant` that is
-     * not the job's gives `JobNotFound`.
-     */
-    readonly cancel: (options: {
-      readonly jobId: JobId
-      readonly tenant?: string | undefined
-      readonly now?: number | undefined
-    }) => Effect.Effect<Job, JobNotFound | AlreadyTerminal | StoreError>
-    /** The job, or `JobNotFound` (also for another tenant's job). */
-    readonly get: (options: {
-      readonly jobId: JobId
-      readonly tenant?: string | undefined
-    }) => Effect.Effect<Job, JobNotFound | StoreError>
-    /** Jobs matching every given filter, newest `createdAt` first, at most `limit` (default 50). */
-    readonly list: (options: ListOptions) => Effect.Effect<ReadonlyArray<Job>, StoreError>
-    /** The job's attempt rows in token order. */
-    readonly attempts: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
-    /** The job's charge rows in insertion order. */
-    readonly charges: (options: { readonly jobId: JobId }) => Effect.Effect<ReadonlyArray<Charge>, StoreError>
-    /**
-     * Failed jobs matching the filters (newest first, at most `limit`, default 50) and, over all matching failed
-     * jobs, groups by (errorClass, inputHash) with count and summed cost, largest count first.
-     */
-    readonly deadLetters: (options: DeadLetterOptions) => Effect.Effect<DeadLetters, StoreError>
-    /**
-     * For each target, in the order given: failed -> queued (due now, `attemptsBase = attempts`: a fresh run of
-     * `maxAttempts`; `cancelRequestedAt` cleared, so a cancel requested before the failure does not settle the new
-     * run; history and spend stay) through one conditional write; any other state is skipped. An id given twice is
-     * replayed at most once: its repeat finds the job queued and is skipped.
-     */
-    readonly replay: (options: ReplayOptions) => Effect.Effect<ReplayResult, StoreError>
-    /**
-     * One pass, in this order, writing at most `limit` jobs in all (default 1000):
-     * 1. Running jobs whose lease ended (`leaseUntil < now`), oldest insertion first: abandoned(cancelled) when a
-     *    cancel was requested, abandoned(deadline) past the deadline, failed(`lease_expired`) with no attempt left,
-     *    else queued and due now (attempt row `expired`).
-     * 2. Queued jobs past their deadline, oldest insertion first: abandoned(deadline).
-     * 3. `stale`, with what is left of the limit: queued, due jobs not past their deadline (and not requeued by
-     *    this pass) whose last touch (the later of `updatedAt` and the time a sweep last returned them in `stale`)
-     *    is `<= now - republishAfterMs` (default 30 s), least recently touched first, for a transport to
-     *    republish. Each job returned is marked republished at `now`, so it is not returned again until another
-     *    `republishAfterMs` has passed without a write. The mark is not part of the job record: it does not move
-     *    `updatedAt` or change anything `get` shows.
+     * One pass, in this order, writing at most `limit` jobs in all (default 1000), each by `Protocol.sweepVerdict`
+     * and `Protocol.sweepTransition`:
+     * 1. running jobs whose lease ended, oldest insertion first;
+     * 2. queued jobs past their deadline, oldest insertion first;
+     * 3. `stale`, with what is left of the limit: jobs `Protocol.isStale` (not requeued by this pass), least
+     *    recently touched first, each marked republished at `now` (not part of the job record).
      */
     readonly sweep: (options: SweepOptions) => Effect.Effect<SweepResult, StoreError>
-    /** Counts by state, oldest due queued job per priority, cost by error class, failures since `failedSince`. */
-    readonly stats: (options: {
-      readonly queue?: string | undefined
-      readonly tenant?: string | undefined
-      readonly failedSince: number
-    }) => Effect.Effect<StoreStats, StoreError>
-    /** Store time now (epoch ms), for callers that must compare against lease or run-after times. */
+    /** Store time now (epoch ms), for callers that must compare against lease, deadline or run-after times. */
     readonly now: Effect.Effect<number, StoreError>
   }
 >() {}
@@ -425,34 +342,28 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
 export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
 
 /**
- * A fresh, empty in-memory Store that implements every verb exactly as documented on `Store`. Each verb is one
- * synchronous step over plain maps, so verbs are atomic among fibers. Store time is the `Clock` in scope when the
+ * A fresh, empty in-memory Store and Query over the same maps, built from `Protocol.ts` and nothing else. Each
+ * item is one synchronous step, so writes are atomic among fibers. Store time is the `Clock` in scope when the
  * store is made (or an explicit `now`), never the caller's clock. Nothing is persisted: for tests, examples and the
- * simulator.
+ * simulator. `peek` reads one job record synchronously exactly as the store holds it (undefined when there is
+ * none), for harnesses that record ground truth around each call.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: Effect.Effect<Store["Type"]> = internalMemoryStore.make
-
-/**
- * A fresh in-memory Store (as `makeMemory`) together with `peek`, a synchronous read of one job record exactly as
- * the store holds it right now (undefined when there is none). `peek` changes nothing and sees every write the moment
- * its verb returns: for harnesses that record ground truth around each call, such as the simulator's proxies.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const makeMemoryInspectable: Effect.Effect<{
+export const makeMemory: Effect.Effect<{
   readonly store: Store["Type"]
+  readonly query: Query["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
-}> = internalMemoryStore.makeInspectable
+}> = internalMemoryStore.make
 
 /**
- * A Layer with a fresh in-memory Store (see `makeMemory`). Cheap to build: for tests, examples and the simulator,
- * which builds thousands of them. Not durable.
+ * A Layer with a fresh in-memory Store and its Query (see `makeMemory`). Cheap to build: for tests, examples and
+ * the simulator, which builds thousands of them. Not durable.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<Store> = Layer.effect(Store, makeMemory)
+export const layerMemory: Layer.Layer<Store | Query> = Layer.effectContext(
+  Effect.map(internalMemoryStore.make, ({ query, store }) => Context.make(Store, store).pipe(Context.add(Query, query)))
+)

@@ -76,11 +76,15 @@ export class Transport extends Context.Tag("@slowcall/core/Transport")<
     }) => Effect.Effect<void, TransportError>
     /** Remove the message. Only after the job's outcome is durable in the Store. */
     readonly ack: (options: { readonly delivery: Delivery }) => Effect.Effect<void, TransportError>
+    /** What this transport can do; constant for its lifetime. */
+    readonly capabilities: TransportCapabilities
   }
 >() {}
 
 /**
- * What a transport declares about itself, for the conformance suite and the worker.
+ * What a transport declares about itself. The Worker and the Sweeper read it (`Transport.capabilities`) instead of
+ * assuming: a transport whose visibility follows the Store lease is never asked to `extend`, batches are cut to
+ * `maxBatch`, and delays beyond `maxDelayMs` are left to the sweeper.
  *
  * @since 0.1.0
  * @category models
@@ -90,6 +94,19 @@ export interface TransportCapabilities {
   readonly defer: boolean
   /** Messages are moved aside after this many receives. */
   readonly maxReceiveCount: number | null
+  /** An ack removes the message for good (false: the message leaves with its job's state, as on a store table). */
+  readonly ackRemoves: boolean
+  /**
+   * A delivered job stays hidden while the Store holds its lease (the transport reads the job record), so `extend`
+   * is unnecessary and the Worker never calls it.
+   */
+  readonly visibilityFollowsLease: boolean
+  /** The most messages one publish, receive or ack call carries. */
+  readonly maxBatch: number
+  /** The longest delay a publish or defer can express, or null for no limit. */
+  readonly maxDelayMs: number | null
+  /** `receive` returns higher priorities first. */
+  readonly priority: boolean
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
- * @slowcall/core: the job model, the lease protocol's seams (Store, Transport) with in-memory layers, the Worker,
- * Client and Sweeper, error normalisation, the queue-or-not decision rule, and metrics. Each module is also
- * importable on its own path (`@slowcall/core/Worker`).
+ * @slowcall/core: the job model, the lease protocol's rules (Protocol) and seams (Store, Query, Transport) with
+ * in-memory layers, the Worker, Client and Sweeper, error normalisation, the queue-or-not decision rule, and
+ * metrics. Each module is also importable on its own path (`@slowcall/core/Worker`).
  *
  * @since 0.1.0
  */
@@ -28,6 +28,10 @@ export * as Metrics from "./Metrics.js"
 export * as Models from "./Models.js"
 /** @since 0.1.0 */
 export * as Normalize from "./Normalize.js"
+/** @since 0.2.0 */
+export * as Protocol from "./Protocol.js"
+/** @since 0.2.0 */
+export * as Query from "./Query.js"
 /** @since 0.1.0 */
 export * as Retry from "./Retry.js"
 /** @since 0.1.0 */

@@ -1,5 +1,7 @@
 /**
- * The in-memory Store: plain Maps, every verb one synchronous step, so each verb is atomic among fibers.
+ * The in-memory Store and Query: plain Maps, every item one synchronous step, so each write is atomic among fibers.
+ * Every rule comes from `Protocol.ts`; this file only stores what the protocol's transitions return and keeps the
+ * indexes the queries need.
  *
  * Store time comes from the Clock captured when the store is made (or an explicit `now`), never from the caller's
  * Clock: simulated workers run with skewed clocks while the store's clock stays true.
@@ -7,21 +9,21 @@
  * @internal
  */
 import { Effect } from "effect"
-import { AlreadyTerminal, IdempotencyKeyReused, JobNotFound, LeaseLost, StoreError } from "../Errors.js"
-import type { AbandonReason, Attempt, AttemptOutcome, Charge, ErrorClass, Job, JobId, JobState } from "../Models.js"
-import { attemptsLeft, isTerminal, nextUpdatedAt } from "../Models.js"
-import * as StateMachine from "../StateMachine.js"
+import { JobNotFound, StoreError } from "../Errors.js"
+import type { Attempt, Charge, ErrorClass, Job, JobId, JobState } from "../Models.js"
+import * as Protocol from "../Protocol.js"
+import type { DeadLetterGroup, Query, StoreStats } from "../Query.js"
 import type {
+  CancelResult,
+  ChargeResult,
   ClaimResult,
-  DeadLetterGroup,
-  DeadLetterOptions,
-  Store as StoreService,
-  StoreStats,
-  SubmitResult
+  Fenced,
+  HeartbeatResult,
+  ReplayItemResult,
+  SettleResult,
+  Store,
+  SubmitOutcome
 } from "../Store.js"
-
-type MemoryStore = StoreService["Type"]
-type FailedFilter = DeadLetterOptions
 
 interface Row {
   job: Job
@@ -31,6 +33,8 @@ interface Row {
   failedAt: number | null
   /** Store time at which a sweep last returned the job in `stale`; not part of the job record. */
   republishedAt: number | null
+  readonly attempts: Array<Attempt>
+  readonly charges: Map<string, Protocol.ChargeRow>
 }
 
 interface Filter {
@@ -48,338 +52,290 @@ const matches = (job: Job, filter: Filter): boolean =>
   (filter.type === undefined || job.type === filter.type) &&
   (filter.errorClass === undefined || job.errorClass === filter.errorClass)
 
-const DEFAULT_LIMIT = 50
-const DEFAULT_SWEEP_LIMIT = 1000
-const DEFAULT_REPUBLISH_AFTER_MS = 30_000
+const lost = (jobId: JobId, token: number, row: Row | undefined): Fenced => ({
+  _tag: "LeaseLost",
+  jobId,
+  token,
+  currentToken: row === undefined ? null : row.job.leaseToken,
+  state: row === undefined ? null : row.job.state
+})
 
-const leaseCleared = { leaseOwner: null, leaseUntil: null } as const
-
-/**
- * A memory store and a synchronous read of its rows: `peek` returns the job record as it is right now (or undefined),
- * without going through an effect. For the simulator's recorders, which read ground truth around every write.
- *
- * @internal
- */
-export interface Inspectable {
-  readonly store: MemoryStore
+/** @internal */
+export interface Made {
+  readonly store: Store["Type"]
+  readonly query: Query["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
 }
 
 /** @internal */
-export const makeInspectable: Effect.Effect<Inspectable> = Effect.gen(function* () {
-  const clock = yield* Effect.clock
+export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
   const rows = new Map<JobId, Row>()
   const requestKeys = new Map<string, JobId>()
-  const attemptRows = new Map<JobId, Array<Attempt>>()
-  const chargeRows = new Map<JobId, Map<string, Charge>>()
   let seq = 0
 
   const storeNow = (now: number | undefined): number => now ?? clock.unsafeCurrentTimeMillis()
 
-  const step = (state: JobState, event: StateMachine.Event): JobState => {
-    const to = StateMachine.next(state, event)
-    if (to === undefined) throw new Error(`memory store: illegal transition ${event} from ${state}`)
-    return to
-  }
-
-  /** Writes the job back with the next strictly monotonic `updatedAt`. */
-  const write = (row: Row, now: number, patch: Partial<Job>): Job => {
-    const previous = row.job
-    const job: Job = { ...previous, ...patch, updatedAt: nextUpdatedAt(previous.updatedAt, now) }
-    if (job.state === "failed" && previous.state !== "failed") row.failedAt = now
-    row.job = job
-    return job
-  }
-
-  /** Ends the attempt row of `token` (if it is still running). */
-  const endAttempt = (
-    jobId: JobId,
-    token: number,
-    now: number,
-    outcome: AttemptOutcome,
-    errorClass: ErrorClass | null = null,
-    evidence: string | null = null
-  ): void => {
-    const list = attemptRows.get(jobId)
-    if (list === undefined) return
-    const index = list.findIndex((attempt) => attempt.token === token)
-    const attempt = list[index]
-    if (attempt === undefined || attempt.outcome !== "running") return
-    list[index] = { ...attempt, endedAt: now, outcome, errorClass, evidence }
-  }
-
-  const abandonPatch = (row: Row, event: StateMachine.Event, reason: AbandonReason): Partial<Job> => ({
-    state: step(row.job.state, event),
-    abandonReason: reason,
-    ...leaseCleared
-  })
-
-  /** The fallback estimate: the largest total charged under any one earlier token. */
-  const fallbackEstimate = (jobId: JobId): number => {
-    const byToken = new Map<number, number>()
-    for (const charge of chargeRows.get(jobId)?.values() ?? []) {
-      byToken.set(charge.token, (byToken.get(charge.token) ?? 0) + charge.amountCents)
+  /** Stores a transition: the new record, the attempt row it ends or starts, the failure time. */
+  const apply = (row: Row, now: number, transition: Protocol.Transition): Job => {
+    const end = transition.end
+    if (end !== undefined) {
+      const index = row.attempts.findIndex((attempt) => attempt.token === end.token)
+      const attempt = row.attempts[index]
+      if (attempt !== undefined && attempt.outcome === "running") {
+        row.attempts[index] = {
+          ...attempt,
+          endedAt: now,
+          outcome: end.outcome,
+          errorClass: end.errorClass,
+          evidence: end.evidence
+        }
+      }
     }
-    let largest = 0
-    for (const total of byToken.values()) largest = Math.max(largest, total)
-    return largest
+    const start = transition.start
+    if (start !== undefined) {
+      row.attempts.push({
+        jobId: row.job.id,
+        token: start.token,
+        worker: start.worker,
+        startedAt: now,
+        endedAt: null,
+        outcome: "running",
+        errorClass: null,
+        evidence: null
+      })
+    }
+    if (transition.becameFailed) row.failedAt = now
+    row.job = transition.job
+    return transition.job
   }
 
-  /** The row when `token` is its current lease token on a running job; else a `LeaseLost` failure. */
-  const fenced = <A>(jobId: JobId, token: number, body: (row: Row) => A): Effect.Effect<A, LeaseLost> =>
-    Effect.suspend(() => {
-      const row = rows.get(jobId)
-      if (row === undefined) {
-        return Effect.fail(new LeaseLost({ jobId, token, currentToken: null, state: null }))
-      }
-      if (row.job.state !== "running" || row.job.leaseToken !== token) {
-        return Effect.fail(new LeaseLost({ jobId, token, currentToken: row.job.leaseToken, state: row.job.state }))
-      }
-      return Effect.succeed(body(row))
-    })
+  const keyOf = (queue: string, tenant: string | null, requestKey: string): string =>
+    JSON.stringify([queue, tenant, requestKey])
 
-  const visible = (row: Row, tenant: string | undefined): boolean => tenant === undefined || row.job.tenant === tenant
+  const claimOne = (
+    row: Row,
+    now: number,
+    item: { owner: string; leaseMs: number; estimateCents?: number | undefined }
+  ): ClaimResult => {
+    const job = row.job
+    const verdict = Protocol.claimVerdict(
+      job,
+      now,
+      item.estimateCents ?? Protocol.fallbackEstimate(row.charges.values())
+    )
+    switch (verdict._tag) {
+      case "Settled":
+        return { _tag: "Settled", job }
+      case "Busy":
+        return { _tag: "Busy", job, until: verdict.until }
+      case "NotDue":
+        return { _tag: "NotDue", job, until: verdict.until }
+      case "Settle":
+        return { _tag: "Settled", job: apply(row, now, Protocol.claimTransition(job, now, verdict, item)) }
+      case "Claim":
+        return {
+          _tag: "Claimed",
+          job: apply(row, now, Protocol.claimTransition(job, now, verdict, item)),
+          takeover: verdict.takeover
+        }
+    }
+  }
 
-  const newestFirst = (a: Row, b: Row): number => b.job.createdAt - a.job.createdAt || b.seq - a.seq
+  /** Due queued jobs of a queue in delivery order: priority, then run-after, then insertion. */
+  const dueInQueue = (queue: string, now: number): Array<Row> =>
+    [...rows.values()]
+      .filter((row) => row.job.queue === queue && row.job.state === "queued" && row.job.runAfter <= now)
+      .sort((a, b) => b.job.priority - a.job.priority || a.job.runAfter - b.job.runAfter || a.seq - b.seq)
 
-  const selectFailed = (options: FailedFilter): Array<Row> =>
-    [...rows.values()].filter((row) => matches(row.job, { ...options, state: "failed" }))
-
-  const store: MemoryStore = {
+  const store: Store["Type"] = {
     now: Effect.sync(() => clock.unsafeCurrentTimeMillis()),
 
     submit: (options) =>
-      Effect.suspend((): Effect.Effect<SubmitResult, IdempotencyKeyReused | StoreError> => {
+      Effect.suspend(() => {
         const now = storeNow(options.now)
-        const tenant = options.tenant ?? null
-        const requestKey = options.requestKey ?? null
-        const key = requestKey === null ? null : JSON.stringify([options.queue, tenant, requestKey])
-        if (key !== null) {
-          const existingId = requestKeys.get(key)
+        const fresh = new Set<JobId>()
+        for (const item of options.items) {
+          if (rows.has(item.id) || fresh.has(item.id)) {
+            return Effect.fail(
+              new StoreError({ reason: "Constraint", operation: "submit", detail: `job id ${item.id} already exists` })
+            )
+          }
+          fresh.add(item.id)
+        }
+        const results: Array<SubmitOutcome> = []
+        for (const item of options.items) {
+          const requestKey = item.requestKey ?? null
+          const key = requestKey === null ? null : keyOf(item.queue, item.tenant ?? null, requestKey)
+          const existingId = key === null ? undefined : requestKeys.get(key)
           const existing = existingId === undefined ? undefined : rows.get(existingId)
           if (existing !== undefined) {
-            return existing.job.inputHash === options.inputHash
-              ? Effect.succeed({ job: existing.job, created: false })
-              : Effect.fail(new IdempotencyKeyReused({ requestKey: requestKey!, existingJobId: existing.job.id }))
+            results.push(
+              Protocol.submitVerdict(existing.job, item) === "Existing"
+                ? { _tag: "Existing", job: existing.job }
+                : { _tag: "KeyReused", requestKey: requestKey!, existingJobId: existing.job.id }
+            )
+            continue
           }
+          const job = Protocol.newJob(item, now)
+          rows.set(job.id, {
+            job,
+            seq: seq++,
+            failedAt: null,
+            republishedAt: null,
+            attempts: [],
+            charges: new Map()
+          })
+          if (key !== null) requestKeys.set(key, job.id)
+          results.push({ _tag: "Created", job })
         }
-        if (rows.has(options.id)) {
-          return Effect.fail(
-            new StoreError({ reason: "Constraint", operation: "submit", detail: `job id ${options.id} already exists` })
-          )
-        }
-        const job: Job = {
-          id: options.id,
-          queue: options.queue,
-          tenant,
-          type: options.type,
-          version: options.version,
-          requestKey,
-          inputHash: options.inputHash,
-          input: options.input,
-          inputRef: options.inputRef ?? null,
-          state: "queued",
-          abandonReason: null,
-          attempts: 0,
-          attemptsBase: 0,
-          maxAttempts: options.maxAttempts,
-          leaseToken: 0,
-          leaseOwner: null,
-          leaseUntil: null,
-          runAfter: options.runAfter ?? now,
-          priority: options.priority ?? 0,
-          deadlineAt: options.deadlineAt ?? null,
-          budgetCents: options.budgetCents ?? null,
-          costCents: 0,
-          errorClass: null,
-          lastError: null,
-          progress: 0,
-          result: null,
-          cancelRequestedAt: null,
-          traceId: options.traceId ?? null,
-          createdAt: now,
-          updatedAt: now
-        }
-        rows.set(job.id, { job, seq: seq++, failedAt: null, republishedAt: null })
-        if (key !== null) requestKeys.set(key, job.id)
-        return Effect.succeed({ job, created: true })
+        return Effect.succeed({ now, results })
       }),
 
     claim: (options) =>
-      Effect.suspend((): Effect.Effect<ClaimResult, JobNotFound> => {
+      Effect.sync(() => {
         const now = storeNow(options.now)
-        const row = rows.get(options.jobId)
-        if (row === undefined) return Effect.fail(new JobNotFound({ jobId: options.jobId }))
-        const job = row.job
-        if (isTerminal(job.state)) return Effect.succeed({ _tag: "Settled", job })
-        if (job.state === "running" && job.leaseUntil !== null && job.leaseUntil >= now) {
-          return Effect.succeed({ _tag: "Busy", job, until: job.leaseUntil })
-        }
-        if (job.state === "queued" && job.runAfter > now) {
-          return Effect.succeed({ _tag: "NotDue", job, until: job.runAfter })
-        }
-        const takeover = job.state === "running"
-        if (takeover) endAttempt(job.id, job.leaseToken, now, "expired", "lease_expired")
-        const settle = (patch: Partial<Job>): ClaimResult => ({ _tag: "Settled", job: write(row, now, patch) })
-        if (job.cancelRequestedAt !== null) {
-          return Effect.succeed(settle(abandonPatch(row, takeover ? "abandon" : "cancel", "cancelled")))
-        }
-        if (job.deadlineAt !== null && job.deadlineAt <= now) {
-          return Effect.succeed(settle(abandonPatch(row, "abandon", "deadline")))
-        }
-        if (attemptsLeft(job) === 0) {
-          return Effect.succeed(
-            settle({
-              state: step(job.state, "fail"),
-              errorClass: takeover ? "lease_expired" : job.errorClass,
-              ...leaseCleared
-            })
-          )
-        }
-        if (job.budgetCents !== null) {
-          const estimate = options.estimateCents ?? fallbackEstimate(job.id)
-          if (job.costCents >= job.budgetCents || job.costCents + estimate > job.budgetCents) {
-            return Effect.succeed(settle(abandonPatch(row, "abandon", "budget")))
-          }
-        }
-        const token = job.leaseToken + 1
-        const claimed = write(row, now, {
-          state: step(job.state, takeover ? "takeover" : "claim"),
-          attempts: job.attempts + 1,
-          leaseToken: token,
-          leaseOwner: options.owner,
-          leaseUntil: now + options.leaseMs,
-          cancelRequestedAt: null
+        const results = options.items.map((item): ClaimResult => {
+          const row = rows.get(item.jobId)
+          return row === undefined ? { _tag: "NotFound", jobId: item.jobId } : claimOne(row, now, item)
         })
-        const list = attemptRows.get(job.id) ?? []
-        list.push({
-          jobId: job.id,
-          token,
-          worker: options.owner,
-          startedAt: now,
-          endedAt: null,
-          outcome: "running",
-          errorClass: null,
-          evidence: null
-        })
-        attemptRows.set(job.id, list)
-        return Effect.succeed({ _tag: "Claimed", job: claimed, takeover })
+        return { now, results }
+      }),
+
+    claimNext: (options) =>
+      Effect.sync(() => {
+        const now = storeNow(options.now)
+        const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
+        for (const row of dueInQueue(options.queue, now)) {
+          if (results.length >= options.max) break
+          const result = claimOne(row, now, options)
+          if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
+        }
+        return { now, results }
       }),
 
     heartbeat: (options) =>
-      fenced(options.jobId, options.token, (row) => {
+      Effect.sync(() => {
         const now = storeNow(options.now)
-        const job = write(row, now, {
-          leaseUntil: now + options.leaseMs,
-          ...(options.progress === undefined ? {} : { progress: options.progress })
+        const results = options.items.map((item): HeartbeatResult => {
+          const row = rows.get(item.jobId)
+          if (row === undefined || !Protocol.holds(row.job, item.token)) return lost(item.jobId, item.token, row)
+          const job = apply(row, now, Protocol.heartbeatTransition(row.job, now, item))
+          return {
+            _tag: "Renewed",
+            leaseUntil: job.leaseUntil!,
+            cancelRequested: job.cancelRequestedAt !== null,
+            costCents: job.costCents
+          }
         })
-        return { leaseUntil: job.leaseUntil!, cancelRequested: job.cancelRequestedAt !== null }
+        return { now, results }
       }),
 
     charge: (options) =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         const now = storeNow(options.now)
-        const row = rows.get(options.jobId)
-        if (row === undefined) return Effect.fail(new JobNotFound({ jobId: options.jobId }))
-        const ledger = chargeRows.get(options.jobId) ?? new Map<string, Charge>()
-        chargeRows.set(options.jobId, ledger)
-        const existing = ledger.get(options.callId)
-        let delta: number | null = null
-        if (existing === undefined) {
-          ledger.set(options.callId, {
-            jobId: options.jobId,
-            callId: options.callId,
-            token: options.token,
-            amountCents: options.amountCents,
-            settled: options.settled,
-            createdAt: now,
-            updatedAt: now
-          })
-          delta = options.amountCents
-        } else if (!existing.settled && options.settled) {
-          ledger.set(options.callId, { ...existing, amountCents: options.amountCents, settled: true, updatedAt: now })
-          delta = options.amountCents - existing.amountCents
-        }
-        if (delta !== null) write(row, now, { costCents: row.job.costCents + delta })
-        return Effect.succeed({ costCents: row.job.costCents })
+        const results = options.items.map((item): ChargeResult => {
+          const row = rows.get(item.jobId)
+          if (row === undefined) return { _tag: "NotFound", jobId: item.jobId }
+          const step = Protocol.chargeStep(row.charges.get(item.callId), item, now)
+          if (step !== undefined) {
+            row.charges.set(item.callId, step.row)
+            row.job = Protocol.charged(row.job, step.deltaCents, now)
+          }
+          return { _tag: "Charged", costCents: row.job.costCents }
+        })
+        return { now, results }
       }),
 
-    complete: (options) =>
-      fenced(options.jobId, options.token, (row) => {
+    settle: (options) =>
+      Effect.sync(() => {
         const now = storeNow(options.now)
-        endAttempt(row.job.id, options.token, now, "succeeded")
-        return write(row, now, {
-          state: step(row.job.state, "complete"),
-          result: options.result,
-          progress: 1,
-          errorClass: null,
-          lastError: null,
-          ...leaseCleared
+        const results = options.items.map((item): SettleResult => {
+          const row = rows.get(item.jobId)
+          if (row === undefined || !Protocol.holds(row.job, item.token)) return lost(item.jobId, item.token, row)
+          return { _tag: "Settled", job: apply(row, now, Protocol.settleTransition(row.job, now, item.outcome)) }
         })
-      }),
-
-    fail: (options) =>
-      fenced(options.jobId, options.token, (row) => {
-        const now = storeNow(options.now)
-        endAttempt(row.job.id, options.token, now, "failed", options.errorClass, options.error)
-        return write(row, now, {
-          state: step(row.job.state, "fail"),
-          errorClass: options.errorClass,
-          lastError: options.error,
-          ...leaseCleared
-        })
-      }),
-
-    retry: (options) =>
-      fenced(options.jobId, options.token, (row) => {
-        const now = storeNow(options.now)
-        endAttempt(row.job.id, options.token, now, "retried", options.errorClass, options.error)
-        return write(row, now, {
-          state: step(row.job.state, "retry"),
-          runAfter: options.runAfter,
-          errorClass: options.errorClass,
-          lastError: options.error,
-          ...leaseCleared
-        })
-      }),
-
-    abandon: (options) =>
-      fenced(options.jobId, options.token, (row) => {
-        const now = storeNow(options.now)
-        endAttempt(row.job.id, options.token, now, "abandoned", options.errorClass ?? null, options.error ?? null)
-        return write(row, now, {
-          ...abandonPatch(row, "abandon", options.reason),
-          ...(options.errorClass === undefined ? {} : { errorClass: options.errorClass }),
-          ...(options.error === undefined ? {} : { lastError: options.error })
-        })
-      }),
-
-    release: (options) =>
-      fenced(options.jobId, options.token, (row) => {
-        const now = storeNow(options.now)
-        endAttempt(row.job.id, options.token, now, "released")
-        return write(row, now, {
-          state: step(row.job.state, "release"),
-          runAfter: now,
-          attemptsBase: row.job.attemptsBase + 1,
-          ...leaseCleared
-        })
+        return { now, results }
       }),
 
     cancel: (options) =>
-      Effect.suspend((): Effect.Effect<Job, JobNotFound | AlreadyTerminal> => {
+      Effect.sync(() => {
         const now = storeNow(options.now)
-        const row = rows.get(options.jobId)
-        if (row === undefined || !visible(row, options.tenant)) {
-          return Effect.fail(new JobNotFound({ jobId: options.jobId }))
-        }
-        const job = row.job
-        if (isTerminal(job.state)) return Effect.fail(new AlreadyTerminal({ jobId: job.id, state: job.state }))
-        if (job.state === "queued") return Effect.succeed(write(row, now, abandonPatch(row, "cancel", "cancelled")))
-        if (job.cancelRequestedAt !== null) return Effect.succeed(job)
-        return Effect.succeed(write(row, now, { state: step(job.state, "cancel"), cancelRequestedAt: now }))
+        const results = options.items.map((item): CancelResult => {
+          const row = rows.get(item.jobId)
+          if (row === undefined || (item.tenant !== undefined && row.job.tenant !== item.tenant)) {
+            return { _tag: "NotFound", jobId: item.jobId }
+          }
+          const verdict = Protocol.cancelVerdict(row.job)
+          switch (verdict) {
+            case "AlreadyTerminal":
+              return { _tag: "AlreadyTerminal", job: row.job }
+            case "Unchanged":
+              return { _tag: "Cancelled", job: row.job }
+            default:
+              return { _tag: "Cancelled", job: apply(row, now, Protocol.cancelTransition(row.job, now, verdict)) }
+          }
+        })
+        return { now, results }
       }),
 
+    replay: (options) =>
+      Effect.sync(() => {
+        const now = storeNow(options.now)
+        const results = options.items.map((item): ReplayItemResult => {
+          const row = rows.get(item.jobId)
+          if (row === undefined || !Protocol.replayable(row.job, options.filter)) {
+            return { _tag: "Skipped", jobId: item.jobId, state: row?.job.state ?? null }
+          }
+          return { _tag: "Replayed", job: apply(row, now, Protocol.replayTransition(row.job, now)) }
+        })
+        return { now, results }
+      }),
+
+    sweep: (options) =>
+      Effect.sync(() => {
+        const now = storeNow(options.now)
+        const republishAfterMs = options.republishAfterMs ?? Protocol.defaults.republishAfterMs
+        // One budget for the whole pass: expired leases first, then overdue queued jobs, then republish marks.
+        let budget = options.limit ?? Protocol.defaults.sweepLimit
+        const requeued: Array<Job> = []
+        const expiredFailed: Array<JobId> = []
+        const abandoned: Array<JobId> = []
+        const inQueue = [...rows.values()].filter(
+          (row) => options.queue === undefined || row.job.queue === options.queue
+        )
+        for (const phase of ["Expired", "Overdue"] as const) {
+          for (const row of inQueue) {
+            if (budget <= 0) break
+            const verdict = Protocol.sweepVerdict(row.job, now)
+            if (verdict === undefined || verdict._tag !== phase) continue
+            budget--
+            const job = apply(row, now, Protocol.sweepTransition(row.job, now, verdict))
+            if (job.state === "queued") requeued.push(job)
+            else if (job.state === "failed") expiredFailed.push(job.id)
+            else abandoned.push(job.id)
+          }
+        }
+        // A job this pass requeued is published by the caller as requeued, never also as stale.
+        const written = new Set<JobId>(requeued.map((job) => job.id))
+        const stale = inQueue
+          .filter(
+            (row) => !written.has(row.job.id) && Protocol.isStale(row.job, row.republishedAt, now, republishAfterMs)
+          )
+          .sort(
+            (a, b) =>
+              Protocol.lastTouched(a.job, a.republishedAt) - Protocol.lastTouched(b.job, b.republishedAt) ||
+              a.seq - b.seq
+          )
+          .slice(0, Math.max(0, budget))
+        // The republish mark is a write of its own: it leaves `updatedAt` and the job record alone.
+        for (const row of stale) row.republishedAt = now
+        return { now, requeued, expiredFailed, abandoned, stale: stale.map((row) => row.job) }
+      })
+  }
+
+  const visible = (row: Row, tenant: string | undefined): boolean => tenant === undefined || row.job.tenant === tenant
+
+  const query: Query["Type"] = {
     get: (options) =>
       Effect.suspend(() => {
         const row = rows.get(options.jobId)
@@ -389,26 +345,30 @@ export const makeInspectable: Effect.Effect<Inspectable> = Effect.gen(function* 
       }),
 
     list: (options) =>
-      Effect.sync(() =>
-        [...rows.values()]
+      Effect.sync(() => {
+        const sign = options.order === "oldest" ? -1 : 1
+        const limit = options.limit === null ? Number.POSITIVE_INFINITY : (options.limit ?? Protocol.defaults.listLimit)
+        return [...rows.values()]
           .filter((row) => matches(row.job, options))
-          .sort(newestFirst)
-          .slice(0, options.limit ?? DEFAULT_LIMIT)
+          .sort((a, b) => sign * (b.job.createdAt - a.job.createdAt || b.seq - a.seq))
+          .slice(0, limit)
           .map((row) => row.job)
-      ),
+      }),
 
     attempts: (options) =>
-      Effect.sync(() => [...(attemptRows.get(options.jobId) ?? [])].sort((a, b) => a.token - b.token)),
+      Effect.sync(() => [...(rows.get(options.jobId)?.attempts ?? [])].sort((a, b) => a.token - b.token)),
 
-    charges: (options) => Effect.sync(() => [...(chargeRows.get(options.jobId)?.values() ?? [])]),
+    charges: (options) =>
+      Effect.sync(() => {
+        const row = rows.get(options.jobId)
+        if (row === undefined) return []
+        return [...row.charges.values()].map((charge): Charge => ({ jobId: row.job.id, ...charge }))
+      }),
 
     deadLetters: (options) =>
       Effect.sync(() => {
-        const failed = selectFailed(options)
-        const groups = new Map<
-          string,
-          { errorClass: ErrorClass | null; inputHash: string; count: number; costCents: number }
-        >()
+        const failed = [...rows.values()].filter((row) => matches(row.job, { ...options, state: "failed" }))
+        const groups = new Map<string, { -readonly [K in keyof DeadLetterGroup]: DeadLetterGroup[K] }>()
         for (const { job } of failed) {
           const key = JSON.stringify([job.errorClass, job.inputHash])
           const group = groups.get(key) ?? {
@@ -429,104 +389,14 @@ export const makeInspectable: Effect.Effect<Inspectable> = Effect.gen(function* 
         )
         const jobs = failed
           .sort((a, b) => b.job.updatedAt - a.job.updatedAt || b.seq - a.seq)
-          .slice(0, options.limit ?? DEFAULT_LIMIT)
+          .slice(0, options.limit ?? Protocol.defaults.listLimit)
           .map((row) => row.job)
         return { jobs, groups: ordered }
       }),
 
-    replay: (options) =>
-      Effect.sync(() => {
-        const now = storeNow(options.now)
-        const replayed: Array<JobId> = []
-        const skipped: Array<JobId> = []
-        const targets: Array<JobId> =
-          options.jobIds !== undefined
-            ? [...options.jobIds]
-            : selectFailed(options)
-                .sort((a, b) => a.seq - b.seq)
-                .map((row) => row.job.id)
-        for (const id of targets.slice(0, options.limit ?? targets.length)) {
-          const row = rows.get(id)
-          if (row === undefined || row.job.state !== "failed" || !matches(row.job, options)) {
-            skipped.push(id)
-            continue
-          }
-          write(row, now, {
-            state: step(row.job.state, "replay"),
-            runAfter: now,
-            attemptsBase: row.job.attempts,
-            abandonReason: null,
-            cancelRequestedAt: null,
-            ...leaseCleared
-          })
-          replayed.push(id)
-        }
-        return { replayed, skipped }
-      }),
-
-    sweep: (options) =>
-      Effect.sync(() => {
-        const now = storeNow(options.now)
-        const republishAfterMs = options.republishAfterMs ?? DEFAULT_REPUBLISH_AFTER_MS
-        // One budget for the whole pass: expired leases first, then overdue queued jobs, then republish marks.
-        let budget = options.limit ?? DEFAULT_SWEEP_LIMIT
-        const requeued: Array<JobId> = []
-        const expiredFailed: Array<JobId> = []
-        const abandoned: Array<JobId> = []
-        const inQueue = [...rows.values()]
-          .filter((row) => options.queue === undefined || row.job.queue === options.queue)
-          .sort((a, b) => a.seq - b.seq)
-        for (const row of inQueue) {
-          if (budget <= 0) break
-          const job = row.job
-          if (job.state !== "running" || job.leaseUntil === null || job.leaseUntil >= now) continue
-          budget--
-          endAttempt(job.id, job.leaseToken, now, "expired", "lease_expired")
-          if (job.cancelRequestedAt !== null) {
-            write(row, now, abandonPatch(row, "abandon", "cancelled"))
-            abandoned.push(job.id)
-          } else if (job.deadlineAt !== null && job.deadlineAt <= now) {
-            write(row, now, abandonPatch(row, "abandon", "deadline"))
-            abandoned.push(job.id)
-          } else if (attemptsLeft(job) === 0) {
-            write(row, now, { state: step(job.state, "fail"), errorClass: "lease_expired", ...leaseCleared })
-            expiredFailed.push(job.id)
-          } else {
-            write(row, now, { state: step(job.state, "expire"), runAfter: now, ...leaseCleared })
-            requeued.push(job.id)
-          }
-        }
-        for (const row of inQueue) {
-          if (budget <= 0) break
-          const job = row.job
-          if (job.state !== "queued" || job.deadlineAt === null || job.deadlineAt > now) continue
-          budget--
-          write(row, now, abandonPatch(row, "abandon", "deadline"))
-          abandoned.push(job.id)
-        }
-        const lastTouched = (row: Row): number => Math.max(row.job.updatedAt, row.republishedAt ?? row.job.updatedAt)
-        const cutoff = now - republishAfterMs
-        // A job this pass requeued is published by the caller as requeued, never also as stale.
-        const written = new Set<JobId>(requeued)
-        const stale = inQueue
-          .filter(
-            (row) =>
-              !written.has(row.job.id) &&
-              row.job.state === "queued" &&
-              row.job.runAfter <= now &&
-              (row.job.deadlineAt === null || row.job.deadlineAt > now) &&
-              lastTouched(row) <= cutoff
-          )
-          .sort((a, b) => lastTouched(a) - lastTouched(b) || a.seq - b.seq)
-          .slice(0, Math.max(0, budget))
-        // The republish mark is a write of its own: it leaves `updatedAt` and the job record alone.
-        for (const row of stale) row.republishedAt = now
-        return { requeued, expiredFailed, abandoned, stale: stale.map((row) => row.job) }
-      }),
-
     stats: (options) =>
       Effect.sync((): StoreStats => {
-        const now = clock.unsafeCurrentTimeMillis()
+        const now = storeNow(options.now)
         const byState: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, abandoned: 0 }
         const oldestQueuedAt: Record<string, number> = {}
         const costCentsByErrorClass: Record<string, number> = {}
@@ -548,8 +418,6 @@ export const makeInspectable: Effect.Effect<Inspectable> = Effect.gen(function* 
         return { byState, oldestQueuedAt, costCentsByErrorClass, failedInWindow }
       })
   }
-  return { store, peek: (jobId) => rows.get(jobId)?.job }
-})
 
-/** @internal */
-export const make: Effect.Effect<MemoryStore> = Effect.map(makeInspectable, (inspectable) => inspectable.store)
+  return { store, query, peek: (jobId) => rows.get(jobId)?.job }
+})

@@ -7,7 +7,7 @@
  * @internal
  */
 import { Duration, Effect, Fiber } from "effect"
-import type { Delivery, Message } from "../Transport.js"
+import type { Delivery, Message, TransportCapabilities } from "../Transport.js"
 
 interface Entry {
   readonly seq: number
@@ -50,6 +50,7 @@ export interface MemoryTransportService {
   readonly extend: (options: { readonly delivery: Delivery; readonly visibilityMs: number }) => Effect.Effect<void>
   readonly defer: (options: { readonly delivery: Delivery; readonly delayMs: number }) => Effect.Effect<void>
   readonly ack: (options: { readonly delivery: Delivery }) => Effect.Effect<void>
+  readonly capabilities: TransportCapabilities
   /** Messages moved aside after `maxReceiveCount` deliveries, oldest first. */
   readonly deadLettered: (queue: string) => Effect.Effect<ReadonlyArray<DeadLetteredMessage>>
   /** Messages the queue holds, visible or in flight. */
@@ -244,7 +245,17 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
 
       deadLettered: (queue) => Effect.sync(() => [...(queues.get(queue)?.deadLetters ?? [])]),
 
-      size: (queue) => Effect.sync(() => queues.get(queue)?.entries.size ?? 0)
+      size: (queue) => Effect.sync(() => queues.get(queue)?.entries.size ?? 0),
+
+      capabilities: {
+        defer: true,
+        maxReceiveCount: maxReceiveCount ?? null,
+        ackRemoves: true,
+        visibilityFollowsLease: false,
+        maxBatch: 1_000,
+        maxDelayMs: null,
+        priority: true
+      }
     }
     return service
   })
