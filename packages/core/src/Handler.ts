@@ -31,8 +31,9 @@ export class BudgetExceeded extends Data.TaggedError("BudgetExceeded")<{
 }
 
 /**
- * A model call asked for once the job's deadline (`deadlineAt`, store time) had passed. Nothing was reserved and
- * nothing was called; the worker ends the job `abandoned(deadline)`.
+ * A model call asked for once the job's deadline (`deadlineAt`, store time) had passed, as the store time of its
+ * reservation showed. Nothing was called and the reservation was settled at 0; the worker ends the job
+ * `abandoned(deadline)`.
  *
  * @since 0.1.0
  * @category errors

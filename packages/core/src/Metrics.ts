@@ -1,6 +1,6 @@
 /**
  * Operational metrics, as Effect `Metric`s named `slowcall_*`. Counters are incremented where the event happens
- * (worker, sweeper); gauges of the job population are refreshed from `Store.stats` by `poll`, because the Store is
+ * (worker, sweeper); gauges of the job population are refreshed from `Query.stats` by `poll`, because the Store is
  * the truth and no process sees every job. Alert on `slowcall_dead_letter_rate_per_minute` (the arrival rate into
  * failed), not on the dead-letter depth.
  *
@@ -9,6 +9,7 @@
 import { Duration, Effect, Metric, MetricState, Schedule, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
 import type { JobState } from "./Models.js"
+import { Query } from "./Query.js"
 import { Store } from "./Store.js"
 
 /**
@@ -150,17 +151,18 @@ export interface PollOptions {
 }
 
 /**
- * Read `Store.stats` once and set every population gauge from it. Ages and the window use store time.
+ * Read `Query.stats` once and set every population gauge from it. Ages and the window use store time.
  *
  * @since 0.1.0
  * @category combinators
  */
-export const refresh = (options: PollOptions = {}): Effect.Effect<void, StoreError, Store> =>
+export const refresh = (options: PollOptions = {}): Effect.Effect<void, StoreError, Store | Query> =>
   Effect.gen(function* () {
     const store = yield* Store
+    const query = yield* Query
     const windowMs = options.windowMs ?? 300_000
     const now = yield* store.now
-    const stats = yield* store.stats({ queue: options.queue, tenant: options.tenant, failedSince: now - windowMs })
+    const stats = yield* query.stats({ queue: options.queue, tenant: options.tenant, failedSince: now - windowMs })
     for (const state of states) {
       yield* Metric.set(Metric.tagged(jobs, "state", state), stats.byState[state] ?? 0)
     }
@@ -182,7 +184,7 @@ export const refresh = (options: PollOptions = {}): Effect.Effect<void, StoreErr
  */
 export const poll = (
   options: PollOptions & { readonly intervalMs?: number | undefined } = {}
-): Effect.Effect<void, never, Store | Scope.Scope> =>
+): Effect.Effect<void, never, Store | Query | Scope.Scope> =>
   refresh(options).pipe(
     Effect.catchAll((error) => Effect.logWarning("metrics refresh failed", error)),
     Effect.repeat(Schedule.spaced(Duration.millis(options.intervalMs ?? 15_000))),

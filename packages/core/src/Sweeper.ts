@@ -31,8 +31,9 @@ export interface SweeperOptions {
 }
 
 /**
- * One sweep: the Store's sweep, then a publish for each requeued and each stale job. A failed publish is logged;
- * the job stays queued and a sweep returns it as stale again once `republishAfterMs` has passed.
+ * One sweep: the Store's sweep, then a publish for each requeued job and, when the transport's ack removes messages
+ * (`capabilities.ackRemoves`), for each stale one. A failed publish is logged; the job stays queued and a sweep
+ * returns it as stale again once `republishAfterMs` has passed.
  *
  * @since 0.1.0
  * @category combinators
@@ -62,13 +63,10 @@ export const runOnce = (options: SweeperOptions = {}): Effect.Effect<SweepResult
             )
           )
         )
-    const staleIds = new Set<string>(result.stale.map((job) => job.id))
-    for (const jobId of result.requeued) {
-      if (staleIds.has(jobId)) continue
-      const job = yield* store.get({ jobId }).pipe(Effect.catchTag("JobNotFound", () => Effect.succeed(undefined)))
-      if (job !== undefined && job.state === "queued") yield* publish(job)
-    }
-    for (const job of result.stale) yield* publish(job)
+    for (const job of result.requeued) yield* publish(job)
+    // A transport whose message is the job record itself (an ack does not remove it) cannot have lost the message of
+    // a queued job: republishing it would only add a wake-up.
+    if (transport.capabilities.ackRemoves) for (const job of result.stale) yield* publish(job)
     return result
   })
 

@@ -48,13 +48,16 @@ import * as Handler from "./Handler.js"
 import * as Ids from "./Ids.js"
 import * as WorkerContext from "./internal/workerContext.js"
 import * as Control from "./internal/workerControl.js"
-import { retryStore } from "./internal/workerStore.js"
-import * as Lease from "./Lease.js"
+import * as WorkerLease from "./internal/workerLease.js"
+import { decide, type Ended } from "./internal/workerOutcome.js"
+import { claimOne, retryStore, settleOne } from "./internal/workerStore.js"
 import * as Metrics from "./Metrics.js"
-import { attemptsLeft, type ErrorClass, type Job, type Json } from "./Models.js"
+import type { Job } from "./Models.js"
 import * as Normalize from "./Normalize.js"
+import type { Outcome } from "./Protocol.js"
+import * as Protocol from "./Protocol.js"
 import * as Retry from "./Retry.js"
-import { type FencedOptions, Store } from "./Store.js"
+import { Store } from "./Store.js"
 import { type Delivery, Transport } from "./Transport.js"
 
 /**
@@ -88,6 +91,8 @@ export interface WorkerOptions<R> {
   readonly receiveErrorDelayMs?: number | undefined
   /** How long a delivery is hidden when its claim could not reach the Store. */
   readonly storeErrorDelayMs?: number | undefined
+  /** Admission hooks before each claim and around each model call (fleet-wide limits). */
+  readonly admission?: Admission<R> | undefined
 }
 
 /**
@@ -101,14 +106,23 @@ export interface Worker {
   readonly inFlight: Effect.Effect<number>
 }
 
-type After = { readonly _tag: "ack" } | { readonly _tag: "defer"; readonly delayMs: number }
-/** An attempt whose lease is kept alive (heartbeat, watchdog) while its outcome is written. */
-interface Held {
-  readonly control: Control.Control
-  readonly leaseMs: number
+/**
+ * Hooks that admit work before it starts, for fleet-wide concurrency and rate limits. `beforeClaim` runs before a
+ * delivery is claimed (`Defer` hides the delivery for `delayMs` without claiming: nothing is written); `aroundCall`
+ * wraps each model call (it may wait for a permit before running the call, and must run it at most once). Without
+ * hooks a worker admits everything and pays nothing for it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Admission<R = never> {
+  readonly beforeClaim?:
+    | ((
+        delivery: Delivery
+      ) => Effect.Effect<{ readonly _tag: "Admit" } | { readonly _tag: "Defer"; readonly delayMs: number }, never, R>)
+    | undefined
+  readonly aroundCall?: WorkerContext.AroundCall | undefined
 }
-const ack: After = { _tag: "ack" }
-const deferBy = (delayMs: number): After => ({ _tag: "defer", delayMs })
 
 const formatParseError = (error: ParseResult.ParseError): string =>
   Normalize.truncate(Normalize.redact(ParseResult.TreeFormatter.formatErrorSync(error)))
@@ -150,6 +164,483 @@ const isRetryableStoreError = (error: LeaseLost | StoreError): boolean =>
 /** Delay before retry `n` (0-based) of an outcome write while the lease is held: 50 ms doubling, at most 1 s. */
 const heldRetryDelayMs = (n: number): number => Math.min(50 * 2 ** n, 1_000)
 
+/** The handler's estimate for this input; a throwing estimate function is a handler bug, reported as such. */
+const estimateEither = <R>(
+  handler: Handler.Handler<any, any, R>,
+  input: unknown
+): Either.Either<number | undefined, string> => {
+  try {
+    return Either.right(Handler.estimateFor(handler, input))
+  } catch (error) {
+    return Either.left(evidenceOf(`estimate failed: ${error instanceof Error ? error.message : String(error)}`))
+  }
+}
+
+/** An attempt whose lease is kept alive (heartbeat, watchdog) while its outcome is written. */
+interface Held {
+  readonly control: Control.Control
+  readonly leaseMs: number
+}
+
+/** A written settlement: the job as it was left and the store time of the write. */
+type Written = { readonly job: Job; readonly now: number }
+
+/** Everything a worker's steps share: its services, resolved options and the state of its deliveries. */
+interface Env<R> {
+  readonly store: Store["Type"]
+  readonly transport: Transport["Type"]
+  readonly registry: Handler.Registry<R>
+  readonly owner: string
+  readonly instance: string
+  readonly queue: string
+  readonly concurrency: number
+  readonly receiveWaitMs: number
+  readonly shutdownGraceMs: number
+  readonly unknownHandlerDelayMs: number
+  readonly busyMarginMs: number
+  readonly receiveErrorDelayMs: number
+  readonly storeErrorDelayMs: number
+  readonly visibilityMs: number
+  /** The transport's longest delay (`capabilities.maxDelayMs`), or infinity. */
+  readonly maxDelayMs: number
+  readonly retry: WorkerOptions<R>["retry"]
+  readonly admission: Admission<R> | undefined
+  readonly logging: boolean
+  readonly tracing: boolean
+  readonly fibers: FiberSet.FiberSet<void, never>
+  readonly running: Map<string, Control.Control>
+  /** Set once when the scope starts closing; read and written only in synchronous steps. */
+  closing: boolean
+  /** Claims made, for owner tags unique per claim. */
+  claims: number
+  /** Free delivery slots; changed only in synchronous steps. */
+  free: number
+  slotWaiter: ((resume: Effect.Effect<void>) => void) | undefined
+}
+
+// Transport operations never fail the worker: a lost ack or defer only means the message returns, and the claim in
+// the Store decides what happens then.
+const ackDelivery = <R>(env: Env<R>, delivery: Delivery) =>
+  env.transport
+    .ack({ delivery })
+    .pipe(Effect.catchAll((error) => Effect.logWarning("ack failed; the message will return", error)))
+
+// A delay beyond the transport's longest is cut to it: the message returns early, and its claim defers it again.
+const deferDelivery = <R>(env: Env<R>, delivery: Delivery, delayMs: number) =>
+  env.transport
+    .defer({ delivery, delayMs: Math.min(Math.max(0, Math.ceil(delayMs)), env.maxDelayMs) })
+    .pipe(Effect.catchAll((error) => Effect.logWarning("defer failed; the message will return", error)))
+
+/**
+ * Retry an outcome write. Outside an attempt (no lease kept alive): a few quick retries. Inside one: while the lease
+ * is this worker's (the heartbeat keeps it), for at most one lease length after the handler ended.
+ */
+const retryWrite = <A>(write: Effect.Effect<A, LeaseLost | StoreError>, held: Held | undefined) =>
+  held === undefined
+    ? retryStore(write)
+    : Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+        const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
+          isRetryableStoreError(error)
+            ? Effect.map(
+                Clock.currentTimeMillis,
+                (now) => !Control.leaseGone(held.control.stopReason) && now - startedAt < held.leaseMs
+              )
+            : Effect.succeed(false)
+        const attempt = (n: number): Effect.Effect<A, LeaseLost | StoreError> =>
+          Effect.catchAll(write, (error) =>
+            Effect.flatMap(mayRetry(error), (retry) =>
+              retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), attempt(n + 1)) : Effect.fail(error)
+            )
+          )
+        return attempt(0)
+      })
+
+/**
+ * The one persist step: write a settlement (fenced, retried on retryable store errors), then ack a job that is
+ * terminal or defer a queued one until it is due (`deferMs` overrides that wait). A lost lease defers the message at
+ * once; a write that could not be made leaves the message to return.
+ */
+const persist = <R>(
+  env: Env<R>,
+  delivery: Delivery,
+  write: Effect.Effect<Written, LeaseLost | StoreError>,
+  held?: Held | undefined,
+  deferMs?: number | undefined
+) =>
+  retryWrite(write, held).pipe(
+    Effect.matchEffect({
+      onFailure: (error) =>
+        error._tag === "LeaseLost"
+          ? Metric.increment(Metrics.fencedWritesRejected).pipe(
+              Effect.zipRight(Effect.logWarning("outcome rejected: lease lost", error)),
+              Effect.zipRight(deferDelivery(env, delivery, 0))
+            )
+          : Effect.logError("outcome not persisted; the message is left to return", error),
+      onSuccess: ({ job, now }) =>
+        Effect.zipRight(
+          job.state === "failed" ? Metric.increment(Metrics.deadLetterArrivals) : Effect.void,
+          job.state === "queued"
+            ? deferDelivery(env, delivery, deferMs ?? Math.max(0, job.runAfter - now))
+            : ackDelivery(env, delivery)
+        )
+    })
+  )
+
+/**
+ * A settlement as a write. A result the Store refuses for good (a non-retryable `StoreError`, e.g. a value its
+ * column type cannot hold) would be refused on every attempt, and each attempt calls the model again: the job fails
+ * with that evidence instead. (A repeat of the whole write after a retryable failure tries `Complete` again first: it
+ * is fenced, so at most one of the two writes applies.)
+ */
+const settleWith = <R>(env: Env<R>, job: Job, outcome: Outcome): Effect.Effect<Written, LeaseLost | StoreError> => {
+  const write = settleOne(env.store, { jobId: job.id, token: job.leaseToken, outcome })
+  if (outcome._tag !== "Complete") return write
+  return Effect.catchIf(
+    write,
+    (error): error is StoreError => error._tag === "StoreError" && !error.isRetryable,
+    (error) =>
+      Effect.logError("the store refused the result; the job fails", error).pipe(
+        Effect.zipRight(
+          settleOne(env.store, {
+            jobId: job.id,
+            token: job.leaseToken,
+            outcome: { _tag: "Fail", errorClass: "unknown", error: evidenceOf(`result not storable: ${error.detail}`) }
+          })
+        )
+      )
+  )
+}
+
+/** How the handler ended, for the decision: the result encoded and checked, or the failure normalised. */
+const endedOf = <R>(handler: Handler.Handler<any, any, R>, exit: Exit.Exit<unknown, unknown>): Effect.Effect<Ended> =>
+  Effect.gen(function* () {
+    if (Exit.isSuccess(exit)) {
+      const encoded = yield* runSchema(Schema.encode(handler.result), exit.value)
+      if (Exit.isFailure(encoded)) {
+        const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
+        return { _tag: "Unstorable", error } as const
+      }
+      const result = Canonical.validateJson(encoded.value)
+      if (Either.isLeft(result)) {
+        const error = evidenceOf(`result is not storable JSON at ${result.left.path}: ${result.left.message}`)
+        return { _tag: "Unstorable", error } as const
+      }
+      return { _tag: "Succeeded", result: result.right } as const
+    }
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure) && failure.value instanceof Handler.BudgetExceeded) {
+      return { _tag: "BudgetExceeded", error: failure.value.message } as const
+    }
+    if (Option.isSome(failure) && failure.value instanceof Handler.DeadlineExceeded) {
+      return { _tag: "DeadlineExceeded", error: failure.value.message } as const
+    }
+    const normalized = yield* Normalize.normalizeWithClock(Option.isSome(failure) ? failure.value : exit.cause)
+    return { _tag: "Failed", normalized } as const
+  })
+
+/** Decide and persist the outcome of an attempt whose handler has ended. */
+const finish = <R>(
+  env: Env<R>,
+  delivery: Delivery,
+  handler: Handler.Handler<any, any, R>,
+  job: Job,
+  input: unknown,
+  held: Held,
+  exit: Exit.Exit<unknown, unknown>
+) =>
+  Effect.gen(function* () {
+    const ended = yield* endedOf(handler, exit)
+    const spentCents = held.control.knownCostCents
+    // The next attempt's estimate: the handler's, else what this attempt spent (the claim applies the full fallback).
+    const declared = Either.getOrUndefined(estimateEither(handler, input))
+    const decision = decide({
+      job,
+      ended,
+      stop: held.control.stopReason,
+      spentCents,
+      nextEstimateCents: declared ?? Math.max(0, spentCents - job.costCents)
+    })
+    switch (decision._tag) {
+      case "HandOff":
+        if (decision.selfFenced) {
+          yield* Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
+        }
+        return yield* deferDelivery(env, delivery, 0)
+      case "Settle":
+        return yield* persist(env, delivery, settleWith(env, job, decision.outcome), held)
+      case "Retry": {
+        const { normalized } = decision
+        const delayMs = yield* Retry.delayFor(normalized, job.attempts - job.attemptsBase, {
+          ...classPolicy(normalized.errorClass),
+          ...(env.retry?.baseMs !== undefined ? { baseMs: env.retry.baseMs } : {}),
+          ...(env.retry?.capMs !== undefined ? { capMs: env.retry.capMs } : {})
+        })
+        yield* Metric.increment(Metrics.retries)
+        const outcome: Outcome = {
+          _tag: "Retry",
+          delayMs,
+          errorClass: normalized.errorClass,
+          error: normalized.evidence
+        }
+        return yield* persist(env, delivery, settleWith(env, job, outcome), held)
+      }
+    }
+  })
+
+/** The gates before a handler may start: its input decodes, its estimate is computable and fits the budget. */
+const admitAttempt = <R>(handler: Handler.Handler<any, any, R>, job: Job) =>
+  Effect.gen(function* () {
+    const decoded = yield* runSchema(Schema.decodeUnknown(handler.input), job.input)
+    if (Exit.isFailure(decoded)) {
+      return Either.left<Outcome>({
+        _tag: "Fail",
+        errorClass: "invalid_input",
+        error: formatSchemaCause(decoded.cause)
+      })
+    }
+    const estimate = estimateEither(handler, decoded.value)
+    if (Either.isLeft(estimate))
+      return Either.left<Outcome>({ _tag: "Fail", errorClass: "unknown", error: estimate.left })
+    if (estimate.right !== undefined && !Protocol.budgetFits(job.budgetCents, job.costCents, estimate.right)) {
+      return Either.left<Outcome>({
+        _tag: "Abandon",
+        reason: "budget",
+        error: `estimate ${estimate.right} does not fit the budget`
+      })
+    }
+    return Either.right<unknown>(decoded.value)
+  })
+
+/** An attempt as a scoped lease: claimed already; keep it alive while the handler runs, then settle. */
+const runAttempt = <R>(
+  env: Env<R>,
+  delivery: Delivery,
+  handler: Handler.Handler<any, any, R>,
+  job: Job,
+  takeover: boolean,
+  claimSentAt: number
+) =>
+  Effect.gen(function* () {
+    if (takeover) yield* Metric.increment(Metrics.leaseTakeovers)
+    const admitted = yield* admitAttempt(handler, job)
+    if (Either.isLeft(admitted)) return yield* persist(env, delivery, settleWith(env, job, admitted.left))
+    // The worker began closing while this claim was on its way: hand the job back before any model call.
+    if (env.closing) return yield* persist(env, delivery, settleWith(env, job, { _tag: "Release" }), undefined, 0)
+    const input = admitted.right
+    const localLeaseEnd = claimSentAt + handler.leaseMs
+    if ((yield* Clock.currentTimeMillis) >= localLeaseEnd) {
+      // The claim's reply came back after the lease it granted may have ended (a pause, slow retries): a model call
+      // now could overlap the next holder's. Write nothing; the message returns to a fresh claim.
+      yield* Metric.increment(Metrics.selfFenced)
+      yield* Effect.logWarning("lease ended before the attempt could start; nothing run, nothing committed")
+      return yield* deferDelivery(env, delivery, 0)
+    }
+    const control = Control.make({ localLeaseEnd, costCents: job.costCents })
+    env.running.set(job.id, control)
+    const held: Held = { control, leaseMs: handler.leaseMs }
+    const ctx = WorkerContext.make({ store: env.store, job, control, aroundCall: env.admission?.aroundCall })
+    // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
+    const handlerFiber = yield* Effect.fork(Effect.suspend(() => handler.run(input, ctx)))
+    control.handlerFiber = handlerFiber
+    // A stop that came between registration and the line above could not interrupt the handler: do it now.
+    if (control.stopReason !== undefined) yield* Fiber.interruptFork(handlerFiber)
+    const stopKeeping = yield* WorkerLease.keep({
+      store: env.store,
+      transport: env.transport,
+      delivery,
+      job,
+      leaseMs: handler.leaseMs,
+      control
+    })
+    const exit = yield* Fiber.await(handlerFiber)
+    env.running.delete(job.id)
+    control.persisting = true
+    // The lease is kept until the outcome is stored, then let go.
+    yield* finish(env, delivery, handler, job, input, held, exit).pipe(Effect.ensuring(stopKeeping))
+  }).pipe(
+    // This worker runs at most one attempt of a job at a time (it holds the lease), so the entry is this one's.
+    Effect.ensuring(Effect.sync(() => env.running.delete(job.id))),
+    (attempt) =>
+      env.logging ? Effect.annotateLogs(attempt, { token: job.leaseToken, traceId: job.traceId ?? "" }) : attempt,
+    (attempt) =>
+      env.tracing
+        ? Effect.withSpan(attempt, "slowcall.attempt", {
+            // The span's source location is this line for every attempt: a stack trace each time buys nothing.
+            captureStackTrace: false,
+            attributes: {
+              "slowcall.job_id": job.id,
+              "slowcall.type": job.type,
+              "slowcall.version": job.version,
+              "slowcall.token": job.leaseToken,
+              "slowcall.trace_id": job.traceId ?? ""
+            }
+          })
+        : attempt
+  )
+
+/** Run a job this worker holds, or hand it back when its (type, version) has no handler here. */
+const runHeld = <R>(env: Env<R>, delivery: Delivery, job: Job, takeover: boolean, claimSentAt: number) => {
+  const actual = env.registry.get(job.type, job.version)
+  if (actual === undefined) {
+    // The message named another (type, version) than the job: hand the job back untouched.
+    return Effect.zipRight(
+      Metric.increment(Metrics.unknownHandlerDeferred),
+      persist(env, delivery, settleWith(env, job, { _tag: "Release" }), undefined, env.unknownHandlerDelayMs)
+    )
+  }
+  return runAttempt(env, delivery, actual, job, takeover, claimSentAt)
+}
+
+/** Claim the delivery's job and act on the verdict: run it, defer it, or ack a settled duplicate. */
+const claimAndRun = <R>(env: Env<R>, delivery: Delivery, handler: Handler.Handler<any, any, R>) =>
+  Effect.gen(function* () {
+    const sentAt = yield* Clock.currentTimeMillis
+    // A retried claim whose first try applied but lost its reply finds the job Busy under this very tag.
+    const claimOwner = `${env.owner}/${env.instance}.${++env.claims}`
+    const claimed = yield* Effect.either(
+      retryStore(
+        claimOne(env.store, {
+          jobId: delivery.jobId,
+          owner: claimOwner,
+          leaseMs: handler.leaseMs,
+          estimateCents: typeof handler.estimateCents === "number" ? handler.estimateCents : undefined
+        })
+      )
+    )
+    if (Either.isLeft(claimed)) {
+      yield* Effect.logWarning("claim failed", claimed.left)
+      return yield* deferDelivery(env, delivery, env.storeErrorDelayMs)
+    }
+    const { now, result } = claimed.right
+    switch (result._tag) {
+      case "NotFound":
+        return yield* ackDelivery(env, delivery)
+      case "Settled":
+        yield* Metric.increment(Metrics.duplicateDeliveriesDropped)
+        return yield* ackDelivery(env, delivery)
+      case "Busy":
+        if (result.job.leaseOwner === claimOwner) return yield* runHeld(env, delivery, result.job, false, sentAt)
+        return yield* deferDelivery(env, delivery, result.until - now + env.busyMarginMs)
+      case "NotDue":
+        return yield* deferDelivery(env, delivery, result.until - now)
+      case "Claimed":
+        return yield* runHeld(env, delivery, result.job, result.takeover, sentAt)
+    }
+  })
+
+/** One delivery: skip what no handler here knows, admit, claim, run. */
+const processDelivery = <R>(env: Env<R>, delivery: Delivery): Effect.Effect<void, never, R> => {
+  const process = Effect.suspend(() => {
+    const handler = env.registry.get(delivery.type, delivery.version)
+    if (handler === undefined) {
+      return Effect.zipRight(
+        Metric.increment(Metrics.unknownHandlerDeferred),
+        deferDelivery(env, delivery, env.unknownHandlerDelayMs)
+      )
+    }
+    // A closing worker claims nothing more; the message returns for another worker.
+    if (env.closing) return deferDelivery(env, delivery, 0)
+    const beforeClaim = env.admission?.beforeClaim
+    if (beforeClaim === undefined) return claimAndRun(env, delivery, handler)
+    return Effect.flatMap(beforeClaim(delivery), (admit) =>
+      admit._tag === "Defer" ? deferDelivery(env, delivery, admit.delayMs) : claimAndRun(env, delivery, handler)
+    )
+  })
+  return env.logging ? Effect.annotateLogs(process, { worker: env.owner, jobId: delivery.jobId }) : process
+}
+
+const releaseSlots = <R>(env: Env<R>, n: number): void => {
+  env.free += n
+  const waiter = env.slotWaiter
+  env.slotWaiter = undefined
+  if (n > 0 && waiter !== undefined) waiter(Effect.void)
+}
+
+/**
+ * The receive loop: wait for a free slot, take every free slot, receive up to that many deliveries (at most the
+ * transport's largest batch) and start one fiber each.
+ */
+const receiveLoop = <R>(env: Env<R>): Effect.Effect<void, never, R> => {
+  const releaseSlot = Effect.sync(() => releaseSlots(env, 1))
+  // No canceller: a waiter left by an interrupted loop is called at most once, by the next release, and Effect
+  // ignores a resume after the interruption (a canceller would cost an interruption handler on every wait).
+  const awaitSlot = Effect.async<void>((resume) => {
+    if (env.free > 0) return resume(Effect.void)
+    env.slotWaiter = resume
+  })
+  const maxBatch = Math.max(1, env.transport.capabilities.maxBatch)
+  const receiveOnce = Effect.zipRight(
+    awaitSlot,
+    Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        const taken = Math.min(env.free, maxBatch)
+        env.free -= taken
+        return Effect.exit(
+          restore(
+            env.transport
+              .receive({ queue: env.queue, max: taken, visibilityMs: env.visibilityMs, waitMs: env.receiveWaitMs })
+              .pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning("receive failed", error).pipe(
+                    Effect.zipRight(Effect.sleep(env.receiveErrorDelayMs)),
+                    Effect.as([] as ReadonlyArray<Delivery>)
+                  )
+                )
+              )
+          )
+        ).pipe(
+          Effect.flatMap((exit) => {
+            // Failures are caught above, so a failed exit is an interruption (or a defect): the slots go back.
+            if (Exit.isFailure(exit)) {
+              releaseSlots(env, taken)
+              return Effect.failCause(exit.cause)
+            }
+            const deliveries = exit.value
+            releaseSlots(env, taken - deliveries.length)
+            // An empty receive that did not wait (a zero wait, a failing transport) yields, so it cannot spin.
+            if (deliveries.length === 0) return Effect.yieldNow()
+            // Forked from an uninterruptible region: the delivery's fiber must be interruptible again.
+            return Effect.forEach(
+              deliveries,
+              (delivery) =>
+                FiberSet.run(
+                  env.fibers,
+                  Effect.interruptible(Effect.ensuring(processDelivery(env, delivery), releaseSlot))
+                ),
+              { discard: true }
+            )
+          })
+        )
+      })
+    )
+  )
+  const loop: Effect.Effect<void, never, R> = Effect.flatMap(receiveOnce, () => loop)
+  return loop
+}
+
+/**
+ * Graceful shutdown: stop receiving, let running handlers finish for `shutdownGraceMs`, then stop the rest (their
+ * leases are released) and wait for their outcomes. Finalizers run uninterruptibly; the waits must be interruptible
+ * or their timeouts could never cut them short. An idle worker has nothing to wait for: no timer, no race.
+ */
+const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<void, never>) => {
+  const drain = (ms: number) =>
+    Effect.flatMap(FiberSet.size(env.fibers), (inFlight) =>
+      inFlight === 0
+        ? Effect.succeedSome(undefined)
+        : Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(env.fibers)), ms)
+    )
+  return Effect.gen(function* () {
+    yield* Effect.sync(() => {
+      env.closing = true
+    })
+    yield* Fiber.interrupt(loop)
+    if (Option.isSome(yield* drain(env.shutdownGraceMs))) return
+    for (const control of env.running.values()) yield* Control.stop(control, "shutdown")
+    yield* drain(Math.max(1_000, env.shutdownGraceMs))
+  }).pipe(Effect.annotateLogs({ worker: env.owner }))
+}
+
 /**
  * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully.
  *
@@ -160,546 +651,42 @@ export const make = <R = never>(
   options: WorkerOptions<R>
 ): Effect.Effect<Worker, never, Store | Transport | Scope.Scope | R> =>
   Effect.gen(function* () {
-    const store = yield* Store
-    const transport = yield* Transport
     const registry = Handler.registry(options.handlers)
-    const owner = options.id ?? (yield* Ids.makeId("worker"))
     const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1))
-    const receiveWaitMs = options.receiveWaitMs ?? 1_000
-    const shutdownGraceMs = options.shutdownGraceMs ?? 10_000
-    const unknownHandlerDelayMs = options.unknownHandlerDelayMs ?? 30_000
-    const busyMarginMs = options.busyMarginMs ?? 250
-    const receiveErrorDelayMs = options.receiveErrorDelayMs ?? 1_000
-    const storeErrorDelayMs = options.storeErrorDelayMs ?? 1_000
-    const visibilityMs = Math.max(1, registry.maxLeaseMs)
-    // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
-    // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
-    const logging = (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None"
-    const tracing = yield* FiberRef.get(FiberRef.currentTracerEnabled)
-
-    const fibers = yield* FiberSet.make<void, never>()
-    // Free delivery slots. Only the receive loop takes them (all free ones at once, for one receive call); a finished
-    // delivery gives its slot back and wakes the loop if it was waiting for one. Changed only in synchronous steps.
-    let free = concurrency
-    let slotWaiter: ((resume: Effect.Effect<void>) => void) | undefined
-    const releaseSlots = (n: number): void => {
-      free += n
-      const waiter = slotWaiter
-      slotWaiter = undefined
-      if (n > 0 && waiter !== undefined) waiter(Effect.void)
+    const transport = yield* Transport
+    const env: Env<R> = {
+      store: yield* Store,
+      transport,
+      registry,
+      owner: options.id ?? (yield* Ids.makeId("worker")),
+      // Claim owner tags: unique per worker instance (random) and per claim (counter).
+      instance: yield* Ids.makeId("i"),
+      queue: options.queue,
+      concurrency,
+      receiveWaitMs: options.receiveWaitMs ?? 1_000,
+      shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
+      unknownHandlerDelayMs: options.unknownHandlerDelayMs ?? 30_000,
+      busyMarginMs: options.busyMarginMs ?? 250,
+      receiveErrorDelayMs: options.receiveErrorDelayMs ?? 1_000,
+      storeErrorDelayMs: options.storeErrorDelayMs ?? 1_000,
+      visibilityMs: Math.max(1, registry.maxLeaseMs),
+      maxDelayMs: transport.capabilities.maxDelayMs ?? Number.POSITIVE_INFINITY,
+      retry: options.retry,
+      admission: options.admission,
+      // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
+      // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
+      logging: (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None",
+      tracing: yield* FiberRef.get(FiberRef.currentTracerEnabled),
+      fibers: yield* FiberSet.make<void, never>(),
+      running: new Map(),
+      closing: false,
+      claims: 0,
+      free: concurrency,
+      slotWaiter: undefined
     }
-    const releaseSlot = Effect.sync(() => releaseSlots(1))
-    // No canceller: a waiter left by an interrupted loop is called at most once, by the next release, and Effect
-    // ignores a resume after the interruption (a canceller would cost an interruption handler on every wait).
-    const awaitSlot = Effect.async<void>((resume) => {
-      if (free > 0) return resume(Effect.void)
-      slotWaiter = resume
-    })
-    const running = new Map<string, Control.Control>()
-    // Set once when the scope starts closing; read and written only in synchronous steps, so a handler is either
-    // registered in `running` before shutdown looks at it, or never started.
-    let closing = false
-    // Claim owner tags: unique per worker instance (random) and per claim (counter).
-    const instance = yield* Ids.makeId("i")
-    let claims = 0
-
-    // Transport operations never fail the worker: a lost ack or defer only means the message returns, and the
-    // claim in the Store decides what happens then.
-    const ackDelivery = (delivery: Delivery) =>
-      transport
-        .ack({ delivery })
-        .pipe(Effect.catchAll((error) => Effect.logWarning("ack failed; the message will return", error)))
-    const deferDelivery = (delivery: Delivery, delayMs: number) =>
-      transport
-        .defer({ delivery, delayMs: Math.max(0, Math.ceil(delayMs)) })
-        .pipe(Effect.catchAll((error) => Effect.logWarning("defer failed; the message will return", error)))
-
-    /**
-     * Retry an outcome write. Outside an attempt (no lease kept alive): a few quick retries. Inside one: while the
-     * lease is this worker's (the heartbeat keeps it), for at most one lease length after the handler ended.
-     */
-    const retryWrite = (write: Effect.Effect<Job, LeaseLost | StoreError>, held: Held | undefined) =>
-      held === undefined
-        ? retryStore(write)
-        : Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
-            const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
-              isRetryableStoreError(error)
-                ? Effect.map(
-                    Clock.currentTimeMillis,
-                    (now) => !Control.leaseGone(held.control.stopReason) && now - startedAt < held.leaseMs
-                  )
-                : Effect.succeed(false)
-            const attempt = (n: number): Effect.Effect<Job, LeaseLost | StoreError> =>
-              Effect.catchAll(write, (error) =>
-                Effect.flatMap(mayRetry(error), (retry) =>
-                  retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), attempt(n + 1)) : Effect.fail(error)
-                )
-              )
-            return attempt(0)
-          })
-
-    /** Persist an outcome (fenced, retried on retryable store errors), then ack or defer. */
-    const persist = (
-      delivery: Delivery,
-      write: Effect.Effect<Job, LeaseLost | StoreError>,
-      after: After,
-      held?: Held | undefined
-    ) =>
-      retryWrite(write, held).pipe(
-        Effect.matchEffect({
-          onFailure: (error) =>
-            error._tag === "LeaseLost"
-              ? Metric.increment(Metrics.fencedWritesRejected).pipe(
-                  Effect.zipRight(Effect.logWarning("outcome rejected: lease lost", error)),
-                  Effect.zipRight(deferDelivery(delivery, 0))
-                )
-              : Effect.logError("outcome not persisted; the message is left to return", error),
-          onSuccess: (job) =>
-            Effect.zipRight(
-              job.state === "failed" ? Metric.increment(Metrics.deadLetterArrivals) : Effect.void,
-              after._tag === "ack" ? ackDelivery(delivery) : deferDelivery(delivery, after.delayMs)
-            )
-        })
-      )
-
-    /**
-     * Store a handler's result. A result the Store refuses for good (a non-retryable `StoreError`, e.g. a value its
-     * column type cannot hold) would be refused on every attempt, and each attempt calls the model again: the job
-     * fails with that evidence instead. (A repeat of the whole write after a retryable failure tries `complete`
-     * again first: it is fenced, so at most one of the two writes applies.)
-     */
-    const completeWith = (fenced: FencedOptions, result: Json) =>
-      store.complete({ ...fenced, result }).pipe(
-        Effect.catchIf(
-          (error): error is StoreError => error._tag === "StoreError" && !error.isRetryable,
-          (error) =>
-            Effect.logError("the store refused the result; the job fails", error).pipe(
-              Effect.zipRight(
-                store.fail({
-                  ...fenced,
-                  errorClass: "unknown",
-                  error: evidenceOf(`result not storable: ${error.detail}`)
-                })
-              )
-            )
-        )
-      )
-
-    /** The largest spend of any earlier attempt: the estimate of the next one when the handler declares none. */
-    const largestAttemptSpend = (job: Job) =>
-      store.charges({ jobId: job.id }).pipe(
-        Effect.map((charges) => {
-          const byToken = new Map<number, number>()
-          for (const charge of charges) byToken.set(charge.token, (byToken.get(charge.token) ?? 0) + charge.amountCents)
-          return Math.max(0, ...byToken.values())
-        }),
-        Effect.orElseSucceed(() => 0)
-      )
-
-    /** The handler's estimate for this input; a throwing estimate function is a handler bug, reported as such. */
-    const estimateEither = (
-      handler: Handler.Handler<any, any, R>,
-      input: unknown
-    ): Either.Either<number | undefined, string> => {
-      try {
-        return Either.right(Handler.estimateFor(handler, input))
-      } catch (error) {
-        return Either.left(evidenceOf(`estimate failed: ${error instanceof Error ? error.message : String(error)}`))
-      }
-    }
-    const estimateOf = (handler: Handler.Handler<any, any, R>, input: unknown) =>
-      Effect.suspend(() => estimateEither(handler, input))
-
-    /**
-     * Renews the lease every third of it until the lease is gone or the attempt's outcome is stored (the caller
-     * interrupts it then). A renewal reports a cancel request and, through its store-time lease end, a passed
-     * deadline; both stop the handler while the lease stays held for the outcome write.
-     */
-    const heartbeatLoop = (delivery: Delivery, job: Job, leaseMs: number, control: Control.Control) => {
-      const beat = Effect.gen(function* () {
-        const progress = control.pendingProgress
-        control.pendingProgress = undefined
-        const sentAt = yield* Clock.currentTimeMillis
-        const beat = yield* Effect.either(store.heartbeat({ jobId: job.id, token: job.leaseToken, leaseMs, progress }))
-        if (Either.isRight(beat)) {
-          control.localLeaseEnd = sentAt + leaseMs
-          if (beat.right.cancelRequested) yield* Control.stop(control, "cancelled")
-          // The store granted `leaseUntil = now + leaseMs`, so its clock read `leaseUntil - leaseMs`.
-          if (job.deadlineAt !== null && beat.right.leaseUntil - leaseMs >= job.deadlineAt) {
-            yield* Control.stop(control, "deadline")
-          }
-          yield* transport
-            .extend({ delivery, visibilityMs: leaseMs })
-            .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error)))
-        } else if (beat.left._tag === "LeaseLost") {
-          // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal that
-          // races a write which already applied must not count one more.
-          if (!control.persisting) yield* Metric.increment(Metrics.fencedWritesRejected)
-          yield* Control.stop(control, "lease_lost")
-        } else {
-          if (progress !== undefined) control.pendingProgress = control.pendingProgress ?? progress
-          yield* Effect.logWarning("heartbeat failed", beat.left)
-        }
-      })
-      const interval = Lease.heartbeatIntervalFor(leaseMs)
-      const loop: Effect.Effect<void> = Effect.zipRight(Effect.sleep(interval), beat).pipe(
-        Effect.flatMap(() => (Control.leaseGone(control.stopReason) ? Effect.void : loop))
-      )
-      return loop
-    }
-
-    /** Self-fencing: past the local lease end without a renewal, stop the handler and any outcome retries. */
-    const watchdog = (control: Control.Control): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        while (true) {
-          const now = yield* Clock.currentTimeMillis
-          const end = control.localLeaseEnd
-          if (now >= end) break
-          yield* Effect.sleep(end - now)
-        }
-        if (yield* Control.stop(control, "self_fenced")) yield* Metric.increment(Metrics.selfFenced)
-      })
-
-    const onFailure = (
-      delivery: Delivery,
-      handler: Handler.Handler<any, any, R>,
-      job: Job,
-      input: unknown,
-      held: Held,
-      cause: Cause.Cause<unknown>
-    ) =>
-      Effect.gen(function* () {
-        const fenced = { jobId: job.id, token: job.leaseToken }
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure) && failure.value instanceof Handler.BudgetExceeded) {
-          return yield* persist(
-            delivery,
-            store.abandon({ ...fenced, reason: "budget", error: failure.value.message }),
-            ack,
-            held
-          )
-        }
-        if (Option.isSome(failure) && failure.value instanceof Handler.DeadlineExceeded) {
-          return yield* persist(
-            delivery,
-            store.abandon({ ...fenced, reason: "deadline", error: failure.value.message }),
-            ack,
-            held
-          )
-        }
-        const normalized = yield* Normalize.normalizeWithClock(Option.isSome(failure) ? failure.value : cause)
-        const failWith = (errorClass: ErrorClass) =>
-          persist(delivery, store.fail({ ...fenced, errorClass, error: normalized.evidence }), ack, held)
-        if (!normalized.retryable || attemptsLeft(job) === 0) return yield* failWith(normalized.errorClass)
-        const delayMs = yield* Retry.delayFor(normalized, job.attempts - job.attemptsBase, {
-          ...classPolicy(normalized.errorClass),
-          ...(options.retry?.baseMs !== undefined ? { baseMs: options.retry.baseMs } : {}),
-          ...(options.retry?.capMs !== undefined ? { capMs: options.retry.capMs } : {})
-        })
-        const now = yield* Effect.either(retryStore(store.now))
-        if (Either.isLeft(now)) {
-          return yield* Effect.logError("store unreachable after a failed attempt; the message is left", now.left)
-        }
-        const abandon = (reason: "deadline" | "budget") =>
-          persist(
-            delivery,
-            store.abandon({ ...fenced, reason, errorClass: normalized.errorClass, error: normalized.evidence }),
-            ack,
-            held
-          )
-        if (job.deadlineAt !== null && now.right + delayMs >= job.deadlineAt) return yield* abandon("deadline")
-        if (job.budgetCents !== null) {
-          const spent = held.control.knownCostCents
-          const declared = yield* Effect.orElseSucceed(estimateOf(handler, input), () => undefined)
-          const estimate = declared ?? (yield* largestAttemptSpend(job))
-          if (spent >= job.budgetCents || spent + estimate > job.budgetCents) return yield* abandon("budget")
-        }
-        yield* Metric.increment(Metrics.retries)
-        return yield* persist(
-          delivery,
-          store.retry({
-            ...fenced,
-            errorClass: normalized.errorClass,
-            error: normalized.evidence,
-            runAfter: now.right + delayMs
-          }),
-          deferBy(delayMs),
-          held
-        )
-      })
-
-    /** What to write once the handler has ended, given its exit and why it was stopped (if it was). */
-    const outcome = (
-      delivery: Delivery,
-      handler: Handler.Handler<any, any, R>,
-      job: Job,
-      input: unknown,
-      held: Held,
-      exit: Exit.Exit<unknown, unknown>,
-      reason: Control.StopReason | undefined
-    ) =>
-      Effect.gen(function* () {
-        const fenced = { jobId: job.id, token: job.leaseToken }
-        if (reason === "lease_lost") {
-          // Someone else holds the job now: write nothing, let the message return to the claim.
-          return yield* deferDelivery(delivery, 0)
-        }
-        if (Exit.isSuccess(exit)) {
-          const encoded = yield* runSchema(Schema.encode(handler.result), exit.value)
-          if (Exit.isFailure(encoded)) {
-            const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
-            return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error }), ack, held)
-          }
-          const result = Canonical.validateJson(encoded.value)
-          if (Either.isLeft(result)) {
-            const error = evidenceOf(`result is not storable JSON at ${result.left.path}: ${result.left.message}`)
-            return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error }), ack, held)
-          }
-          return yield* persist(delivery, completeWith(fenced, result.right), ack, held)
-        }
-        switch (reason) {
-          case "cancelled":
-            return yield* persist(
-              delivery,
-              store.abandon({ ...fenced, reason: "cancelled", errorClass: "cancelled", error: "cancel requested" }),
-              ack,
-              held
-            )
-          case "deadline":
-            return yield* persist(
-              delivery,
-              store.abandon({ ...fenced, reason: "deadline", error: "the deadline passed while the attempt ran" }),
-              ack,
-              held
-            )
-          case "self_fenced":
-            yield* Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
-            return yield* deferDelivery(delivery, 0)
-          case "shutdown":
-            return yield* persist(delivery, store.release(fenced), deferBy(0), held)
-          case undefined:
-            return yield* onFailure(delivery, handler, job, input, held, exit.cause)
-        }
-      })
-
-    const runAttempt = (
-      delivery: Delivery,
-      handler: Handler.Handler<any, any, R>,
-      job: Job,
-      takeover: boolean,
-      claimSentAt: number
-    ) =>
-      Effect.gen(function* () {
-        const fenced = { jobId: job.id, token: job.leaseToken }
-        if (takeover) yield* Metric.increment(Metrics.leaseTakeovers)
-        const decoded = yield* runSchema(Schema.decodeUnknown(handler.input), job.input)
-        if (Exit.isFailure(decoded)) {
-          return yield* persist(
-            delivery,
-            store.fail({ ...fenced, errorClass: "invalid_input", error: formatSchemaCause(decoded.cause) }),
-            ack
-          )
-        }
-        const input = decoded.value
-        const estimate = estimateEither(handler, input)
-        if (Either.isLeft(estimate)) {
-          return yield* persist(delivery, store.fail({ ...fenced, errorClass: "unknown", error: estimate.left }), ack)
-        }
-        if (
-          job.budgetCents !== null &&
-          estimate.right !== undefined &&
-          job.costCents + estimate.right > job.budgetCents
-        ) {
-          return yield* persist(
-            delivery,
-            store.abandon({ ...fenced, reason: "budget", error: `estimate ${estimate.right} does not fit the budget` }),
-            ack
-          )
-        }
-
-        if (closing) {
-          // The worker began closing while this claim was on its way: hand the job back before any model call.
-          return yield* persist(delivery, store.release(fenced), deferBy(0))
-        }
-        const control = Control.make({ localLeaseEnd: claimSentAt + handler.leaseMs, costCents: job.costCents })
-        running.set(job.id, control)
-        const held: Held = { control, leaseMs: handler.leaseMs }
-        const ctx = WorkerContext.make({ store, job, control })
-        // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
-        const handlerFiber = yield* Effect.fork(Effect.suspend(() => handler.run(input, ctx)))
-        control.handlerFiber = handlerFiber
-        // A stop that came between registration and the line above could not interrupt the handler: do it now.
-        if (control.stopReason !== undefined) yield* Fiber.interruptFork(handlerFiber)
-        const heartbeat = yield* Effect.fork(heartbeatLoop(delivery, job, handler.leaseMs, control))
-        const fence = yield* Effect.fork(watchdog(control))
-        const exit = yield* Fiber.await(handlerFiber)
-        running.delete(job.id)
-        control.persisting = true
-        const reason = control.stopReason
-        // The heartbeat and the watchdog keep the lease until the outcome is stored, then stop. They are told to stop
-        // and not awaited (neither writes anything once interrupted): awaiting costs an interruption handler each.
-        yield* outcome(delivery, handler, job, input, held, exit, reason).pipe(
-          Effect.ensuring(
-            Effect.withFiberRuntime<void>((self) => {
-              heartbeat.unsafeInterruptAsFork(self.id())
-              fence.unsafeInterruptAsFork(self.id())
-              return Effect.void
-            })
-          )
-        )
-      }).pipe(
-        // This worker runs at most one attempt of a job at a time (it holds the lease), so the entry is this one's.
-        Effect.ensuring(Effect.sync(() => running.delete(job.id))),
-        (attempt) =>
-          logging ? Effect.annotateLogs(attempt, { token: job.leaseToken, traceId: job.traceId ?? "" }) : attempt,
-        (attempt) =>
-          tracing
-            ? Effect.withSpan(attempt, "slowcall.attempt", {
-                // The span's source location is this line for every attempt: a stack trace each time buys nothing.
-                captureStackTrace: false,
-                attributes: {
-                  "slowcall.job_id": job.id,
-                  "slowcall.type": job.type,
-                  "slowcall.version": job.version,
-                  "slowcall.token": job.leaseToken,
-                  "slowcall.trace_id": job.traceId ?? ""
-                }
-              })
-            : attempt
-      )
-
-    /** Run a job this worker holds, or hand it back when its (type, version) has no handler here. */
-    const runHeld = (delivery: Delivery, job: Job, takeover: boolean, claimSentAt: number) =>
-      Effect.gen(function* () {
-        const actual = registry.get(job.type, job.version)
-        if (actual === undefined) {
-          // The message named another (type, version) than the job: hand the job back untouched.
-          yield* Metric.increment(Metrics.unknownHandlerDeferred)
-          return yield* persist(
-            delivery,
-            store.release({ jobId: job.id, token: job.leaseToken }),
-            deferBy(unknownHandlerDelayMs)
-          )
-        }
-        return yield* runAttempt(delivery, actual, job, takeover, claimSentAt)
-      })
-
-    const processDelivery = (delivery: Delivery) =>
-      Effect.gen(function* () {
-        const handler = registry.get(delivery.type, delivery.version)
-        if (handler === undefined) {
-          yield* Metric.increment(Metrics.unknownHandlerDeferred)
-          return yield* deferDelivery(delivery, unknownHandlerDelayMs)
-        }
-        // A closing worker claims nothing more; the message returns for another worker.
-        if (closing) return yield* deferDelivery(delivery, 0)
-        const sentAt = yield* Clock.currentTimeMillis
-        // A retried claim whose first try applied but lost its reply finds the job Busy under this very tag.
-        const claimOwner = `${owner}/${instance}.${++claims}`
-        const claimed = yield* Effect.either(
-          retryStore(
-            store.claim({
-              jobId: delivery.jobId,
-              owner: claimOwner,
-              leaseMs: handler.leaseMs,
-              estimateCents: typeof handler.estimateCents === "number" ? handler.estimateCents : undefined
-            })
-          )
-        )
-        if (Either.isLeft(claimed)) {
-          if (claimed.left._tag === "JobNotFound") return yield* ackDelivery(delivery)
-          yield* Effect.logWarning("claim failed", claimed.left)
-          return yield* deferDelivery(delivery, storeErrorDelayMs)
-        }
-        const claim = claimed.right
-        switch (claim._tag) {
-          case "Settled":
-            yield* Metric.increment(Metrics.duplicateDeliveriesDropped)
-            return yield* ackDelivery(delivery)
-          case "Busy":
-            if (claim.job.leaseOwner === claimOwner) return yield* runHeld(delivery, claim.job, false, sentAt)
-            return yield* deferUntil(delivery, claim.until, busyMarginMs)
-          case "NotDue":
-            return yield* deferUntil(delivery, claim.until, 0)
-          case "Claimed":
-            return yield* runHeld(delivery, claim.job, claim.takeover, sentAt)
-        }
-      }).pipe((process) => (logging ? Effect.annotateLogs(process, { worker: owner, jobId: delivery.jobId }) : process))
-
-    /** Hide a delivery until a store-time instant (plus a margin). */
-    const deferUntil = (delivery: Delivery, until: number, marginMs: number) =>
-      Effect.flatMap(Effect.either(store.now), (now) =>
-        deferDelivery(delivery, Math.max(0, Either.isRight(now) ? until - now.right + marginMs : storeErrorDelayMs))
-      )
-
-    /** Wait for a free slot, take every free slot, receive up to that many deliveries and start one fiber each. */
-    const receiveOnce = Effect.zipRight(
-      awaitSlot,
-      Effect.uninterruptibleMask((restore) =>
-        Effect.suspend(() => {
-          const taken = free
-          free = 0
-          return Effect.exit(
-            restore(
-              transport
-                .receive({ queue: options.queue, max: taken, visibilityMs, waitMs: receiveWaitMs })
-                .pipe(
-                  Effect.catchAll((error) =>
-                    Effect.logWarning("receive failed", error).pipe(
-                      Effect.zipRight(Effect.sleep(receiveErrorDelayMs)),
-                      Effect.as([] as ReadonlyArray<Delivery>)
-                    )
-                  )
-                )
-            )
-          ).pipe(
-            Effect.flatMap((exit) => {
-              // Failures are caught above, so a failed exit is an interruption (or a defect): the slots go back.
-              if (Exit.isFailure(exit)) {
-                releaseSlots(taken)
-                return Effect.failCause(exit.cause)
-              }
-              const deliveries = exit.value
-              releaseSlots(taken - deliveries.length)
-              // An empty receive that did not wait (a zero wait, a failing transport) yields, so it cannot spin.
-              if (deliveries.length === 0) return Effect.yieldNow()
-              // Forked from an uninterruptible region: the delivery's fiber must be interruptible again.
-              return Effect.forEach(
-                deliveries,
-                (delivery) =>
-                  FiberSet.run(fibers, Effect.interruptible(Effect.ensuring(processDelivery(delivery), releaseSlot))),
-                { discard: true }
-              )
-            })
-          )
-        })
-      )
-    )
-    const receiveLoop: Effect.Effect<void, never, R> = Effect.flatMap(receiveOnce, () => receiveLoop)
-
-    const loop = yield* Effect.forkScoped(receiveLoop)
-
-    // Finalizers run uninterruptibly; the waits must be interruptible or their timeouts could never cut them short.
-    // An idle worker (no delivery in flight) has nothing to wait for: no timer, no race.
-    const drain = (ms: number) =>
-      Effect.flatMap(FiberSet.size(fibers), (inFlight) =>
-        inFlight === 0
-          ? Effect.succeedSome(undefined)
-          : Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(fibers)), ms)
-      )
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        yield* Effect.sync(() => {
-          closing = true
-        })
-        yield* Fiber.interrupt(loop)
-        if (Option.isSome(yield* drain(shutdownGraceMs))) return
-        for (const control of running.values()) yield* Control.stop(control, "shutdown")
-        yield* drain(Math.max(1_000, shutdownGraceMs))
-      }).pipe(Effect.annotateLogs({ worker: owner }))
-    )
-
-    return { id: owner, inFlight: FiberSet.size(fibers) }
+    const loop = yield* Effect.forkScoped(receiveLoop(env))
+    yield* Effect.addFinalizer(() => shutdown(env, loop))
+    return { id: env.owner, inFlight: FiberSet.size(env.fibers) }
   })
 
 /**

@@ -1,9 +1,17 @@
 /**
- * Builds the `HandlerContext` of one attempt. `call` writes the charge reservation before the model call and the
- * settlement after it, on the call id `${jobId}:${token}:${n}`; charges are not fenced, so the spend of a call made
- * under a lost lease is still recorded. The budget check, the call numbering and the reservation run under the
- * attempt's ledger lock, so parallel calls of one handler never reserve past the budget together; the settlement of
- * a call that returned runs uninterruptibly, so a cancel or a lost lease cannot drop the actual cost.
+ * Builds the `HandlerContext` of one attempt. A model call passes a chain of named gates, in this order:
+ * 1. `checkpoint`: a stopped attempt (cancel, deadline, lease lost, shutdown) starts nothing;
+ * 2. `budget`: the estimate must fit the spend the Store last reported (`Protocol.budgetFits`), else
+ *    `BudgetExceeded` and nothing is written;
+ * 3. `reserve`: the reservation is written on the call id `${jobId}:${token}:${n}` before the call (charges are not
+ *    fenced, so the spend of a call made under a lost lease is still recorded);
+ * 4. `deadline`: the reservation's reply carries store time; at or past the job's deadline the reservation is
+ *    settled at 0 and the call fails with `DeadlineExceeded` (no model call starts after the deadline);
+ * 5. `admit`: the worker's admission hook wraps the call (fleet-wide concurrency and rate limits);
+ * 6. `call`, then `settle`: the actual cost (or the handler's cost for errors) settles the reservation.
+ * The budget check, the call numbering and the reservation run under the attempt's ledger lock, so parallel calls of
+ * one handler never reserve past the budget together; the settlement of a call that returned runs uninterruptibly,
+ * so a cancel or a lost lease cannot drop the actual cost.
  *
  * @internal
  */
@@ -12,35 +20,48 @@ import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
 import * as Metrics from "../Metrics.js"
 import type { Job } from "../Models.js"
+import * as Protocol from "../Protocol.js"
 import type { Store } from "../Store.js"
 import type { Control } from "./workerControl.js"
-import { retryStore } from "./workerStore.js"
+import { chargeOne, retryStore } from "./workerStore.js"
+
+/**
+ * Wraps one model call of an attempt: may wait before running it (a permit, a rate limit) and must run it at most
+ * once. The identity when the worker has no admission hook.
+ *
+ * @internal
+ */
+export type AroundCall = <A, E, R>(
+  info: { readonly job: Job; readonly estimateCents: number },
+  call: Effect.Effect<A, E, R>
+) => Effect.Effect<A, E, R>
 
 /** @internal */
 export const make = (options: {
   readonly store: Store["Type"]
   readonly job: Job
   readonly control: Control
+  readonly aroundCall?: AroundCall | undefined
 }): HandlerContext => {
-  const { control, job, store } = options
+  const { aroundCall, control, job, store } = options
   const token = job.leaseToken
   const locked = control.ledger.withPermits(1)
 
   /** One charge write; the caller holds the ledger lock so `knownCostCents` follows the ledger in write order. */
-  const charge = (callId: string, amountCents: number, settled: boolean): Effect.Effect<void, StoreError> =>
-    retryStore(store.charge({ jobId: job.id, callId, token, amountCents, settled })).pipe(
-      Effect.catchTag("JobNotFound", (error) => Effect.die(error)),
-      Effect.flatMap(({ costCents }) => {
+  const charge = (callId: string, amountCents: number, settled: boolean): Effect.Effect<number, StoreError> =>
+    Effect.map(
+      retryStore(chargeOne(store, { jobId: job.id, callId, token, amountCents, settled })),
+      ({ costCents, now }) => {
         control.knownCostCents = costCents
-        return Effect.void
-      })
+        return now
+      }
     )
 
   /** Settle `callId` with the amount `amount` gives; a throwing cost function leaves the reservation as the record. */
   const settle = (callId: string, amount: () => number | undefined): Effect.Effect<void> =>
     Effect.try(amount).pipe(
       Effect.flatMap((amountCents) =>
-        amountCents === undefined ? Effect.void : locked(charge(callId, Math.max(0, amountCents), true))
+        amountCents === undefined ? Effect.void : Effect.asVoid(locked(charge(callId, Math.max(0, amountCents), true)))
       ),
       Effect.catchAll((error) =>
         Effect.logWarning("charge settlement failed; the reservation stays as the record", error)
@@ -51,33 +72,26 @@ export const make = (options: {
     control.stopReason !== undefined ? Effect.interrupt : Effect.void
   )
 
-  const checkDeadline: Effect.Effect<void, DeadlineExceeded | StoreError> =
-    job.deadlineAt === null
-      ? Effect.void
-      : Effect.flatMap(retryStore(store.now), (now) =>
-          job.deadlineAt !== null && now >= job.deadlineAt
-            ? Effect.fail(new DeadlineExceeded({ jobId: job.id, deadlineAt: job.deadlineAt, now }))
-            : Effect.void
-        )
-
-  /** Budget check, numbering and reservation as one step; returns the call id. */
-  const reserve = (estimate: number): Effect.Effect<string, BudgetExceeded | StoreError> =>
+  /** Budget, numbering, reservation and deadline as one step under the ledger lock; returns the call id. */
+  const reserve = (estimate: number): Effect.Effect<string, BudgetExceeded | DeadlineExceeded | StoreError> =>
     locked(
       Effect.gen(function* () {
-        if (job.budgetCents !== null) {
-          const spent = control.knownCostCents
-          if (spent + estimate > job.budgetCents) {
-            return yield* new BudgetExceeded({
-              jobId: job.id,
-              costCents: spent,
-              estimateCents: estimate,
-              budgetCents: job.budgetCents
-            })
-          }
+        const spent = control.knownCostCents
+        if (!Protocol.budgetFits(job.budgetCents, spent, estimate)) {
+          return yield* new BudgetExceeded({
+            jobId: job.id,
+            costCents: spent,
+            estimateCents: estimate,
+            budgetCents: job.budgetCents ?? 0
+          })
         }
         const n = ++control.callCount
         const callId = `${job.id}:${token}:${n}`
-        yield* charge(callId, estimate, false)
+        const now = yield* charge(callId, estimate, false)
+        if (job.deadlineAt !== null && now >= job.deadlineAt) {
+          yield* charge(callId, 0, true)
+          return yield* new DeadlineExceeded({ jobId: job.id, deadlineAt: job.deadlineAt, now })
+        }
         return callId
       })
     )
@@ -87,11 +101,12 @@ export const make = (options: {
   ): Effect.Effect<A, E | BudgetExceeded | DeadlineExceeded | StoreError, R> =>
     Effect.gen(function* () {
       yield* checkpoint
-      yield* checkDeadline
-      const callId = yield* reserve(Math.max(0, call.estimateCents))
+      const estimateCents = Math.max(0, call.estimateCents)
+      const callId = yield* reserve(estimateCents)
       yield* Metric.increment(Metrics.modelCalls)
+      const run = aroundCall === undefined ? call.run : aroundCall({ job, estimateCents }, call.run)
       return yield* Effect.uninterruptibleMask((restore) =>
-        restore(call.run).pipe(
+        restore(run).pipe(
           Effect.tapError((error) => settle(callId, () => call.costOnError?.(error))),
           Effect.tap((result) => settle(callId, () => call.cost(result)))
         )

@@ -1,0 +1,100 @@
+/**
+ * Keeping an attempt's lease: the heartbeat renews it every third of the lease and the watchdog fences the attempt
+ * when no renewal arrived before the local lease end. Both run from the claim until the attempt's outcome is
+ * stored, so a store outage shorter than the lease at commit time costs retries, never a second model call.
+ *
+ * @internal
+ */
+import { Clock, Effect, Metric } from "effect"
+import * as Lease from "../Lease.js"
+import * as Metrics from "../Metrics.js"
+import type { Job } from "../Models.js"
+import type { Store } from "../Store.js"
+import type { Delivery, Transport } from "../Transport.js"
+import * as Control from "./workerControl.js"
+import { heartbeatOne } from "./workerStore.js"
+
+/**
+ * Renews the lease every third of it until the lease is gone (the caller interrupts it once the outcome is
+ * stored). A renewal reports a cancel request and, through the store time of its reply, a passed deadline; both
+ * stop the handler while the lease stays held for the outcome write. The transport's visibility is extended with
+ * each renewal unless the transport's visibility follows the Store lease.
+ */
+const heartbeatLoop = (options: {
+  readonly store: Store["Type"]
+  readonly transport: Transport["Type"]
+  readonly delivery: Delivery
+  readonly job: Job
+  readonly leaseMs: number
+  readonly control: Control.Control
+}): Effect.Effect<void> => {
+  const { control, delivery, job, leaseMs, store, transport } = options
+  const extend = transport.capabilities.visibilityFollowsLease
+    ? Effect.void
+    : transport
+        .extend({ delivery, visibilityMs: leaseMs })
+        .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error)))
+  const beat = Effect.gen(function* () {
+    const progress = control.pendingProgress
+    control.pendingProgress = undefined
+    const sentAt = yield* Clock.currentTimeMillis
+    const beat = yield* Effect.either(heartbeatOne(store, { jobId: job.id, token: job.leaseToken, leaseMs, progress }))
+    if (beat._tag === "Left") {
+      if (progress !== undefined) control.pendingProgress = control.pendingProgress ?? progress
+      return yield* Effect.logWarning("heartbeat failed", beat.left)
+    }
+    const { now, result } = beat.right
+    if (result._tag === "LeaseLost") {
+      // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal that
+      // races a write which already applied must not count one more.
+      if (!control.persisting) yield* Metric.increment(Metrics.fencedWritesRejected)
+      return yield* Control.stop(control, "lease_lost")
+    }
+    control.localLeaseEnd = sentAt + leaseMs
+    if (result.cancelRequested) yield* Control.stop(control, "cancelled")
+    if (job.deadlineAt !== null && now >= job.deadlineAt) yield* Control.stop(control, "deadline")
+    yield* extend
+  })
+  const interval = Lease.heartbeatIntervalFor(leaseMs)
+  const loop: Effect.Effect<void> = Effect.zipRight(Effect.sleep(interval), beat).pipe(
+    Effect.flatMap(() => (Control.leaseGone(control.stopReason) ? Effect.void : loop))
+  )
+  return loop
+}
+
+/** Self-fencing: past the local lease end without a renewal, stop the handler and any outcome retries. */
+const watchdog = (control: Control.Control): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    while (true) {
+      const now = yield* Clock.currentTimeMillis
+      const end = control.localLeaseEnd
+      if (now >= end) break
+      yield* Effect.sleep(end - now)
+    }
+    if (yield* Control.stop(control, "self_fenced")) yield* Metric.increment(Metrics.selfFenced)
+  })
+
+/**
+ * Starts keeping the lease (heartbeat and watchdog) and returns the step that stops both. Stopping signals the
+ * interruption and does not wait: neither fiber writes anything once interrupted, and awaiting would cost an
+ * interruption handler each.
+ *
+ * @internal
+ */
+export const keep = (options: {
+  readonly store: Store["Type"]
+  readonly transport: Transport["Type"]
+  readonly delivery: Delivery
+  readonly job: Job
+  readonly leaseMs: number
+  readonly control: Control.Control
+}): Effect.Effect<Effect.Effect<void>> =>
+  Effect.gen(function* () {
+    const heartbeat = yield* Effect.fork(heartbeatLoop(options))
+    const fence = yield* Effect.fork(watchdog(options.control))
+    return Effect.withFiberRuntime<void>((self) => {
+      heartbeat.unsafeInterruptAsFork(self.id())
+      fence.unsafeInterruptAsFork(self.id())
+      return Effect.void
+    })
+  })
