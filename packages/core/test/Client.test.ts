@@ -2,30 +2,48 @@ import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Fiber, Stream, TestClock } from "effect"
 import * as Client from "../src/Client.js"
 import { TransportError } from "../src/Errors.js"
+import type { Job, JobId } from "../src/Models.js"
+import { Query } from "../src/Query.js"
 import * as StoreModule from "../src/Store.js"
 import { Store } from "../src/Store.js"
 import * as TransportModule from "../src/Transport.js"
 import { Transport } from "../src/Transport.js"
 
-const setup = (options: { readonly transport?: (t: Transport["Type"]) => Transport["Type"] } = {}) =>
+type Wrap<S> = (service: S) => S
+
+const setup = (options: { readonly transport?: Wrap<Transport["Type"]>; readonly store?: Wrap<Store["Type"]> } = {}) =>
   Effect.gen(function* () {
-    const store = yield* StoreModule.makeMemory
+    const { store, query } = yield* StoreModule.makeMemory
     const memory = yield* TransportModule.makeMemory()
-    const transport = options.transport ? options.transport(memory) : memory
     const client = yield* Client.make.pipe(
-      Effect.provideService(Store, store),
-      Effect.provideService(Transport, transport)
+      Effect.provideService(Store, options.store ? options.store(store) : store),
+      Effect.provideService(Query, query),
+      Effect.provideService(Transport, options.transport ? options.transport(memory) : memory)
     )
-    return { store, memory, client }
+    return { store, query, memory, client }
   })
 
 const receiveAll = (transport: Transport["Type"]) =>
-  transport.receive({ queue: "q", max: 10, visibilityMs: 1_000, waitMs: 0 })
+  transport.receive({ queue: "q", max: 100, visibilityMs: 1_000, waitMs: 0 })
+
+const claim = (store: Store["Type"], jobId: JobId) =>
+  Effect.gen(function* () {
+    const reply = yield* store.claim({ items: [{ jobId, owner: "w", leaseMs: 10_000 }] })
+    const result = reply.results[0]!
+    if (result._tag !== "Claimed") return yield* Effect.die(`expected a claim, got ${result._tag}`)
+    return result.job
+  })
+
+const settle = (
+  store: Store["Type"],
+  job: Job,
+  outcome: Parameters<Store["Type"]["settle"]>[0]["items"][0]["outcome"]
+) => store.settle({ items: [{ jobId: job.id, token: job.leaseToken, outcome }] })
 
 describe("Client.submit", () => {
   it.effect("stores the job with its canonical input hash and publishes it once", () =>
     Effect.gen(function* () {
-      const { client, memory, store } = yield* setup()
+      const { client, memory, query } = yield* setup()
       const first = yield* client.submit({ queue: "q", type: "t", input: { b: 1, a: [true, null] }, requestKey: "k1" })
       const again = yield* client.submit({ queue: "q", type: "t", input: { a: [true, null], b: 1 }, requestKey: "k1" })
 
@@ -33,16 +51,53 @@ describe("Client.submit", () => {
       expect(again.created).toBe(false)
       expect(again.job.id).toBe(first.job.id)
       expect(first.job.inputHash).toMatch(/^[0-9a-f]{64}$/)
-      expect(first.job.traceId).toBe(first.job.id.replace(/-/g, ""))
-      expect((yield* store.list({})).length).toBe(1)
+      expect(first.now).toBe(first.job.createdAt)
+      expect((yield* query.list({})).length).toBe(1)
       const deliveries = yield* receiveAll(memory)
-      expect(deliveries.map((d) => [d.jobId, d.type, d.version])).toEqual([[first.job.id, "t", 1]])
+      expect(deliveries.map((d) => [d.jobId, d.type, d.version, d.priority])).toEqual([[first.job.id, "t", 1, 0]])
     })
   )
 
-  it.effect("rejects non-JSON input with InvalidInput and writes nothing", () =>
+  it.effect("applies the one set of defaults: version 1, 3 attempts, priority 0, trace id from the job id", () =>
     Effect.gen(function* () {
-      const { client, memory, store } = yield* setup()
+      const { client } = yield* setup()
+      const { job } = yield* client.submit({ queue: "q", type: "t" })
+
+      expect(Client.defaults).toEqual({ version: 1, maxAttempts: 3, priority: 0 })
+      expect(job).toMatchObject({
+        version: 1,
+        maxAttempts: 3,
+        priority: 0,
+        input: null,
+        inputRef: null,
+        tenant: null,
+        requestKey: null,
+        deadlineAt: null,
+        budgetCents: null,
+        runAfter: job.createdAt,
+        traceId: job.id.replace(/-/g, "")
+      })
+    })
+  )
+
+  it.effect("stores an inputRef with null input and hashes the reference", () =>
+    Effect.gen(function* () {
+      const { client } = yield* setup()
+      const a = yield* client.submit({ queue: "q", type: "t", inputRef: "s3://bucket/a", requestKey: "ref" })
+      const same = yield* client.submit({ queue: "q", type: "t", inputRef: "s3://bucket/a", requestKey: "ref" })
+      const other = yield* Effect.either(
+        client.submit({ queue: "q", type: "t", inputRef: "s3://bucket/b", requestKey: "ref" })
+      )
+
+      expect([a.job.input, a.job.inputRef]).toEqual([null, "s3://bucket/a"])
+      expect(same.created).toBe(false)
+      expect(Either.isLeft(other) && other.left._tag).toBe("IdempotencyKeyReused")
+    })
+  )
+
+  it.effect("rejects non-JSON input and bad options with InvalidInput and writes nothing", () =>
+    Effect.gen(function* () {
+      const { client, memory, query } = yield* setup()
       const inputs = [
         { n: Number.NaN },
         { when: new Date(0) },
@@ -55,15 +110,47 @@ describe("Client.submit", () => {
         const result = yield* Effect.either(client.submit({ queue: "q", type: "t", input }))
         expect(Either.isLeft(result) && result.left._tag).toBe("InvalidInput")
       }
-      expect(yield* store.list({})).toEqual([])
+      const badOptions: Array<[Partial<Client.SubmitOptions>, string]> = [
+        [{ input: 1, inputRef: "ref" }, "inputRef"],
+        [{ inputRef: "" }, "inputRef"],
+        [{ type: "" }, "type"],
+        [{ maxAttempts: 0 }, "maxAttempts"],
+        [{ version: 1.5 }, "version"],
+        [{ priority: 0.5 }, "priority"],
+        [{ delayMs: Number.POSITIVE_INFINITY }, "delayMs"],
+        [{ deadlineAt: Number.NaN }, "deadlineAt"],
+        [{ budgetCents: -1 }, "budgetCents"],
+        [{ requestKey: "" }, "requestKey"]
+      ]
+      for (const [options, path] of badOptions) {
+        const result = yield* Effect.either(client.submit({ queue: "q", type: "t", ...options }))
+        expect(Either.isLeft(result) && result.left._tag === "InvalidInput" && result.left.path).toBe(path)
+      }
+      expect(yield* query.list({})).toEqual([])
       expect(yield* memory.size("q")).toBe(0)
+    })
+  )
+
+  it.effect("fails with IdempotencyKeyReused for a reused key and leaves the first job alone", () =>
+    Effect.gen(function* () {
+      const { client, memory, query } = yield* setup()
+      const first = yield* client.submit({ queue: "q", type: "t", input: 1, requestKey: "k" })
+      const reused = yield* Effect.either(client.submit({ queue: "q", type: "t", input: 2, requestKey: "k" }))
+
+      expect(Either.isLeft(reused) && reused.left).toMatchObject({
+        _tag: "IdempotencyKeyReused",
+        requestKey: "k",
+        existingJobId: first.job.id
+      })
+      expect(yield* query.list({})).toEqual([first.job])
+      expect(yield* memory.size("q")).toBe(1)
     })
   )
 
   it.effect("accepts the job when the publish fails; a delayed job is published with its delay", () =>
     Effect.gen(function* () {
       let publishes = 0
-      const { client, store } = yield* setup({
+      const { client, query } = yield* setup({
         transport: (t) => ({
           ...t,
           publish: () =>
@@ -76,14 +163,100 @@ describe("Client.submit", () => {
       const result = yield* client.submit({ queue: "q", type: "t", input: 1 })
       expect(result.created).toBe(true)
       expect(publishes).toBe(1)
-      expect((yield* store.get({ jobId: result.job.id })).state).toBe("queued")
+      expect((yield* query.get({ jobId: result.job.id })).state).toBe("queued")
 
       const delayed = yield* setup()
       const later = yield* delayed.client.submit({ queue: "q", type: "t", input: 2, delayMs: 5_000 })
-      expect(later.job.runAfter - later.job.createdAt).toBe(5_000)
+      expect(later.job.runAfter - later.now).toBe(5_000)
       expect(yield* receiveAll(delayed.memory)).toEqual([])
       yield* TestClock.adjust(5_000)
       expect((yield* receiveAll(delayed.memory)).map((d) => d.jobId)).toEqual([later.job.id])
+    })
+  )
+
+  it.effect("publishes with the delay measured from the reply's store time, and leaves over-long delays alone", () =>
+    Effect.gen(function* () {
+      const published: Array<number | undefined> = []
+      const { client, memory } = yield* setup({
+        // A store whose clock runs 60 s ahead of the caller's: only the reply's `now` gives the right delay.
+        store: (s) => ({ ...s, submit: (options) => s.submit({ ...options, now: 60_000 }) }),
+        transport: (t) => ({
+          ...t,
+          capabilities: { ...t.capabilities, maxDelayMs: 10_000 },
+          publish: (options) =>
+            Effect.zipRight(
+              Effect.sync(() => published.push(options.delayMs)),
+              t.publish(options)
+            )
+        })
+      })
+      const soon = yield* client.submit({ queue: "q", type: "t", input: 1, delayMs: 2_000 })
+      const far = yield* client.submit({ queue: "q", type: "t", input: 2, delayMs: 20_000 })
+
+      expect(soon.job.runAfter).toBe(62_000)
+      expect(far.job.state).toBe("queued")
+      expect(published).toEqual([2_000])
+      expect(yield* memory.size("q")).toBe(1)
+    })
+  )
+})
+
+describe("Client.submitMany", () => {
+  it.effect("stores every item in one batch, reports each outcome and publishes only the created jobs", () =>
+    Effect.gen(function* () {
+      let batches = 0
+      const { client, memory, query } = yield* setup({
+        store: (s) => ({
+          ...s,
+          submit: (options) =>
+            Effect.zipRight(
+              Effect.sync(() => batches++),
+              s.submit(options)
+            )
+        })
+      })
+      const existing = yield* client.submit({ queue: "q", type: "t", input: "x", requestKey: "old" })
+      yield* receiveAll(memory).pipe(Effect.flatMap((ds) => Effect.forEach(ds, (delivery) => memory.ack({ delivery }))))
+      batches = 0
+
+      const { now, results } = yield* client.submitMany([
+        { queue: "q", type: "t", input: 1, priority: 2 },
+        { queue: "q", type: "t", input: "x", requestKey: "old" },
+        { queue: "q", type: "t", input: "y", requestKey: "old" },
+        { queue: "q", type: "t", input: 3, delayMs: 1_000 }
+      ])
+
+      expect(batches).toBe(1)
+      expect(results.map((r) => r._tag)).toEqual(["Created", "Existing", "KeyReused", "Created"])
+      const created = results.flatMap((r) => (r._tag === "Created" ? [r.job] : []))
+      expect(created.map((job) => [job.priority, job.runAfter - now, job.maxAttempts])).toEqual([
+        [2, 0, 3],
+        [0, 1_000, 3]
+      ])
+      expect(results[1]).toEqual({ _tag: "Existing", job: existing.job })
+      const due = yield* receiveAll(memory)
+      expect(due.map((d) => d.jobId)).toEqual([created[0]!.id])
+      yield* Effect.forEach(due, (delivery) => memory.ack({ delivery }))
+      yield* TestClock.adjust(1_000)
+      expect((yield* receiveAll(memory)).map((d) => d.jobId)).toEqual([created[1]!.id])
+      expect((yield* query.list({})).length).toBe(3)
+    })
+  )
+
+  it.effect("fails the whole batch with InvalidInput naming the item and writes nothing", () =>
+    Effect.gen(function* () {
+      const { client, memory, query } = yield* setup()
+      const result = yield* Effect.either(
+        client.submitMany([
+          { queue: "q", type: "t", input: 1 },
+          { queue: "q", type: "t", input: { n: Number.NaN } }
+        ])
+      )
+
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "InvalidInput", path: "[1].$.n" })
+      expect(yield* query.list({})).toEqual([])
+      expect(yield* memory.size("q")).toBe(0)
+      expect((yield* client.submitMany([])).results).toEqual([])
     })
   )
 })
@@ -96,12 +269,11 @@ describe("Client.watch", () => {
       const watching = yield* Effect.fork(Stream.runCollect(client.watch(job.id, { intervalMs: 100 })))
 
       yield* TestClock.adjust(250)
-      const claim = yield* store.claim({ jobId: job.id, owner: "w", leaseMs: 10_000 })
-      expect(claim._tag).toBe("Claimed")
+      const claimed = yield* claim(store, job.id)
       yield* TestClock.adjust(250)
-      yield* store.heartbeat({ jobId: job.id, token: 1, leaseMs: 10_000, progress: 0.5 })
+      yield* store.heartbeat({ items: [{ jobId: job.id, token: claimed.leaseToken, leaseMs: 10_000, progress: 0.5 }] })
       yield* TestClock.adjust(250)
-      yield* store.complete({ jobId: job.id, token: 1, result: { ok: true } })
+      yield* settle(store, claimed, { _tag: "Complete", result: { ok: true } })
       yield* TestClock.adjust(250)
 
       const seen = Chunk.toReadonlyArray(yield* Fiber.join(watching))
@@ -115,18 +287,22 @@ describe("Client.watch", () => {
     })
   )
 
-  it.effect("fails with JobNotFound for an unknown id", () =>
+  it.effect("fails with JobNotFound for an unknown id and for another tenant's job", () =>
     Effect.gen(function* () {
       const { client } = yield* setup()
-      const result = yield* Effect.either(
-        Stream.runCollect(client.watch("01890a5d-ac96-774b-bcce-b302099a8057" as never, { intervalMs: 10 }))
+      const unknown = yield* Effect.either(
+        Stream.runCollect(client.watch("01890a5d-ac96-774b-bcce-b302099a8057" as JobId, { intervalMs: 10 }))
       )
-      expect(Either.isLeft(result) && result.left._tag).toBe("JobNotFound")
+      const { job } = yield* client.submit({ queue: "q", type: "t", tenant: "a" })
+      const foreign = yield* Effect.either(Stream.runCollect(client.watch(job.id, { intervalMs: 10, tenant: "b" })))
+
+      expect(Either.isLeft(unknown) && unknown.left._tag).toBe("JobNotFound")
+      expect(Either.isLeft(foreign) && foreign.left._tag).toBe("JobNotFound")
     })
   )
 })
 
-describe("Client.cancel, deadLetters and replay", () => {
+describe("Client.cancel, deadLetters, replay and the reads", () => {
   it.effect("cancel abandons a queued job; replay requeues dead letters and publishes them", () =>
     Effect.gen(function* () {
       const { client, memory, store } = yield* setup()
@@ -134,11 +310,13 @@ describe("Client.cancel, deadLetters and replay", () => {
       const cancelled = yield* client.cancel(queued.job.id)
       expect([cancelled.state, cancelled.abandonReason]).toEqual(["abandoned", "cancelled"])
       const again = yield* Effect.either(client.cancel(queued.job.id))
-      expect(Either.isLeft(again) && again.left._tag).toBe("AlreadyTerminal")
+      expect(Either.isLeft(again) && again.left).toMatchObject({ _tag: "AlreadyTerminal", state: "abandoned" })
+      const missing = yield* Effect.either(client.cancel("01890a5d-ac96-774b-bcce-b302099a8057" as JobId))
+      expect(Either.isLeft(missing) && missing.left._tag).toBe("JobNotFound")
 
       const dead = yield* client.submit({ queue: "q", type: "t", input: 2 })
-      yield* store.claim({ jobId: dead.job.id, owner: "w", leaseMs: 1_000 })
-      yield* store.fail({ jobId: dead.job.id, token: 1, errorClass: "auth", error: "401" })
+      const claimed = yield* claim(store, dead.job.id)
+      yield* settle(store, claimed, { _tag: "Fail", errorClass: "auth", error: "401" })
       const letters = yield* client.deadLetters({ queue: "q" })
       expect(letters.jobs.map((j) => j.id)).toEqual([dead.job.id])
       yield* receiveAll(memory).pipe(Effect.flatMap((ds) => Effect.forEach(ds, (delivery) => memory.ack({ delivery }))))
@@ -149,6 +327,49 @@ describe("Client.cancel, deadLetters and replay", () => {
       expect((yield* client.get(dead.job.id)).state).toBe("queued")
       expect((yield* receiveAll(memory)).map((d) => d.jobId)).toEqual([dead.job.id])
       expect((yield* client.list({ state: "queued" })).map((j) => j.id)).toEqual([dead.job.id])
+    })
+  )
+
+  it.effect("cancel of a running job requests the cancel; a tenant sees only its own jobs", () =>
+    Effect.gen(function* () {
+      const { client, store } = yield* setup()
+      const { job } = yield* client.submit({ queue: "q", type: "t", tenant: "a" })
+      yield* claim(store, job.id)
+
+      const foreign = yield* Effect.either(client.cancel(job.id, { tenant: "b" }))
+      const requested = yield* client.cancel(job.id, { tenant: "a" })
+
+      expect(Either.isLeft(foreign) && foreign.left._tag).toBe("JobNotFound")
+      expect(requested.state).toBe("running")
+      expect(requested.cancelRequestedAt).not.toBeNull()
+      expect((yield* Effect.either(client.get(job.id, { tenant: "b" })))._tag).toBe("Left")
+    })
+  )
+
+  it.effect("attempts, charges, stats and now read through the Query at store time", () =>
+    Effect.gen(function* () {
+      const { client, store } = yield* setup()
+      const { job } = yield* client.submit({ queue: "q", type: "t", priority: 4 })
+      const waiting = yield* client.submit({ queue: "q", type: "t", priority: 1 })
+      const claimed = yield* claim(store, job.id)
+      yield* store.charge({
+        items: [{ jobId: job.id, callId: "c1", token: claimed.leaseToken, amountCents: 7, settled: true }]
+      })
+      yield* TestClock.adjust(1_000)
+      yield* settle(store, claimed, { _tag: "Fail", errorClass: "rate_limited", error: "429" })
+
+      const attempts = yield* client.attempts(job.id)
+      const charges = yield* client.charges(job.id)
+      const { now, stats, windowMs } = yield* client.stats({ queue: "q", windowMs: 60_000 })
+
+      expect(attempts.map((a) => [a.token, a.outcome])).toEqual([[1, "failed"]])
+      expect(charges.map((c) => [c.callId, c.amountCents])).toEqual([["c1", 7]])
+      expect(now).toBe(yield* client.now)
+      expect(windowMs).toBe(60_000)
+      expect(stats.byState).toMatchObject({ queued: 1, failed: 1 })
+      expect(stats.oldestQueuedAt).toEqual({ "1": waiting.job.runAfter })
+      expect(stats.costCentsByErrorClass).toMatchObject({ rate_limited: 7 })
+      expect(stats.failedInWindow).toBe(1)
     })
   )
 })

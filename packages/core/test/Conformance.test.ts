@@ -1,8 +1,9 @@
+import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import { StoreConformance } from "@slowcall/testing/StoreConformance"
 import { TransportConformance } from "@slowcall/testing/TransportConformance"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 
 StoreConformance({
   name: "memory",
@@ -16,18 +17,16 @@ const shared = Effect.runSync(Store.makeMemory)
 
 StoreConformance({
   name: "memory, one instance shared by every build, on the live clock",
-  layer: Layer.succeed(Store.Store, shared),
+  layer: Layer.succeedContext(Context.make(Store.Store, shared.store).pipe(Context.add(Query.Query, shared.query))),
   capabilities: { concurrent: true, sharedState: true }
 })
 
 TransportConformance({
   name: "memory",
-  layer: Transport.layerMemory(),
-  capabilities: { defer: true, maxReceiveCount: null }
+  layer: Transport.layerMemory()
 })
 
 TransportConformance({
   name: "memory with maxReceiveCount 3",
-  layer: Transport.layerMemory({ maxReceiveCount: 3 }),
-  capabilities: { defer: true, maxReceiveCount: 3 }
+  layer: Transport.layerMemory({ maxReceiveCount: 3 })
 })

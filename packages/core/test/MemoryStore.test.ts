@@ -1,173 +1,230 @@
+/**
+ * What only the memory Store and Query do: store time from the Clock they were made with, `peek`, fresh maps per
+ * build, and atomic writes among fibers. The protocol itself is checked by the conformance suites and the
+ * model-based property.
+ */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, TestClock } from "effect"
-import { inputHash } from "../src/Canonical.js"
-import { makeJobId } from "../src/Ids.js"
-import * as Store from "../src/Store.js"
+import { Effect, TestClock } from "effect"
+import * as Protocol from "../src/Protocol.js"
+import { Query } from "../src/Query.js"
+import * as StoreModule from "../src/Store.js"
+import { Store } from "../src/Store.js"
+import { claimOne, offsetClock, submitItem, submitOne } from "./fixtures.js"
 
 const LEASE = 10_000
+const HOUR = 3_600_000
 
-/** A clock an hour ahead of the one in scope: a worker with a badly skewed clock. */
-const skewedClock = Effect.map(Effect.clock, (base): Clock.Clock => {
-  const skew = 3_600_000
-  return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis() + skew,
-    currentTimeMillis: Effect.sync(() => base.unsafeCurrentTimeMillis() + skew),
-    unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos() + BigInt(skew) * 1_000_000n,
-    currentTimeNanos: Effect.sync(() => base.unsafeCurrentTimeNanos() + BigInt(skew) * 1_000_000n),
-    sleep: (duration) => base.sleep(duration)
-  }
-})
-
-const submitOptions = (queue: string, extra: Partial<Store.SubmitOptions> = {}) =>
-  Effect.gen(function* () {
-    const input = { queue }
-    return {
-      id: yield* makeJobId,
-      queue,
-      type: "echo",
-      version: 1,
-      input,
-      inputHash: yield* Effect.orDie(inputHash(input)),
-      maxAttempts: 3,
-      ...extra
-    } satisfies Store.SubmitOptions
-  })
-
-describe("Store.layerMemory", () => {
+describe("Store.makeMemory: store time", () => {
   it.effect("reads store time from the clock it was made with, never the caller's", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(1_000_000)
-      const store = yield* Store.makeMemory
-      const skewed = yield* skewedClock
-      const options = yield* submitOptions("q")
-      const { job } = yield* Effect.withClock(store.submit(options), skewed)
-      expect(job.createdAt).toBe(1_000_000)
-      const claim = yield* Effect.withClock(store.claim({ jobId: job.id, owner: "w", leaseMs: LEASE }), skewed)
-      expect(claim).toMatchObject({ _tag: "Claimed", job: { leaseUntil: 1_000_000 + LEASE } })
-      expect(yield* Effect.withClock(store.now, skewed)).toBe(1_000_000)
-      // The skewed worker thinks the lease ended an hour ago; the store says it is live.
-      const rival = yield* Effect.withClock(store.claim({ jobId: job.id, owner: "x", leaseMs: LEASE }), skewed)
-      expect(rival._tag).toBe("Busy")
+      const { store } = yield* StoreModule.makeMemory
+      const ahead = yield* offsetClock(HOUR)
+      const item = yield* submitItem()
+
+      const submitted = yield* Effect.withClock(store.submit({ items: [item] }), ahead)
+      const claim = yield* Effect.withClock(
+        store.claim({ items: [{ jobId: item.id, owner: "w", leaseMs: LEASE }] }),
+        ahead
+      )
+      // The caller's clock is an hour ahead: it believes the lease ended long ago; the store says it is live.
+      const rival = yield* Effect.withClock(
+        store.claim({ items: [{ jobId: item.id, owner: "x", leaseMs: LEASE }] }),
+        ahead
+      )
+
+      expect(submitted.now).toBe(1_000_000)
+      expect(submitted.results[0]).toMatchObject({ _tag: "Created", job: { createdAt: 1_000_000 } })
+      expect(claim).toMatchObject({
+        now: 1_000_000,
+        results: [{ _tag: "Claimed", job: { leaseUntil: 1_000_000 + LEASE } }]
+      })
+      expect(rival.results[0]).toMatchObject({ _tag: "Busy", until: 1_000_000 + LEASE })
+      expect(yield* Effect.withClock(store.now, ahead)).toBe(1_000_000)
     })
   )
 
-  it.effect("without an explicit now, moving the TestClock expires leases", () =>
+  it.effect("Query.stats judges what is due by store time, not the caller's clock", () =>
     Effect.gen(function* () {
-      const store = yield* Store.makeMemory
-      const { job } = yield* store.submit(yield* submitOptions("q"))
-      yield* store.claim({ jobId: job.id, owner: "a", leaseMs: LEASE })
+      const { query, store } = yield* StoreModule.makeMemory
+      yield* submitOne(store, { delayMs: 1_000 })
+      const ahead = yield* offsetClock(HOUR)
+
+      const early = yield* Effect.withClock(query.stats({ failedSince: 0 }), ahead)
+      yield* TestClock.adjust(1_000)
+      const due = yield* query.stats({ failedSince: 0 })
+
+      expect(early.oldestQueuedAt).toEqual({})
+      expect(early.byState.queued).toBe(1)
+      expect(due.oldestQueuedAt).toEqual({ "0": 1_000 })
+    })
+  )
+
+  it.effect("without an explicit now, moving the TestClock expires leases; the reply carries that time", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store)
+      yield* claimOne(store, job.id, "a", LEASE)
+
       yield* TestClock.adjust(LEASE)
-      expect((yield* store.claim({ jobId: job.id, owner: "b", leaseMs: LEASE }))._tag).toBe("Busy")
+      const atEnd = yield* store.claim({ items: [{ jobId: job.id, owner: "b", leaseMs: LEASE }] })
       yield* TestClock.adjust(1)
-      const takeover = yield* store.claim({ jobId: job.id, owner: "b", leaseMs: LEASE })
-      expect(takeover).toMatchObject({ _tag: "Claimed", takeover: true, job: { leaseToken: 2 } })
-      const swept = yield* store.sweep({})
-      expect(swept.requeued).toEqual([])
+      const after = yield* store.claim({ items: [{ jobId: job.id, owner: "b", leaseMs: LEASE }] })
+
+      expect(atEnd).toMatchObject({ now: LEASE, results: [{ _tag: "Busy", until: LEASE }] })
+      expect(after).toMatchObject({
+        now: LEASE + 1,
+        results: [{ _tag: "Claimed", takeover: true, job: { leaseToken: 2, leaseUntil: 2 * LEASE + 1 } }]
+      })
+      expect((yield* store.sweep({})).requeued).toEqual([])
     })
   )
 
-  it.effect("makeMemoryInspectable: peek reads the record each verb left, synchronously, and changes nothing", () =>
+  it.effect("an explicit now is the store time of that write and of its reply only", () =>
     Effect.gen(function* () {
-      const { store, peek } = yield* Store.makeMemoryInspectable
-      const options = yield* submitOptions("q")
-      expect(peek(options.id)).toBeUndefined()
-      const { job } = yield* store.submit(options)
+      yield* TestClock.setTime(5_000)
+      const { store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store, {}, 100)
+
+      const claim = yield* store.claim({ items: [{ jobId: job.id, owner: "a", leaseMs: LEASE }], now: 200 })
+      const sweep = yield* store.sweep({ now: 200 + LEASE + 1 })
+
+      expect(job).toMatchObject({ createdAt: 100, runAfter: 100 })
+      expect(claim).toMatchObject({ now: 200, results: [{ _tag: "Claimed", job: { leaseUntil: 200 + LEASE } }] })
+      expect(sweep.now).toBe(200 + LEASE + 1)
+      expect(sweep.requeued.map((j) => j.id)).toEqual([job.id])
+      expect(yield* store.now).toBe(5_000)
+    })
+  )
+})
+
+describe("Store.makeMemory: peek", () => {
+  it.effect("reads the record each verb left, synchronously, and changes nothing", () =>
+    Effect.gen(function* () {
+      const { peek, query, store } = yield* StoreModule.makeMemory
+      const item = yield* submitItem()
+      expect(peek(item.id)).toBeUndefined()
+
+      const job = yield* submitOne(store)
       expect(peek(job.id)).toEqual(job)
-      const claim = yield* store.claim({ jobId: job.id, owner: "a", leaseMs: LEASE })
-      expect(claim._tag).toBe("Claimed")
+      expect((yield* claimOne(store, job.id, "a", LEASE))._tag).toBe("Claimed")
       const held = peek(job.id)
       expect(held).toMatchObject({ state: "running", leaseOwner: "a", leaseToken: 1 })
       expect(peek(job.id)).toBe(held)
-      expect(yield* store.get({ jobId: job.id })).toEqual(held)
-      const done = yield* store.complete({ jobId: job.id, token: 1, result: { ok: true } })
-      expect(peek(job.id)).toEqual(done)
+      expect(yield* query.get({ jobId: job.id })).toEqual(held)
+      const settled = yield* store.settle({
+        items: [{ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: { ok: true } } }]
+      })
+      expect(settled.results[0]).toEqual({ _tag: "Settled", job: peek(job.id) })
+      expect(peek(job.id)).toMatchObject({ state: "succeeded", result: { ok: true } })
     })
   )
+})
 
+describe("Store.makeMemory and layerMemory: builds", () => {
   it.effect("each build is a fresh, independent store", () =>
     Effect.gen(function* () {
-      const options = yield* submitOptions("q")
-      const first = yield* Effect.provide(Store.Store, Store.layerMemory)
-      const second = yield* Effect.provide(Store.Store, Store.layerMemory)
-      yield* first.submit(options)
-      expect((yield* first.get({ jobId: options.id })).id).toBe(options.id)
-      expect(yield* Effect.flip(second.get({ jobId: options.id }))).toMatchObject({ _tag: "JobNotFound" })
+      const first = yield* StoreModule.makeMemory
+      const second = yield* StoreModule.makeMemory
+      const job = yield* submitOne(first.store)
+
+      expect((yield* first.query.get({ jobId: job.id })).id).toBe(job.id)
+      expect(yield* Effect.flip(second.query.get({ jobId: job.id }))).toMatchObject({ _tag: "JobNotFound" })
+      expect(second.peek(job.id)).toBeUndefined()
     })
   )
 
-  it.effect("a second submit of the same id without a request key fails with a Constraint StoreError", () =>
+  it.effect("layerMemory provides a Store and a Query over the same maps, fresh per build", () =>
     Effect.gen(function* () {
-      const store = yield* Store.makeMemory
-      const options = yield* submitOptions("q")
-      yield* store.submit(options)
-      const error = yield* Effect.flip(store.submit(options))
-      expect(error).toMatchObject({ _tag: "StoreError", reason: "Constraint", operation: "submit" })
-      expect(yield* store.list({ queue: "q" })).toHaveLength(1)
+      const built = Effect.all([Store, Query]).pipe(Effect.provide(StoreModule.layerMemory))
+      const [store, query] = yield* built
+      const [, otherQuery] = yield* built
+      const job = yield* submitOne(store)
+
+      expect(yield* query.get({ jobId: job.id })).toEqual(job)
+      expect(yield* otherQuery.list({})).toEqual([])
     })
   )
+})
 
-  it.effect("a charge on a failed job moves updatedAt but not the failure time counted by stats", () =>
+describe("Store.makeMemory: bookkeeping", () => {
+  it.effect("the failure time counted by stats is kept apart from updatedAt: a late charge moves only updatedAt", () =>
     Effect.gen(function* () {
-      const store = yield* Store.makeMemory
-      const { job } = yield* store.submit(yield* submitOptions("q", { maxAttempts: 1 }))
-      const claim = yield* store.claim({ jobId: job.id, owner: "a", leaseMs: LEASE })
-      if (claim._tag !== "Claimed") throw new Error("not claimed")
+      const { query, store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store, { maxAttempts: 1 })
+      yield* claimOne(store, job.id, "a", LEASE)
       yield* TestClock.adjust(1_000)
-      const failedAt = yield* Clock.currentTimeMillis
-      const failed = yield* store.fail({ jobId: job.id, token: 1, errorClass: "timeout", error: "slow" })
-      expect(failed.updatedAt).toBe(failedAt)
+      yield* store.settle({
+        items: [{ jobId: job.id, token: 1, outcome: { _tag: "Fail", errorClass: "timeout", error: "slow" } }]
+      })
       yield* TestClock.adjust(5_000)
-      yield* store.charge({ jobId: job.id, callId: "late", token: 1, amountCents: 2, settled: true })
-      const after = yield* store.get({ jobId: job.id })
-      expect(after.updatedAt).toBe(failedAt + 5_000)
-      expect((yield* store.stats({ failedSince: failedAt })).failedInWindow).toBe(1)
-      expect((yield* store.stats({ failedSince: failedAt + 1 })).failedInWindow).toBe(0)
+
+      yield* store.charge({ items: [{ jobId: job.id, callId: "late", token: 1, amountCents: 2, settled: true }] })
+
+      expect((yield* query.get({ jobId: job.id })).updatedAt).toBe(6_000)
+      expect((yield* query.stats({ failedSince: 1_000 })).failedInWindow).toBe(1)
+      expect((yield* query.stats({ failedSince: 1_001 })).failedInWindow).toBe(0)
     })
   )
 
-  it.effect("sweep and replay honour their limits", () =>
+  it.effect("the sweep's republish mark is not part of the job record", () =>
     Effect.gen(function* () {
-      const store = yield* Store.makeMemory
-      const ids = []
-      for (let i = 0; i < 5; i++) {
-        const { job } = yield* store.submit(yield* submitOptions("q", { maxAttempts: 1, input: { i } }))
-        yield* store.claim({ jobId: job.id, owner: "a", leaseMs: 1_000 })
-        ids.push(job.id)
-      }
-      yield* TestClock.adjust(1_001)
-      const first = yield* store.sweep({ limit: 2 })
-      expect(first.expiredFailed).toEqual(ids.slice(0, 2))
-      const rest = yield* store.sweep({})
-      expect(rest.expiredFailed).toEqual(ids.slice(2))
-      const replayed = yield* store.replay({ queue: "q", limit: 3 })
-      expect(replayed.replayed).toEqual(ids.slice(0, 3))
-      expect((yield* store.list({ queue: "q", state: "failed" })).map((j) => j.id).sort()).toEqual(ids.slice(3).sort())
+      const { peek, store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store)
+      yield* TestClock.adjust(Protocol.defaults.republishAfterMs)
+
+      const first = yield* store.sweep({})
+      const second = yield* store.sweep({})
+
+      expect(first.stale).toEqual([job])
+      expect(second.stale).toEqual([])
+      expect(peek(job.id)).toEqual(job)
     })
   )
+})
 
-  it.effect("verbs stay atomic when thousands of fibers claim and charge at once", () =>
+describe("Store.makeMemory: atomic among fibers", () => {
+  it.effect("writes stay atomic when a thousand fibers claim and charge at once", () =>
     Effect.gen(function* () {
-      const store = yield* Store.makeMemory
+      const { query, store } = yield* StoreModule.makeMemory
       const jobs = []
-      for (let i = 0; i < 20; i++) {
-        jobs.push((yield* store.submit(yield* submitOptions("q", { input: { i } }))).job)
-      }
-      const results = yield* Effect.all(
+      for (let i = 0; i < 20; i++) jobs.push(yield* submitOne(store, { input: { i } }))
+
+      const replies = yield* Effect.all(
         jobs.flatMap((job) =>
           Array.from({ length: 50 }, (_, w) =>
             Effect.zipRight(
-              store.charge({ jobId: job.id, callId: `c${w % 5}`, token: 0, amountCents: 1, settled: true }),
-              store.claim({ jobId: job.id, owner: `w${w}`, leaseMs: LEASE })
+              store.charge({
+                items: [{ jobId: job.id, callId: `c${w % 5}`, token: 0, amountCents: 1, settled: true }]
+              }),
+              store.claim({ items: [{ jobId: job.id, owner: `w${w}`, leaseMs: LEASE }] })
             )
           )
         ),
         { concurrency: "unbounded" }
       )
-      expect(results.filter((r) => r._tag === "Claimed")).toHaveLength(jobs.length)
+
+      expect(replies.filter((reply) => reply.results[0]?._tag === "Claimed")).toHaveLength(jobs.length)
       for (const job of jobs) {
-        expect(yield* store.get({ jobId: job.id })).toMatchObject({ leaseToken: 1, attempts: 1, costCents: 5 })
+        expect(yield* query.get({ jobId: job.id })).toMatchObject({ leaseToken: 1, attempts: 1, costCents: 5 })
+        expect(yield* query.charges({ jobId: job.id })).toHaveLength(5)
       }
+    })
+  )
+
+  it.effect("a batch is applied item after item: a later item sees an earlier one's write", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store)
+
+      const reply = yield* store.claim({
+        items: [
+          { jobId: job.id, owner: "a", leaseMs: LEASE },
+          { jobId: job.id, owner: "b", leaseMs: LEASE }
+        ]
+      })
+
+      expect(reply.results.map((r) => r._tag)).toEqual(["Claimed", "Busy"])
     })
   )
 })

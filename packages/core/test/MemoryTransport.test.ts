@@ -67,6 +67,37 @@ describe("Transport.layerMemory", () => {
     }).pipe(Effect.provide(Transport.layerMemory()))
   )
 
+  it.effect("declares what it can do: defer, priority, removing acks, its own visibility, no delay limit", () =>
+    Effect.gen(function* () {
+      const plain = yield* Transport.makeMemory()
+      const bounded = yield* Transport.makeMemory({ maxReceiveCount: 4 })
+
+      expect(plain.capabilities).toEqual({
+        defer: true,
+        maxReceiveCount: null,
+        ackRemoves: true,
+        visibilityFollowsLease: false,
+        maxBatch: 1_000,
+        maxDelayMs: null,
+        priority: true
+      })
+      expect(bounded.capabilities.maxReceiveCount).toBe(4)
+    })
+  )
+
+  it.effect("a receive returns at most the batch it asked for", () =>
+    Effect.gen(function* () {
+      const transport = yield* Transport.makeMemory()
+      for (let i = 0; i < 5; i++) yield* transport.publish({ queue: "q", message: yield* message() })
+
+      const first = yield* transport.receive({ queue: "q", max: 3, visibilityMs: 1_000, waitMs: 0 })
+      const rest = yield* transport.receive({ queue: "q", max: 3, visibilityMs: 1_000, waitMs: 0 })
+
+      expect(first).toHaveLength(3)
+      expect(rest).toHaveLength(2)
+    })
+  )
+
   it.effect("a receipt is only good on its own queue", () =>
     Effect.gen(function* () {
       const transport = yield* Transport.makeMemory()

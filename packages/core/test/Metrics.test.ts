@@ -1,35 +1,33 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Metric, TestClock } from "effect"
 import * as Metrics from "../src/Metrics.js"
+import { Query } from "../src/Query.js"
 import * as StoreModule from "../src/Store.js"
 import { Store } from "../src/Store.js"
+import { claimOne, settleOne, submitOne } from "./fixtures.js"
 
-const submit = (store: Store["Type"], n: number, priority: number) =>
-  store.submit({
-    id: `01890a5d-ac96-774b-bcce-b302099a80${String(n).padStart(2, "0")}` as never,
-    queue: "metrics",
-    type: "t",
-    version: 1,
-    inputHash: `h${n}`,
-    input: n,
-    priority,
-    maxAttempts: 1
-  })
+const setup = Effect.map(StoreModule.makeMemory, ({ query, store }) => ({
+  store,
+  submit: (priority: number) => submitOne(store, { queue: "metrics", priority, maxAttempts: 1 }),
+  provide: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(Effect.provideService(Store, store), Effect.provideService(Query, query))
+}))
 
 describe("Metrics", () => {
-  it.scoped("refresh sets the population gauges from the store's stats", () =>
+  it.scoped("refresh sets the population gauges from the query's stats, at store time", () =>
     Effect.gen(function* () {
-      const store = yield* StoreModule.makeMemory
-      yield* submit(store, 1, 0)
+      const t = yield* setup
+      yield* t.submit(0)
       yield* TestClock.adjust(1_000)
-      yield* submit(store, 2, 5)
-      yield* submit(store, 3, 5)
-      const failing = yield* submit(store, 4, 0)
-      yield* store.claim({ jobId: failing.job.id, owner: "w", leaseMs: 1_000 })
-      yield* store.fail({ jobId: failing.job.id, token: 1, errorClass: "server_error", error: "500" })
+      yield* t.submit(5)
+      yield* t.submit(5)
+      const failing = yield* t.submit(0)
+      yield* claimOne(t.store, failing.id, "w", 1_000)
+      yield* t.store.charge({ items: [{ jobId: failing.id, callId: "c", token: 1, amountCents: 7, settled: true }] })
+      yield* settleOne(t.store, failing.id, 1, { _tag: "Fail", errorClass: "server_error", error: "500" })
       yield* TestClock.adjust(2_000)
 
-      yield* Metrics.refresh({ queue: "metrics", windowMs: 120_000 }).pipe(Effect.provideService(Store, store))
+      yield* t.provide(Metrics.refresh({ queue: "metrics", windowMs: 120_000 }))
 
       const snap = yield* Metrics.snapshot
       expect(Metrics.read(snap, "slowcall_jobs", { state: "queued" })).toBe(3)
@@ -37,6 +35,7 @@ describe("Metrics", () => {
       expect(Metrics.read(snap, "slowcall_jobs", { state: "running" })).toBe(0)
       expect(Metrics.read(snap, "slowcall_oldest_queued_age_ms", { priority: "0" })).toBe(3_000)
       expect(Metrics.read(snap, "slowcall_oldest_queued_age_ms", { priority: "5" })).toBe(2_000)
+      expect(Metrics.read(snap, "slowcall_cost_cents", { error_class: "server_error" })).toBe(7)
       // One failure in a 2-minute window: 0.5 per minute.
       expect(Metrics.read(snap, "slowcall_dead_letter_rate_per_minute")).toBe(0.5)
     })
@@ -44,12 +43,12 @@ describe("Metrics", () => {
 
   it.scoped("poll refreshes on its interval until the scope closes", () =>
     Effect.gen(function* () {
-      const store = yield* StoreModule.makeMemory
-      yield* Metrics.poll({ queue: "metrics", intervalMs: 1_000 }).pipe(Effect.provideService(Store, store))
+      const t = yield* setup
+      yield* t.provide(Metrics.poll({ queue: "metrics", intervalMs: 1_000 }))
       yield* TestClock.adjust(10)
       expect(Metrics.read(yield* Metrics.snapshot, "slowcall_jobs", { state: "queued" })).toBe(0)
 
-      yield* submit(store, 9, 0)
+      yield* t.submit(0)
       yield* TestClock.adjust(1_000)
 
       expect(Metrics.read(yield* Metrics.snapshot, "slowcall_jobs", { state: "queued" })).toBe(1)

@@ -13,17 +13,14 @@ import {
   Scope,
   TestClock
 } from "effect"
-import * as Client from "../src/Client.js"
 import { StoreError } from "../src/Errors.js"
 import * as Handler from "../src/Handler.js"
 import * as Metrics from "../src/Metrics.js"
 import type { JobId, JobState } from "../src/Models.js"
-import * as StoreModule from "../src/Store.js"
 import { Store } from "../src/Store.js"
 import * as Sweeper from "../src/Sweeper.js"
-import * as TransportModule from "../src/Transport.js"
-import { Transport } from "../src/Transport.js"
-import * as Worker from "../src/Worker.js"
+import { type Delivery, Transport } from "../src/Transport.js"
+import { claimOne, harness, settleOne } from "./fixtures.js"
 
 // A fake model that counts what really happened to it: calls started, calls finished, calls interrupted.
 interface Step {
@@ -85,34 +82,9 @@ const summarize = (
   })
 
 const setup = Effect.gen(function* () {
-  const store = yield* StoreModule.makeMemory
-  const transport = yield* TransportModule.makeMemory()
-  const client = yield* Client.make.pipe(
-    Effect.provideService(Store, store),
-    Effect.provideService(Transport, transport)
-  )
-  const start = <R>(options: Worker.WorkerOptions<R>, view: Store["Type"] = store) =>
-    Worker.make(options).pipe(Effect.provideService(Store, view), Effect.provideService(Transport, transport))
-  const submit = (options: Partial<Client.SubmitOptions> = {}) =>
-    Effect.map(
-      client.submit({ queue: "q", type: "summarize", input: { text: "doc" }, ...options }),
-      (result) => result.job.id
-    )
-  const job = (jobId: JobId) => store.get({ jobId })
-  const stateOf = (jobId: JobId) => Effect.map(job(jobId), (j) => j.state)
-  /** Advance the test clock in small steps until `check` holds (fails the test after `maxMs`). */
-  const advanceUntil = (check: Effect.Effect<boolean, unknown>, maxMs = 120_000, stepMs = 50) =>
-    Effect.gen(function* () {
-      for (let elapsed = 0; elapsed <= maxMs; elapsed += stepMs) {
-        yield* Effect.yieldNow()
-        if (yield* Effect.orDie(check)) return
-        yield* TestClock.adjust(stepMs)
-      }
-      return yield* Effect.dieMessage(`condition not reached within ${maxMs} ms`)
-    })
-  const reaches = (jobId: JobId, ...states: ReadonlyArray<JobState>) =>
-    advanceUntil(Effect.map(stateOf(jobId), (s) => states.includes(s)))
-  return { store, transport, client, start, submit, job, stateOf, advanceUntil, reaches }
+  const t = yield* harness({ defaults: { type: "summarize", input: { text: "doc" } } })
+  const reachesState = (jobId: JobId, ...states: ReadonlyArray<JobState>) => t.reaches(jobId, states)
+  return { ...t, reaches: reachesState }
 })
 
 /** A clock that runs at half the speed of the test clock from the moment it is made. */
@@ -149,7 +121,7 @@ describe("Worker", () => {
       expect(job.costCents).toBe(3)
       expect(job.attempts).toBe(1)
       expect(model.state.calls).toBe(1)
-      const charges = yield* t.store.charges({ jobId: id })
+      const charges = yield* t.query.charges({ jobId: id })
       expect(charges.map((c) => [c.callId, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 3, true]])
       yield* t.advanceUntil(
         Effect.map(t.transport.size("q"), (n) => n === 0),
@@ -227,10 +199,10 @@ describe("Worker", () => {
       const claimedUntil = (yield* t.job(id)).leaseUntil!
 
       // Past A's lease (store time) another holder takes over and commits.
-      yield* t.advanceUntil(Effect.map(t.store.now, (now) => now > claimedUntil))
-      const takeover = yield* t.store.claim({ jobId: id, owner: "B", leaseMs: LEASE_MS })
+      yield* t.advanceUntil(Effect.map(t.now, (now) => now > claimedUntil))
+      const takeover = yield* claimOne(t.inner, id, "B", LEASE_MS)
       expect(takeover._tag === "Claimed" && takeover.takeover).toBe(true)
-      yield* t.store.complete({ jobId: id, token: 2, result: { summary: "from B" } })
+      yield* settleOne(t.inner, id, 2, { _tag: "Complete", result: { summary: "from B" } })
       expect(model.state.completed).toBe(0)
 
       // A's call ends later; its result write is fenced out.
@@ -242,7 +214,7 @@ describe("Worker", () => {
       expect(job.result).toEqual({ summary: "from B" })
       expect(model.state.calls).toBe(1)
       expect(model.state.completed).toBe(1)
-      const charges = yield* t.store.charges({ jobId: id })
+      const charges = yield* t.query.charges({ jobId: id })
       expect(charges.map((c) => [c.callId, c.token, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 1, 4, true]])
       expect(job.costCents).toBe(4)
     })
@@ -256,11 +228,13 @@ describe("Worker", () => {
       const writes: Array<number> = []
       const failingComplete: Store["Type"] = {
         ...t.store,
-        complete: () =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            writes.push(now)
-            return Effect.fail(new StoreError({ reason: "Connection", operation: "complete", detail: "reset" }))
-          })
+        settle: (options) =>
+          options.items.some((item) => item.outcome._tag === "Complete")
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                writes.push(now)
+                return Effect.fail(new StoreError({ reason: "Connection", operation: "settle", detail: "reset" }))
+              })
+            : t.store.settle(options)
       }
       const scope = yield* Scope.make()
       yield* t
@@ -298,8 +272,8 @@ describe("Worker", () => {
       yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
 
       // The lease moves to another holder behind A's back (token 1 -> 2).
-      yield* t.store.release({ jobId: id, token: 1 })
-      const other = yield* t.store.claim({ jobId: id, owner: "B", leaseMs: 60_000 })
+      yield* settleOne(t.inner, id, 1, { _tag: "Release" })
+      const other = yield* claimOne(t.inner, id, "B", 60_000)
       expect(other._tag).toBe("Claimed")
       const updatedBefore = (yield* t.job(id)).updatedAt
 
@@ -316,7 +290,7 @@ describe("Worker", () => {
       expect(job.updatedAt).toBe(updatedBefore)
       const after = yield* Metrics.snapshot
       expect(delta(before, after, "slowcall_fenced_writes_rejected_total")).toBe(1)
-      const charges = yield* t.store.charges({ jobId: id })
+      const charges = yield* t.query.charges({ jobId: id })
       expect(charges.map((c) => [c.callId, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 5, false]])
     })
   )
@@ -329,7 +303,9 @@ describe("Worker", () => {
       yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 60_000 }))] })
       yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
 
-      const flagged = yield* t.client.cancel(id)
+      const cancelled = yield* t.inner.cancel({ items: [{ jobId: id }] })
+      expect(cancelled.results[0]?._tag).toBe("Cancelled")
+      const flagged = yield* t.job(id)
       expect(flagged.state).toBe("running")
       expect(flagged.cancelRequestedAt).not.toBeNull()
       yield* t.reaches(id, "abandoned")
@@ -370,7 +346,7 @@ describe("Worker", () => {
 
       // B claimed at once: no wait for the old lease to run out.
       expect((yield* Clock.currentTimeMillis) - shutdownAt).toBeLessThan(LEASE_MS)
-      const attempts = yield* t.store.attempts({ jobId: id })
+      const attempts = yield* t.query.attempts({ jobId: id })
       // Each claim's owner is the worker id, a slash, and a tag unique to that claim.
       expect(attempts.map((a) => [a.worker.split("/")[0], a.outcome])).toEqual([
         ["A", "released"],
@@ -448,7 +424,7 @@ describe("Worker", () => {
 
       yield* t.reaches(id, "succeeded")
 
-      const attempts = yield* t.store.attempts({ jobId: id })
+      const attempts = yield* t.query.attempts({ jobId: id })
       expect(attempts.map((a) => [a.outcome, a.errorClass])).toEqual([
         ["retried", "server_error"],
         ["retried", "rate_limited"],
@@ -485,11 +461,11 @@ describe("Worker", () => {
     })
   )
 
-  it.scoped("a retry that would end past the deadline abandons the job (deadline)", () =>
+  it.scoped("a retry that would start past the deadline is abandoned(deadline) by the store's settle", () =>
     Effect.gen(function* () {
       const t = yield* setup
       const model = makeModel()
-      const now = yield* t.store.now
+      const now = yield* t.now
       const id = yield* t.submit({ deadlineAt: now + 10_000, maxAttempts: 5 })
       yield* t.start({
         queue: "q",
@@ -503,6 +479,13 @@ describe("Worker", () => {
       expect(job.abandonReason).toBe("deadline")
       expect(job.errorClass).toBe("rate_limited")
       expect(model.state.calls).toBe(1)
+      // The worker asked for a retry; the store turned it into the abandonment, in one write.
+      const attempts = yield* t.query.attempts({ jobId: id })
+      expect(attempts.map((a) => [a.outcome, a.errorClass])).toEqual([["abandoned", "rate_limited"]])
+      yield* t.advanceUntil(
+        Effect.map(t.transport.size("q"), (n) => n === 0),
+        5_000
+      )
     })
   )
 
@@ -565,7 +548,7 @@ describe("Worker", () => {
       const unreachable = new StoreError({ reason: "Connection", operation: "heartbeat", detail: "refused" })
       const flaky: Store["Type"] = {
         ...t.store,
-        heartbeat: (options) => (down ? Effect.fail(unreachable) : t.store.heartbeat(options))
+        heartbeat: (options) => (down ? Effect.fail(unreachable) : t.inner.heartbeat(options))
       }
       const before = yield* Metrics.snapshot
       yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 60_000 }))] }, flaky)
@@ -586,7 +569,7 @@ describe("Worker", () => {
       const job = yield* t.job(id)
       expect(job.state).toBe("running")
       expect(job.result).toBeNull()
-      const charges = yield* t.store.charges({ jobId: id })
+      const charges = yield* t.query.charges({ jobId: id })
       expect(charges.map((c) => [c.amountCents, c.settled])).toEqual([[5, false]])
     })
   )
@@ -707,6 +690,235 @@ describe("Worker observability", () => {
       yield* t.reaches(id, "succeeded")
       expect(lines).toEqual([])
       expect(seen).toEqual([null])
+    })
+  )
+})
+
+/** A Store view that counts what a worker asks of it: each verb's items, renewals granted, and each `now` read. */
+const counting = (store: Store["Type"]) => {
+  const counts = { now: 0, claim: 0, heartbeat: 0, renewed: 0, charge: 0, settle: 0 }
+  const view: Store["Type"] = {
+    ...store,
+    now: Effect.suspend(() => {
+      counts.now++
+      return store.now
+    }),
+    claim: (options) =>
+      Effect.suspend(() => {
+        counts.claim += options.items.length
+        return store.claim(options)
+      }),
+    heartbeat: (options) =>
+      Effect.suspend(() => {
+        counts.heartbeat += options.items.length
+        return Effect.tap(store.heartbeat(options), (reply) => {
+          counts.renewed += reply.results.filter((result) => result._tag === "Renewed").length
+        })
+      }),
+    charge: (options) =>
+      Effect.suspend(() => {
+        counts.charge += options.items.length
+        return store.charge(options)
+      }),
+    settle: (options) =>
+      Effect.suspend(() => {
+        counts.settle += options.items.length
+        return store.settle(options)
+      })
+  }
+  return { counts, view }
+}
+
+describe("Worker: admission", () => {
+  it.scoped("a Defer from beforeClaim claims nothing, writes nothing and hides the delivery for its delay", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const { counts, view } = counting(t.store)
+      const seen: Array<{ readonly at: number; readonly delivery: Delivery }> = []
+      let admit = false
+      const id = yield* t.submit()
+      const submitted = yield* t.job(id)
+      yield* t.start(
+        {
+          queue: "q",
+          id: "w1",
+          handlers: [summarize(model, () => ({ ms: 100 }))],
+          admission: {
+            beforeClaim: (delivery) =>
+              Effect.map(Clock.currentTimeMillis, (at) => {
+                seen.push({ at, delivery })
+                return admit ? { _tag: "Admit" as const } : { _tag: "Defer" as const, delayMs: 5_000 }
+              })
+          }
+        },
+        view
+      )
+
+      yield* t.advanceUntil(Effect.sync(() => seen.length === 1))
+      // Hidden: another consumer of the queue sees nothing while the delay runs.
+      const competing = yield* t.transport.receive({ queue: "q", max: 10, visibilityMs: 1_000, waitMs: 0 })
+      yield* t.advanceUntil(Effect.sync(() => seen.length === 3))
+
+      expect(competing).toEqual([])
+      expect(seen.map((s) => s.delivery.jobId)).toEqual([id, id, id])
+      expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(5_000)
+      expect(seen[2]!.at - seen[1]!.at).toBeGreaterThanOrEqual(5_000)
+      expect(counts.claim).toBe(0)
+      expect(t.peek(id)).toEqual(submitted)
+      expect(model.state.calls).toBe(0)
+
+      admit = true
+      yield* t.reaches(id, "succeeded")
+
+      expect(counts.claim).toBe(1)
+      expect(model.state.calls).toBe(1)
+      expect((yield* t.job(id)).attempts).toBe(1)
+    })
+  )
+
+  it.scoped("aroundCall wraps each ctx.call exactly once, around the model call, with the job and estimate", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const wraps: Array<{ readonly jobId: JobId; readonly estimateCents: number }> = []
+      const depthAtCall: Array<number> = []
+      let depth = 0
+      const handler = Handler.make({
+        type: "summarize",
+        version: 1,
+        input: Input,
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (_input, ctx) =>
+          Effect.gen(function* () {
+            const texts: Array<string> = []
+            for (const estimateCents of [1, 2, 3]) {
+              texts.push(
+                yield* ctx.call({
+                  estimateCents,
+                  run: Effect.sync(() => {
+                    depthAtCall.push(depth)
+                    return `call ${estimateCents}`
+                  }),
+                  cost: () => estimateCents
+                })
+              )
+            }
+            return { summary: texts.join(", ") }
+          })
+      })
+      const id = yield* t.submit()
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [handler],
+        admission: {
+          aroundCall: (info, call) =>
+            Effect.suspend(() => {
+              wraps.push({ jobId: info.job.id, estimateCents: info.estimateCents })
+              depth++
+              // A permit wait before the call runs.
+              return Effect.ensuring(
+                Effect.zipRight(Effect.sleep(100), call),
+                Effect.sync(() => depth--)
+              )
+            })
+        }
+      })
+
+      const job = yield* t.reaches(id, "succeeded")
+
+      expect(wraps).toEqual([
+        { jobId: id, estimateCents: 1 },
+        { jobId: id, estimateCents: 2 },
+        { jobId: id, estimateCents: 3 }
+      ])
+      expect(depthAtCall).toEqual([1, 1, 1])
+      expect(depth).toBe(0)
+      expect(job.result).toEqual({ summary: "call 1, call 2, call 3" })
+      expect(job.costCents).toBe(6)
+    })
+  )
+})
+
+describe("Worker: transport capabilities", () => {
+  /** The memory transport declaring `visibilityFollowsLease`, with every `extend` recorded. */
+  const declaring = (transport: Transport["Type"], visibilityFollowsLease: boolean) => {
+    const extended: Array<{ readonly jobId: JobId; readonly visibilityMs: number }> = []
+    const view: Transport["Type"] = {
+      ...transport,
+      capabilities: { ...transport.capabilities, visibilityFollowsLease },
+      extend: (options) =>
+        Effect.suspend(() => {
+          extended.push({ jobId: options.delivery.jobId, visibilityMs: options.visibilityMs })
+          return transport.extend(options)
+        })
+    }
+    return { extended, view }
+  }
+
+  it.scoped("a transport whose visibility follows the lease is never asked to extend", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const { counts, view: store } = counting(t.store)
+      const { extended, view } = declaring(t.transport, true)
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 3 * LEASE_MS }))] }, store, view)
+
+      yield* t.reaches(id, "succeeded")
+
+      expect(counts.renewed).toBeGreaterThanOrEqual(8)
+      expect(extended).toEqual([])
+      expect(model.state.calls).toBe(1)
+    })
+  )
+
+  it.scoped("a transport whose visibility does not follow the lease is extended with every renewal", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const { counts, view: store } = counting(t.store)
+      const { extended, view } = declaring(t.transport, false)
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 3 * LEASE_MS }))] }, store, view)
+
+      yield* t.reaches(id, "succeeded")
+
+      expect(counts.renewed).toBeGreaterThanOrEqual(8)
+      expect(extended).toHaveLength(counts.renewed)
+      expect(new Set(extended.map((e) => `${e.jobId}/${e.visibilityMs}`))).toEqual(new Set([`${id}/${LEASE_MS}`]))
+      expect(model.state.calls).toBe(1)
+    })
+  )
+})
+
+describe("Worker: store time", () => {
+  it.scoped("a fault-free run (not due, retry, calls, heartbeats, commit) never asks the store for the time", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const { counts, view } = counting(t.store)
+      // Published at once but due in 2 s: the first claim finds it NotDue. A far deadline is checked on every call.
+      const id = yield* t.submit({ delayMs: 2_000, deadlineAt: (yield* t.now) + 3_600_000 })
+      const plan = (attempt: number): Step =>
+        attempt === 1 ? { ms: 100, fail: { status: 500, message: "boom" } } : { ms: 2 * LEASE_MS }
+      yield* t.start(
+        { queue: "q", id: "w1", retry: { baseMs: 1_000, capMs: 1_000 }, handlers: [summarize(model, plan)] },
+        view
+      )
+
+      const job = yield* t.reaches(id, "succeeded")
+
+      expect(counts.now).toBe(0)
+      expect(counts.claim).toBeGreaterThanOrEqual(3)
+      expect(counts.renewed).toBeGreaterThanOrEqual(5)
+      expect(counts.settle).toBe(2)
+      const attempts = yield* t.query.attempts({ jobId: id })
+      expect(attempts.map((a) => a.outcome)).toEqual(["retried", "succeeded"])
+      // The NotDue defer was measured from the claim reply's store time: the claim came exactly when due.
+      expect(attempts[0]!.startedAt).toBe(job.createdAt + 2_000)
+      expect(model.state.calls).toBe(2)
     })
   )
 })

@@ -4,15 +4,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Logger, ParseResult, Schema, Scope, TestClock } from "effect"
-import * as Client from "../src/Client.js"
 import { StoreError } from "../src/Errors.js"
 import * as Handler from "../src/Handler.js"
 import type { JobId, JobState } from "../src/Models.js"
-import * as StoreModule from "../src/Store.js"
-import { Store } from "../src/Store.js"
-import * as TransportModule from "../src/Transport.js"
-import { Transport } from "../src/Transport.js"
-import * as Worker from "../src/Worker.js"
+import type { Store } from "../src/Store.js"
+import * as fixtures from "./fixtures.js"
 
 const Input = Schema.Struct({ text: Schema.String })
 const Output = Schema.Struct({ text: Schema.String })
@@ -42,44 +38,32 @@ const oneCall = (counter: { calls: number }, ms: number, options: { readonly tim
   })
 
 const harness = (wrap: (store: Store["Type"]) => Store["Type"] = (store) => store) =>
-  Effect.gen(function* () {
-    const inner = yield* StoreModule.makeMemory
-    const store = wrap(inner)
-    const transport = yield* TransportModule.makeMemory()
-    const client = yield* Client.make.pipe(
-      Effect.provideService(Store, inner),
-      Effect.provideService(Transport, transport)
-    )
-    const start = <R>(options: Worker.WorkerOptions<R>) =>
-      Worker.make(options).pipe(Effect.provideService(Store, store), Effect.provideService(Transport, transport))
-    const submit = (options: Partial<Client.SubmitOptions> = {}) =>
-      Effect.map(client.submit({ queue: "q", type: "t", input: { text: "doc" }, ...options }), (r) => r.job.id)
-    const reaches = (jobId: JobId, states: ReadonlyArray<JobState>, maxMs = 60_000) =>
-      Effect.gen(function* () {
-        for (let elapsed = 0; elapsed <= maxMs; elapsed += 50) {
-          yield* Effect.yieldNow()
-          const job = yield* inner.get({ jobId })
-          if (states.includes(job.state)) return job
-          yield* TestClock.adjust(50)
-        }
-        return yield* Effect.dieMessage(`job did not reach ${states.join("|")} within ${maxMs} ms`)
-      })
-    return { inner, store, transport, start, submit, reaches }
-  })
+  Effect.map(fixtures.harness({ wrap, defaults: { type: "t", input: { text: "doc" } } }), (t) => ({
+    ...t,
+    reaches: (jobId: JobId, states: ReadonlyArray<JobState>, maxMs = 60_000) => t.reaches(jobId, states, maxMs)
+  }))
+
+const HOUR = 3_600_000
 
 const terminal: ReadonlyArray<JobState> = ["succeeded", "failed", "abandoned"]
 
-/** A store whose `complete` fails with a retryable error while the store's clock is before `until` (set by the test). */
+const isComplete = (options: Parameters<Store["Type"]["settle"]>[0]) =>
+  options.items.some((item) => item.outcome._tag === "Complete")
+
+/**
+ * A store whose settle with `Complete` fails with a retryable error while the store's clock is before `until` (set
+ * by the test).
+ */
 const completeOutage = (reason: "Connection" | "Timeout", detail: string) => {
   const outage = {
     until: Number.POSITIVE_INFINITY,
     wrap: (store: Store["Type"]): Store["Type"] => ({
       ...store,
-      complete: (options) =>
+      settle: (options) =>
         Effect.flatMap(store.now, (now) =>
-          now < outage.until
-            ? Effect.fail(new StoreError({ reason, operation: "complete", detail }))
-            : store.complete(options)
+          isComplete(options) && now < outage.until
+            ? Effect.fail(new StoreError({ reason, operation: "settle", detail }))
+            : store.settle(options)
         )
     })
   }
@@ -121,7 +105,7 @@ describe("Worker: claims", () => {
       const counter = { calls: 0 }
       const id = yield* t.submit()
       // Another process, also configured as "w1", holds the job.
-      const other = yield* t.inner.claim({ jobId: id, owner: "w1", leaseMs: 60_000 })
+      const other = yield* fixtures.claimOne(t.inner, id, "w1", 60_000)
       expect(other._tag).toBe("Claimed")
       yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
 
@@ -130,7 +114,7 @@ describe("Worker: claims", () => {
         yield* TestClock.adjust(50)
       }
 
-      const job = yield* t.inner.get({ jobId: id })
+      const job = yield* t.job(id)
       expect({ state: job.state, leaseToken: job.leaseToken, leaseOwner: job.leaseOwner }).toEqual({
         state: "running",
         leaseToken: 1,
@@ -149,7 +133,7 @@ describe("Worker: committing the outcome", () => {
       const counter = { calls: 0 }
       const id = yield* t.submit()
       // The store refuses `complete` for 1 s from the start; the lease is 4 s.
-      outage.until = (yield* t.inner.now) + 1_000
+      outage.until = (yield* t.now) + 1_000
       yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
 
       const job = yield* t.reaches(id, terminal)
@@ -172,10 +156,10 @@ describe("Worker: committing the outcome", () => {
         const id = yield* t.submit()
         // Commits refused until 4.3 s: past the 4 s lease granted at the claim, inside the retry window (one lease
         // length from the end of the 100 ms call).
-        outage.until = (yield* t.inner.now) + 4_300
+        outage.until = (yield* t.now) + 4_300
         yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
         yield* t.reaches(id, ["running"])
-        const claimedUntil = (yield* t.inner.get({ jobId: id })).leaseUntil!
+        const claimedUntil = (yield* t.job(id)).leaseUntil!
 
         const job = yield* t.reaches(id, terminal)
 
@@ -195,14 +179,16 @@ describe("Worker: committing the outcome", () => {
       Effect.gen(function* () {
         const t = yield* harness((store) => ({
           ...store,
-          complete: () =>
-            Effect.fail(
-              new StoreError({
-                reason: "Constraint",
-                operation: "complete",
-                detail: "unsupported Unicode escape sequence"
-              })
-            )
+          settle: (options) =>
+            isComplete(options)
+              ? Effect.fail(
+                  new StoreError({
+                    reason: "Constraint",
+                    operation: "settle",
+                    detail: "unsupported Unicode escape sequence"
+                  })
+                )
+              : store.settle(options)
         }))
         const counter = { calls: 0 }
         const id = yield* t.submit({ maxAttempts: 3 })
@@ -289,7 +275,8 @@ describe("Worker: spend", () => {
     Effect.gen(function* () {
       const t = yield* harness((store) => ({
         ...store,
-        charge: (options) => Effect.zipRight(Effect.sleep(options.settled ? 100 : 0), store.charge(options))
+        charge: (options) =>
+          Effect.zipRight(Effect.sleep(options.items.some((item) => item.settled) ? 100 : 0), store.charge(options))
       }))
       const counter = { calls: 0 }
       // Lease 4 s, heartbeat every 1333 ms; the call ends at 1300 ms, its settlement lands at 1400 ms.
@@ -308,7 +295,7 @@ describe("Worker: spend", () => {
       yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
       yield* t.reaches(id, ["running"])
       yield* TestClock.adjust(500)
-      yield* t.inner.cancel({ jobId: id })
+      yield* t.inner.cancel({ items: [{ jobId: id }] })
 
       const job = yield* t.reaches(id, terminal)
 
@@ -324,7 +311,7 @@ describe("Worker: spend", () => {
       const id = yield* t.submit()
       yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 20_000, { timeoutMs: 30_000 })] })
       yield* t.reaches(id, ["running"])
-      yield* t.inner.cancel({ jobId: id })
+      yield* t.inner.cancel({ items: [{ jobId: id }] })
 
       // Lease 33 s, heartbeat every 11 s: the call is stopped well before its 20 s end.
       const job = yield* t.reaches(id, terminal, 15_000)
@@ -332,6 +319,63 @@ describe("Worker: spend", () => {
       expect(job).toMatchObject({ state: "abandoned", abandonReason: "cancelled" })
       expect(counter).toEqual({ calls: 1, interrupted: 1 })
       expect(job.costCents).toBe(1)
+    })
+  )
+
+  /** A handler making one call per estimate in turn, each costing its estimate; refusals are recorded. */
+  const calls = (counter: { calls: number }, estimates: ReadonlyArray<number>, refused: Array<string>) =>
+    Handler.make({
+      type: "t",
+      version: 1,
+      input: Input,
+      result: Output,
+      attempt: { timeoutMs: 3_000 },
+      run: (_input, ctx) =>
+        Effect.gen(function* () {
+          const texts: Array<string> = []
+          for (const estimateCents of estimates) {
+            texts.push(
+              yield* ctx
+                .call({ estimateCents, run: modelCall(counter, 100), cost: () => estimateCents })
+                .pipe(Effect.tapError((error) => Effect.sync(() => refused.push(error._tag))))
+            )
+          }
+          return { text: texts.join(" ") }
+        })
+    })
+
+  it.scoped("a spend equal to the budget stops even a zero-estimate call: BudgetExceeded, abandoned(budget)", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0 }
+      const refused: Array<string> = []
+      const id = yield* t.submit({ budgetCents: 10, maxAttempts: 3 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [calls(counter, [10, 0], refused)] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect(refused).toEqual(["BudgetExceeded"])
+      expect(counter.calls).toBe(1)
+      expect(job).toMatchObject({ state: "abandoned", abandonReason: "budget", costCents: 10, attempts: 1 })
+      expect(job.lastError).toContain("spend 10 + estimate 0 exceeds budget 10")
+      const charges = yield* t.query.charges({ jobId: id })
+      expect(charges.map((c) => [c.callId, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 10, true]])
+    })
+  )
+
+  it.scoped("spend plus estimate equal to the budget fits: the call is made", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const counter = { calls: 0 }
+      const refused: Array<string> = []
+      const id = yield* t.submit({ budgetCents: 10 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [calls(counter, [4, 6], refused)] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      expect(refused).toEqual([])
+      expect(counter.calls).toBe(2)
+      expect(job).toMatchObject({ state: "succeeded", costCents: 10 })
     })
   )
 })
@@ -354,7 +398,7 @@ describe("Worker: deadlines", () => {
             return { text: `${first} ${second}` }
           })
       })
-      const now = yield* t.inner.now
+      const now = yield* t.now
       const id = yield* t.submit({ deadlineAt: now + 2_000, maxAttempts: 1 })
       yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
 
@@ -370,7 +414,7 @@ describe("Worker: deadlines", () => {
     Effect.gen(function* () {
       const t = yield* harness()
       const counter = { calls: 0, interrupted: 0 }
-      const now = yield* t.inner.now
+      const now = yield* t.now
       const id = yield* t.submit({ deadlineAt: now + 2_000 })
       // Lease 4 s, heartbeat every 1333 ms: the second one (2666 ms) is past the deadline; the call would end at 10 s.
       yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 10_000, { timeoutMs: 3_000 })] })
@@ -380,6 +424,70 @@ describe("Worker: deadlines", () => {
       expect(job).toMatchObject({ state: "abandoned", abandonReason: "deadline" })
       expect(counter).toEqual({ calls: 1, interrupted: 1 })
       expect(job.updatedAt - now).toBeLessThan(2_000 + 1_400)
+    })
+  )
+  /**
+   * A handler that waits `waitMs` without calling, then makes one call: only the reservation's reply can tell it
+   * the deadline has passed (its lease is long, so no heartbeat comes first).
+   */
+  const lateCall = (counter: { calls: number }, waitMs: number) =>
+    Handler.make({
+      type: "t",
+      version: 1,
+      input: Input,
+      result: Output,
+      attempt: { timeoutMs: 30_000 },
+      run: (_input, ctx) =>
+        Effect.zipRight(
+          Effect.sleep(waitMs),
+          Effect.map(ctx.call({ estimateCents: 4, run: modelCall(counter, 100), cost: () => 4 }), (text) => ({ text }))
+        )
+    })
+
+  /** Store time well clear of zero, and a worker whose own clock is an hour behind it. */
+  const behindTheStore = Effect.zipRight(TestClock.setTime(10 * HOUR), fixtures.offsetClock(-HOUR))
+
+  it.scoped(
+    "a call reserved exactly at the deadline (store time of the reply) is not made: settled at 0, abandoned",
+    () =>
+      Effect.gen(function* () {
+        let nowReads = 0
+        const t = yield* harness((store) => ({
+          ...store,
+          now: Effect.suspend(() => {
+            nowReads++
+            return store.now
+          })
+        }))
+        const behind = yield* behindTheStore
+        const counter = { calls: 0 }
+        const id = yield* t.submit({ deadlineAt: (yield* t.now) + 3_000, maxAttempts: 3 })
+        // By its own clock the worker is an hour early for the deadline; the store's reply says otherwise.
+        yield* t.start({ queue: "q", id: "w1", handlers: [lateCall(counter, 3_000)] }).pipe(Effect.withClock(behind))
+
+        const job = yield* t.reaches(id, terminal, 10_000)
+
+        expect(counter.calls).toBe(0)
+        expect(job).toMatchObject({ state: "abandoned", abandonReason: "deadline", costCents: 0, attempts: 1 })
+        expect(job.lastError).toContain(`deadline ${job.deadlineAt} passed (store time ${job.deadlineAt})`)
+        const charges = yield* t.query.charges({ jobId: id })
+        expect(charges.map((c) => [c.callId, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 0, true]])
+        expect(nowReads).toBe(0)
+      })
+  )
+
+  it.scoped("a call reserved a millisecond before the deadline is made", () =>
+    Effect.gen(function* () {
+      const t = yield* harness()
+      const behind = yield* behindTheStore
+      const counter = { calls: 0 }
+      const id = yield* t.submit({ deadlineAt: (yield* t.now) + 3_001 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [lateCall(counter, 3_000)] }).pipe(Effect.withClock(behind))
+
+      const job = yield* t.reaches(id, terminal, 10_000)
+
+      expect(counter.calls).toBe(1)
+      expect(job).toMatchObject({ state: "succeeded", costCents: 4 })
     })
   )
 })
@@ -412,10 +520,10 @@ describe("Worker: shutdown", () => {
       }
       yield* Fiber.join(closing)
 
-      const job = yield* t.inner.get({ jobId: id })
+      const job = yield* t.job(id)
       expect({ state: job.state, leaseOwner: job.leaseOwner }).toEqual({ state: "queued", leaseOwner: null })
       expect(counter.calls).toBe(0)
-      const attempts = yield* t.inner.attempts({ jobId: id })
+      const attempts = yield* t.query.attempts({ jobId: id })
       expect(attempts.map((a) => a.outcome)).toEqual(["released"])
     })
   )
