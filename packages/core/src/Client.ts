@@ -1,31 +1,37 @@
 /**
- * The Client: how an application submits jobs and follows them. The Store is the truth; the Transport only wakes
- * workers, so a publish that fails after a successful submit loses nothing (the sweeper republishes queued jobs
- * that have no message in flight).
+ * The Client: how an application (or the HTTP server) submits jobs and follows them. It is the one edge over the
+ * protocol `Store`, the read-side `Query` and the `Transport`: every submitter, in code or over HTTP, gets the same
+ * validation, the same defaults and the same publishing.
+ *
+ * Invariants:
+ * - Bad input (non-JSON `input`, both `input` and `inputRef`, out-of-range options) fails with `InvalidInput`
+ *   before anything is written; a reused idempotency key fails with `IdempotencyKeyReused` and writes nothing.
+ * - The Store is the truth; the Transport only wakes workers. A publish that fails after a successful write is
+ *   logged and loses nothing (the sweeper republishes queued jobs that have no message in flight), and so is a delay
+ *   longer than the transport can express (`TransportCapabilities.maxDelayMs`): the sweeper hands the job over once
+ *   it is due.
+ * - A message's delay is the job's `runAfter` minus the store time of the write that queued it, so it never depends
+ *   on the caller's clock.
  *
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Either, Layer, Schedule, Stream } from "effect"
 import * as Canonical from "./Canonical.js"
-import type { AlreadyTerminal, InvalidInput, JobNotFound, StoreError } from "./Errors.js"
+import { AlreadyTerminal, IdempotencyKeyReused, InvalidInput, JobNotFound, type StoreError } from "./Errors.js"
 import * as Ids from "./Ids.js"
-import { isTerminal, type Job, type JobId } from "./Models.js"
-import {
-  type DeadLetterOptions,
-  type DeadLetters,
-  type ListOptions,
-  type ReplayOptions,
-  type ReplayResult,
-  Store,
-  type SubmitError,
-  type SubmitResult
-} from "./Store.js"
+import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Models.js"
+import type { SubmitItem } from "./Protocol.js"
+import * as QueryModule from "./Query.js"
+import { type DeadLetterOptions, type DeadLetters, type ListOptions, Query, type StoreStats } from "./Query.js"
+import { Store, type SubmitError, type SubmitOutcome } from "./Store.js"
 import { type Message, Transport } from "./Transport.js"
 
 /**
- * What a caller submits. `input` may be any value: anything that is not plain JSON is rejected with
- * `InvalidInput` before anything is written. Defaults: `version` 1, `maxAttempts` 3, `priority` 0, due now, no
- * deadline, no budget, the trace id derived from the job id.
+ * What a caller submits. `input` may be any value: anything that is not plain JSON is rejected with `InvalidInput`
+ * before anything is written; absent, it is `null`. `inputRef` names input kept elsewhere (an object store key):
+ * then `input` must be absent, the job stores `null` as its input and the idempotency hash covers the reference.
+ * Unset options take `defaults` (version 1, 3 attempts, priority 0), due now, no deadline, no budget, and the trace
+ * id derived from the job id.
  *
  * @since 0.1.0
  * @category models
@@ -34,12 +40,13 @@ export interface SubmitOptions {
   readonly queue: string
   readonly type: string
   readonly version?: number | undefined
-  readonly input: unknown
+  readonly input?: unknown
+  readonly inputRef?: string | undefined
   /** Idempotency key, unique per (queue, tenant). */
   readonly requestKey?: string | undefined
   readonly tenant?: string | undefined
   readonly priority?: number | undefined
-  /** Delay before the job becomes due, in ms of store time. */
+  /** Delay before the job becomes due, in ms after the store time of the submit. */
   readonly delayMs?: number | undefined
   /** Absolute deadline, store-time epoch ms. */
   readonly deadlineAt?: number | undefined
@@ -49,7 +56,40 @@ export interface SubmitOptions {
 }
 
 /**
- * Options of `watch`: how often the job is read (default 1 s).
+ * The defaults of every submit, in code and over HTTP alike.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const defaults = { version: 1, maxAttempts: 3, priority: 0 } as const
+
+/**
+ * One submit's result: the job, whether this call created it (false: the idempotency key already named a job with
+ * the same input, returned unchanged), and the store time of the submit.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubmitResult {
+  readonly job: Job
+  readonly created: boolean
+  readonly now: number
+}
+
+/**
+ * A bulk submit's result: the store time of the one batch write and one outcome per item, in item order
+ * (`Created`, `Existing` or `KeyReused`, see `Store.SubmitOutcome`). Only the created jobs were published.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SubmitManyResult {
+  readonly now: number
+  readonly results: ReadonlyArray<SubmitOutcome>
+}
+
+/**
+ * Options of `watch`: how often the job is read (default 1 s), and the tenant it must belong to.
  *
  * @since 0.1.0
  * @category models
@@ -60,6 +100,32 @@ export interface WatchOptions {
 }
 
 /**
+ * Options of `stats`: the population to count and the window of the dead-letter arrival count (default 5 minutes,
+ * measured back from store time).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface StatsOptions {
+  readonly queue?: string | undefined
+  readonly tenant?: string | undefined
+  readonly windowMs?: number | undefined
+}
+
+/**
+ * Counts and ages (`Query.StoreStats`) with the store time they were read at and the window `failedInWindow`
+ * covers, so ages and rates need no second clock.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface StatsResult {
+  readonly now: number
+  readonly windowMs: number
+  readonly stats: StoreStats
+}
+
+/**
  * The client operations.
  *
  * @since 0.1.0
@@ -67,10 +133,19 @@ export interface WatchOptions {
  */
 export interface ClientService {
   /**
-   * Validate, hash and store a job, then publish it when it was created (an idempotent repeat publishes nothing).
+   * Validate, hash and store one job, then publish it when it was created (an idempotent repeat publishes nothing).
    * A failed publish is logged and the job is still accepted.
    */
   readonly submit: (options: SubmitOptions) => Effect.Effect<SubmitResult, SubmitError>
+  /**
+   * Validate every item, then store them all in one `Store.submit` batch and publish the created ones. One invalid
+   * item fails the whole call with `InvalidInput` (its path starts with the item's index) and nothing is written; a
+   * reused key is that item's `KeyReused` outcome and does not stop the others.
+   */
+  readonly submitMany: (
+    items: ReadonlyArray<SubmitOptions>
+  ) => Effect.Effect<SubmitManyResult, InvalidInput | StoreError>
+  /** The job, or `JobNotFound` (also for another tenant's job). */
   readonly get: (
     jobId: JobId,
     options?: { readonly tenant?: string | undefined }
@@ -80,10 +155,20 @@ export interface ClientService {
     jobId: JobId,
     options?: { readonly tenant?: string | undefined }
   ) => Effect.Effect<Job, JobNotFound | AlreadyTerminal | StoreError>
+  /** Jobs matching every given filter (`Query.list`). */
   readonly list: (options?: ListOptions) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /** Failed jobs and their groups (`Query.deadLetters`). */
   readonly deadLetters: (options?: DeadLetterOptions) => Effect.Effect<DeadLetters, StoreError>
-  /** Move dead letters back to queued (never a succeeded job) and publish each replayed job. */
-  readonly replay: (options: ReplayOptions) => Effect.Effect<ReplayResult, StoreError>
+  /** The job's attempt rows in token order. */
+  readonly attempts: (jobId: JobId) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
+  /** The job's charge rows in insertion order. */
+  readonly charges: (jobId: JobId) => Effect.Effect<ReadonlyArray<Charge>, StoreError>
+  /** Counts and ages of the population, read at one store time (see `StatsResult`). */
+  readonly stats: (options?: StatsOptions) => Effect.Effect<StatsResult, StoreError>
+  /** Store time now (epoch ms). */
+  readonly now: Effect.Effect<number, StoreError>
+  /** Move dead letters back to queued (`Query.replay`: never a succeeded job) and publish each replayed job. */
+  readonly replay: (options: QueryModule.ReplayOptions) => Effect.Effect<QueryModule.ReplayResult, StoreError>
   /** The current job, then every change (by `updatedAt`); ends after the first terminal state it emits. */
   readonly watch: (jobId: JobId, options?: WatchOptions) => Stream.Stream<Job, JobNotFound | StoreError>
 }
@@ -103,23 +188,102 @@ const messageOf = (job: Job): Message => ({
   priority: job.priority
 })
 
+const isInteger = (min: number) => (value: number) => Number.isInteger(value) && value >= min
+
+/** The numeric options and what each must be; anything else is `InvalidInput` naming the option. */
+const numericRules: ReadonlyArray<
+  readonly [
+    "version" | "maxAttempts" | "priority" | "delayMs" | "deadlineAt" | "budgetCents",
+    (value: number) => boolean,
+    string
+  ]
+> = [
+  ["version", isInteger(1), "must be an integer of at least 1"],
+  ["maxAttempts", isInteger(1), "must be an integer of at least 1"],
+  ["priority", Number.isSafeInteger, "must be an integer"],
+  ["delayMs", Number.isFinite, "must be a finite number of milliseconds"],
+  ["deadlineAt", Number.isFinite, "must be a finite epoch-ms time"],
+  ["budgetCents", (value) => Number.isFinite(value) && value >= 0, "must be a finite number of cents, at least 0"]
+]
+
+const optionsProblem = (options: SubmitOptions): InvalidInput | undefined => {
+  if (options.queue.length === 0) return new InvalidInput({ path: "queue", message: "must not be empty" })
+  if (options.type.length === 0) return new InvalidInput({ path: "type", message: "must not be empty" })
+  if (options.requestKey !== undefined && options.requestKey.length === 0) {
+    return new InvalidInput({ path: "requestKey", message: "must not be empty" })
+  }
+  if (options.inputRef !== undefined) {
+    if (options.inputRef.length === 0) return new InvalidInput({ path: "inputRef", message: "must not be empty" })
+    if (options.input !== undefined) {
+      return new InvalidInput({ path: "inputRef", message: "give either input or inputRef, not both" })
+    }
+  }
+  for (const [name, valid, message] of numericRules) {
+    const value = options[name]
+    if (value !== undefined && !(typeof value === "number" && valid(value)))
+      return new InvalidInput({ path: name, message })
+  }
+  return undefined
+}
+
 /**
- * Build a client over the Store and Transport in context.
+ * The Store item of one submit: validated, hashed, with a fresh id and every default applied. Writes nothing.
+ */
+const prepare = (options: SubmitOptions): Effect.Effect<SubmitItem, InvalidInput> =>
+  Effect.gen(function* () {
+    const problem = optionsProblem(options)
+    if (problem !== undefined) return yield* Effect.fail(problem)
+    const valid = Canonical.validateJson(options.input === undefined ? null : options.input)
+    if (Either.isLeft(valid)) return yield* Effect.fail(valid.left)
+    const input: Json = options.inputRef === undefined ? valid.right : null
+    const inputHash = yield* Canonical.inputHash(
+      options.inputRef === undefined ? input : { inputRef: options.inputRef }
+    )
+    const id = yield* Ids.makeJobId
+    return {
+      id,
+      queue: options.queue,
+      tenant: options.tenant ?? null,
+      type: options.type,
+      version: options.version ?? defaults.version,
+      requestKey: options.requestKey ?? null,
+      inputHash,
+      input,
+      inputRef: options.inputRef ?? null,
+      priority: options.priority ?? defaults.priority,
+      delayMs: options.delayMs ?? 0,
+      deadlineAt: options.deadlineAt ?? null,
+      budgetCents: options.budgetCents ?? null,
+      maxAttempts: options.maxAttempts ?? defaults.maxAttempts,
+      traceId: options.traceId ?? id.replace(/-/g, "")
+    }
+  })
+
+/** Publishes run a few at a time: enough to hide a transport's round trip, few enough to keep it unhurried. */
+const publishConcurrency = 8
+
+/**
+ * Build a client over the Store, Query and Transport in context.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<ClientService, never, Store | Transport> = Effect.gen(function* () {
+export const make: Effect.Effect<ClientService, never, Store | Query | Transport> = Effect.gen(function* () {
   const store = yield* Store
+  const query = yield* Query
   const transport = yield* Transport
+  const maxDelayMs = transport.capabilities.maxDelayMs
 
-  const publish = (job: Job) =>
-    transport
-      .publish({
-        queue: job.queue,
-        message: messageOf(job),
-        delayMs: Math.max(0, job.runAfter - job.updatedAt)
-      })
+  /** Hand a queued job to the transport, due `runAfter - now` after the write at store time `now`. */
+  const publish = (job: Job, now: number): Effect.Effect<void> => {
+    const delayMs = Math.max(0, job.runAfter - now)
+    if (maxDelayMs !== null && delayMs > maxDelayMs) {
+      return Effect.logDebug("delay beyond the transport's limit; the sweeper publishes the job when it is due").pipe(
+        Effect.annotateLogs({ jobId: job.id, delayMs })
+      )
+    }
+    return transport
+      .publish({ queue: job.queue, message: messageOf(job), delayMs })
       .pipe(
         Effect.catchAll((error) =>
           Effect.logWarning("publish failed; the sweeper will republish the job", error).pipe(
@@ -127,48 +291,85 @@ export const make: Effect.Effect<ClientService, never, Store | Transport> = Effe
           )
         )
       )
+  }
 
   const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError> =>
     Effect.gen(function* () {
-      const valid = Canonical.validateJson(options.input)
-      if (Either.isLeft(valid)) return yield* Effect.fail<InvalidInput>(valid.left)
-      const inputHash = yield* Canonical.inputHash(valid.right)
-      const id = yield* Ids.makeJobId
-      const delayMs = options.delayMs ?? 0
-      const now = delayMs > 0 ? yield* store.now : undefined
-      const result = yield* store.submit({
-        id,
-        queue: options.queue,
-        tenant: options.tenant ?? null,
-        type: options.type,
-        version: options.version ?? 1,
-        requestKey: options.requestKey ?? null,
-        inputHash,
-        input: valid.right,
-        priority: options.priority ?? 0,
-        runAfter: now === undefined ? undefined : now + delayMs,
-        deadlineAt: options.deadlineAt ?? null,
-        budgetCents: options.budgetCents ?? null,
-        maxAttempts: options.maxAttempts ?? 3,
-        traceId: options.traceId ?? id.replace(/-/g, "")
+      const item = yield* prepare(options)
+      const reply = yield* store.submit({ items: [item] })
+      const outcome = reply.results[0]
+      if (outcome === undefined) return yield* Effect.die(new Error("Store.submit returned no result for its item"))
+      switch (outcome._tag) {
+        case "KeyReused":
+          return yield* new IdempotencyKeyReused({
+            requestKey: outcome.requestKey,
+            existingJobId: outcome.existingJobId
+          })
+        case "Existing":
+          return { job: outcome.job, created: false, now: reply.now }
+        case "Created":
+          yield* publish(outcome.job, reply.now)
+          return { job: outcome.job, created: true, now: reply.now }
+      }
+    })
+
+  const submitMany = (
+    items: ReadonlyArray<SubmitOptions>
+  ): Effect.Effect<SubmitManyResult, InvalidInput | StoreError> =>
+    Effect.gen(function* () {
+      const prepared = yield* Effect.forEach(items, (options, index) =>
+        prepare(options).pipe(
+          Effect.mapError((error) => new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
+        )
+      )
+      if (prepared.length === 0) return { now: yield* store.now, results: [] }
+      const reply = yield* store.submit({ items: prepared })
+      const created = reply.results.flatMap((outcome) => (outcome._tag === "Created" ? [outcome.job] : []))
+      yield* Effect.forEach(created, (job) => publish(job, reply.now), {
+        concurrency: publishConcurrency,
+        discard: true
       })
-      if (result.created) yield* publish(result.job)
+      return { now: reply.now, results: reply.results }
+    })
+
+  const cancel = (jobId: JobId, options?: { readonly tenant?: string | undefined }) =>
+    Effect.gen(function* () {
+      const reply = yield* store.cancel({ items: [{ jobId, tenant: options?.tenant }] })
+      const result = reply.results[0]
+      if (result === undefined) return yield* Effect.die(new Error("Store.cancel returned no result for its item"))
+      switch (result._tag) {
+        case "Cancelled":
+          return result.job
+        case "AlreadyTerminal":
+          return yield* new AlreadyTerminal({ jobId, state: result.job.state })
+        case "NotFound":
+          return yield* new JobNotFound({ jobId })
+      }
+    })
+
+  const replay = (options: QueryModule.ReplayOptions): Effect.Effect<QueryModule.ReplayResult, StoreError> =>
+    Effect.gen(function* () {
+      const result = yield* QueryModule.replay(store, query, options)
+      // `Query.replay` does not return the store time of its write; the write bumped `updatedAt` to at least that
+      // time, so the job's own `updatedAt` stands in for it (a replayed job is due at the write).
+      yield* Effect.forEach(result.jobs, (job) => publish(job, job.updatedAt), {
+        concurrency: publishConcurrency,
+        discard: true
+      })
       return result
     })
 
-  const replay = (options: ReplayOptions): Effect.Effect<ReplayResult, StoreError> =>
+  const stats = (options: StatsOptions = {}): Effect.Effect<StatsResult, StoreError> =>
     Effect.gen(function* () {
-      const result = yield* store.replay(options)
-      for (const jobId of result.replayed) {
-        const job = yield* store.get({ jobId }).pipe(Effect.catchTag("JobNotFound", () => Effect.succeed(undefined)))
-        if (job !== undefined) yield* publish(job)
-      }
-      return result
+      const windowMs = options.windowMs ?? 300_000
+      const now = yield* store.now
+      const result = yield* query.stats({ queue: options.queue, tenant: options.tenant, failedSince: now - windowMs })
+      return { now, windowMs, stats: result }
     })
 
   const watch = (jobId: JobId, options: WatchOptions = {}): Stream.Stream<Job, JobNotFound | StoreError> =>
     Stream.repeatEffectWithSchedule(
-      store.get({ jobId, tenant: options.tenant }),
+      query.get({ jobId, tenant: options.tenant }),
       Schedule.spaced(Duration.millis(options.intervalMs ?? 1_000))
     ).pipe(
       Stream.changesWith((a, b) => a.updatedAt === b.updatedAt),
@@ -177,19 +378,24 @@ export const make: Effect.Effect<ClientService, never, Store | Transport> = Effe
 
   return {
     submit,
-    get: (jobId, options) => store.get({ jobId, tenant: options?.tenant }),
-    cancel: (jobId, options) => store.cancel({ jobId, tenant: options?.tenant }),
-    list: (options) => store.list(options ?? {}),
-    deadLetters: (options) => store.deadLetters(options ?? {}),
+    submitMany,
+    get: (jobId, options) => query.get({ jobId, tenant: options?.tenant }),
+    cancel,
+    list: (options) => query.list(options ?? {}),
+    deadLetters: (options) => query.deadLetters(options ?? {}),
+    attempts: (jobId) => query.attempts({ jobId }),
+    charges: (jobId) => query.charges({ jobId }),
+    stats,
+    now: store.now,
     replay,
     watch
   }
 })
 
 /**
- * A layer providing `Client` over the Store and Transport in context.
+ * A layer providing `Client` over the Store, Query and Transport in context.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Client, never, Store | Transport> = Layer.effect(Client, make)
+export const layer: Layer.Layer<Client, never, Store | Query | Transport> = Layer.effect(Client, make)

@@ -1,13 +1,15 @@
 /**
- * The job HTTP API as an `HttpApi` description: one place that names every endpoint, its path, its request body and
- * its success and error shapes. The server (`Server.ts`) implements each endpoint; the description also yields the
- * OpenAPI document served at `/openapi.json`.
+ * The job HTTP API as an `HttpApi` description: one place that names every endpoint, its path, its parameters,
+ * headers and request body, and its success and error shapes. The server (`Server.ts`) decodes every request with
+ * these schemas and encodes every answer with them; the description also yields the OpenAPI document served at
+ * `/openapi.json`.
  *
  * @since 0.1.0
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
-import { JobView } from "./View.js"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema } from "@effect/platform"
+import { ErrorClass, JobState } from "@slowcall/core/Models"
+import { Context, Schema } from "effect"
+import { JobDetail, JobView } from "./View.js"
 
 const IsoDate = Schema.String.pipe(
   Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "must be an ISO-8601 date-time", {
@@ -17,24 +19,41 @@ const IsoDate = Schema.String.pipe(
 
 const NonNegative = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
 
+/** A field that may be left out; when present it must decode (`undefined` is not JSON, so it is not a value). */
+const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/** Unknown fields are errors, and every problem is reported, not only the first. */
+const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const
+
 /**
- * The body of `POST /v1/jobs`. Unknown fields are rejected, so a typo never silently drops a setting.
+ * The body of `POST /v1/jobs`. Unknown fields are rejected, so a typo never silently drops a setting. `delayMs`
+ * (relative to the store's time) and `runAfter` (absolute) both say when the job becomes due; give at most one.
+ * Give `input` or `inputRef`, not both.
  *
  * @since 0.1.0
  * @category models
  */
 export const SubmitBody = Schema.Struct({
   type: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  version: Schema.optional(Schema.Int.pipe(Schema.positive())),
-  input: Schema.optional(Schema.Unknown),
-  inputRef: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000))),
-  priority: Schema.optional(Schema.Int),
-  runAfter: Schema.optional(IsoDate),
-  deadline: Schema.optional(IsoDate),
-  budgetCents: Schema.optional(NonNegative),
-  maxAttempts: Schema.optional(Schema.Int.pipe(Schema.between(1, 1000))),
-  traceId: Schema.optional(Schema.String.pipe(Schema.maxLength(200)))
+  version: optional(Schema.Int.pipe(Schema.positive())),
+  input: optional(Schema.Unknown),
+  inputRef: optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000))),
+  priority: optional(Schema.Int),
+  delayMs: optional(Schema.Int.pipe(Schema.nonNegative())),
+  runAfter: optional(IsoDate),
+  deadline: optional(IsoDate),
+  budgetCents: optional(NonNegative),
+  maxAttempts: optional(Schema.Int.pipe(Schema.between(1, 1000))),
+  traceId: optional(Schema.String.pipe(Schema.maxLength(200)))
 })
+  .pipe(
+    Schema.filter((body) =>
+      body.delayMs !== undefined && body.runAfter !== undefined
+        ? { path: ["delayMs"], message: "give either delayMs or runAfter, not both" }
+        : true
+    )
+  )
+  .annotations({ identifier: "SubmitBody", ...strict })
 /**
  * @since 0.1.0
  * @category models
@@ -42,25 +61,80 @@ export const SubmitBody = Schema.Struct({
 export type SubmitBody = typeof SubmitBody.Type
 
 /**
- * The body of `POST /v1/dead-letters/replay`: explicit ids, or a filter. Only failed jobs move.
+ * The headers `POST /v1/jobs` reads: an optional idempotency key of 1 to 255 characters, unique per tenant.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const SubmitHeaders = Schema.Struct({
+  "idempotency-key": optional(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)).annotations({
+      message: () => "must be 1 to 255 characters"
+    })
+  )
+})
+
+/**
+ * The body of `POST /v1/dead-letters/replay`: explicit ids, or a filter. Only failed jobs move. Ids that are not job
+ * ids are counted as skipped.
  *
  * @since 0.1.0
  * @category models
  */
 export const ReplayBody = Schema.Struct({
-  ids: Schema.optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
-  errorClass: Schema.optional(Schema.String),
-  type: Schema.optional(Schema.String),
-  limit: Schema.optional(Schema.Int.pipe(Schema.between(1, 10_000)))
-})
+  ids: optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
+  errorClass: optional(ErrorClass.annotations({ message: () => ({ message: "unknown error class", override: true }) })),
+  type: optional(Schema.String),
+  limit: optional(Schema.Int.pipe(Schema.between(1, 10_000)))
+}).annotations({ identifier: "ReplayBody", ...strict })
 /**
  * @since 0.1.0
  * @category models
  */
 export type ReplayBody = typeof ReplayBody.Type
 
+/** A query parameter that may be left blank: `?state=` means no filter, as if the parameter were absent. */
+const param = <A, I extends string>(schema: Schema.Schema<A, I>, message: string) =>
+  optional(
+    Schema.Union(
+      Schema.transform(Schema.Literal(""), Schema.Undefined, {
+        strict: true,
+        decode: () => undefined,
+        encode: () => "" as const
+      }),
+      schema
+    ).annotations({ message: () => ({ message, override: true }) })
+  )
+
+const Limit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
+const limitMessage = "must be an integer from 1 to 1000"
+
 /**
- * One problem with a request: where (`path`, field names and indexes) and what.
+ * The query of `GET /v1/jobs`: state and type filters and at most `limit` jobs (default 50).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const ListParams = Schema.Struct({
+  state: param(JobState, `must be one of ${JobState.literals.join(", ")}`),
+  type: optional(Schema.String),
+  limit: param(Limit, limitMessage)
+})
+
+/**
+ * The query of `GET /v1/dead-letters`: error class and type filters and at most `limit` jobs (default 50).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const DeadLetterParams = Schema.Struct({
+  errorClass: param(ErrorClass, "unknown error class"),
+  type: optional(Schema.String),
+  limit: param(Limit, limitMessage)
+})
+
+/**
+ * One problem with a request: where (`path`: a field name, a header name or a parameter, then indexes) and what.
  *
  * @since 0.1.0
  * @category models
@@ -90,7 +164,7 @@ const errorBody = <const C extends string>(code: C, status: number) =>
   Schema.Struct({ error: Schema.Literal(code) }).annotations(HttpApiSchema.annotations({ status }))
 
 /**
- * The body of every non-400 error: a stable code.
+ * The body of every non-400 error: a stable code (`413` also names the limit).
  *
  * @since 0.1.0
  * @category errors
@@ -99,13 +173,60 @@ export const ErrorBodies = {
   unauthorized: errorBody("unauthorized", 401),
   notFound: errorBody("not_found", 404),
   alreadyTerminal: errorBody("already_terminal", 409),
-  payloadTooLarge: errorBody("payload_too_large", 413),
+  payloadTooLarge: Schema.Struct({
+    error: Schema.Literal("payload_too_large"),
+    limitBytes: Schema.Number
+  }).annotations(HttpApiSchema.annotations({ status: 413 })),
   idempotencyKeyReused: errorBody("idempotency_key_reused", 422),
   storeUnavailable: errorBody("store_unavailable", 503)
 } as const
 
 /**
- * `GET /v1/dead-letters`.
+ * The names of the headers the API reads, as a problem's `path` shows them (requests carry them in any case).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const headerNames: Readonly<Record<string, string>> = {
+  "idempotency-key": "Idempotency-Key",
+  "if-none-match": "If-None-Match",
+  "last-event-id": "Last-Event-ID"
+}
+
+/**
+ * The caller's tenant for the request: the one `authenticate` resolved, or `undefined` when the server runs
+ * without authentication (jobs then have no tenant).
+ *
+ * @since 0.2.0
+ * @category services
+ */
+export class Tenant extends Context.Tag("@slowcall/http/Tenant")<Tenant, string | undefined>() {}
+
+/**
+ * Resolves the `Authorization` header to the `Tenant` before anything else of the request is read; missing or
+ * invalid credentials answer `401` (with `WWW-Authenticate: Bearer`). Every `/v1` endpoint has it.
+ *
+ * @since 0.2.0
+ * @category middleware
+ */
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("@slowcall/http/Authentication", {
+  failure: ErrorBodies.unauthorized,
+  provides: Tenant
+}) {}
+
+/**
+ * Reads the request body before it is decoded: over the server's `maxBodyBytes` it answers `413`, empty or not
+ * JSON it answers `400`. The endpoints with a JSON body have it.
+ *
+ * @since 0.2.0
+ * @category middleware
+ */
+export class JsonBody extends HttpApiMiddleware.Tag<JsonBody>()("@slowcall/http/JsonBody", {
+  failure: Schema.Union(InvalidRequestBody, ErrorBodies.payloadTooLarge)
+}) {}
+
+/**
+ * `GET /v1/dead-letters`. Each group lists the ids of its listed jobs, so a client can replay exactly that group.
  *
  * @since 0.1.0
  * @category models
@@ -117,11 +238,20 @@ export const DeadLettersBody = Schema.Struct({
       errorClass: Schema.NullOr(Schema.String),
       inputHash: Schema.String,
       count: Schema.Number,
-      costCents: Schema.Number
+      costCents: Schema.Number,
+      jobIds: Schema.Array(Schema.String)
     })
   ),
   arrivalsPerMinute: Schema.Number
 })
+
+/**
+ * `POST /v1/dead-letters/replay`: how many jobs moved back to queued and how many were skipped.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const ReplayResultBody = Schema.Struct({ replayed: Schema.Number, skipped: Schema.Number })
 
 /**
  * `GET /v1/stats`. `deadLetterArrivals` (per-minute counts, oldest first) feeds the dashboard's chart.
@@ -143,38 +273,41 @@ const jobs = HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.post("submit", "/v1/jobs")
       .setPayload(SubmitBody)
+      .setHeaders(SubmitHeaders)
       .addSuccess(JobView, { status: 202 })
+      .addSuccess(JobView.annotations({ description: "the job an earlier submit with this key created" }), {
+        status: 200
+      })
       .addError(InvalidRequestBody)
-      .addError(ErrorBodies.payloadTooLarge)
       .addError(ErrorBodies.idempotencyKeyReused)
-      .addError(ErrorBodies.unauthorized)
+      .middleware(JsonBody)
   )
   .add(
     HttpApiEndpoint.get("list", "/v1/jobs")
+      .setUrlParams(ListParams)
       .addSuccess(Schema.Struct({ jobs: Schema.Array(JobView) }))
       .addError(InvalidRequestBody)
-      .addError(ErrorBodies.unauthorized)
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/jobs/:id")
       .setPath(IdPath)
+      .setHeaders(Schema.Struct({ "if-none-match": optional(Schema.String) }))
       .addSuccess(JobView)
+      .addSuccess(HttpApiSchema.Empty(304))
       .addError(ErrorBodies.notFound)
-      .addError(ErrorBodies.unauthorized)
   )
   .add(
     HttpApiEndpoint.get("detail", "/v1/jobs/:id/detail")
       .setPath(IdPath)
-      .addSuccess(Schema.Unknown)
+      .addSuccess(JobDetail)
       .addError(ErrorBodies.notFound)
-      .addError(ErrorBodies.unauthorized)
   )
   .add(
     HttpApiEndpoint.get("events", "/v1/jobs/:id/events")
       .setPath(IdPath)
+      .setHeaders(Schema.Struct({ "last-event-id": optional(Schema.String) }))
       .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
       .addError(ErrorBodies.notFound)
-      .addError(ErrorBodies.unauthorized)
   )
   .add(
     HttpApiEndpoint.post("cancel", "/v1/jobs/:id/cancel")
@@ -182,40 +315,58 @@ const jobs = HttpApiGroup.make("jobs")
       .addSuccess(JobView, { status: 202 })
       .addError(ErrorBodies.notFound)
       .addError(ErrorBodies.alreadyTerminal)
-      .addError(ErrorBodies.unauthorized)
   )
+  .addError(ErrorBodies.storeUnavailable)
+  .middlewareEndpoints(Authentication)
 
 const deadLetters = HttpApiGroup.make("deadLetters")
   .add(
     HttpApiEndpoint.get("list", "/v1/dead-letters")
+      .setUrlParams(DeadLetterParams)
       .addSuccess(DeadLettersBody)
       .addError(InvalidRequestBody)
-      .addError(ErrorBodies.unauthorized)
   )
   .add(
     HttpApiEndpoint.post("replay", "/v1/dead-letters/replay")
       .setPayload(ReplayBody)
-      .addSuccess(Schema.Struct({ replayed: Schema.Number, skipped: Schema.Number }))
+      .addSuccess(ReplayResultBody)
       .addError(InvalidRequestBody)
-      .addError(ErrorBodies.payloadTooLarge)
-      .addError(ErrorBodies.unauthorized)
+      .middleware(JsonBody)
   )
+  .addError(ErrorBodies.storeUnavailable)
+  .middlewareEndpoints(Authentication)
 
 const ops = HttpApiGroup.make("ops")
-  .add(HttpApiEndpoint.get("stats", "/v1/stats").addSuccess(StatsBody).addError(ErrorBodies.unauthorized))
-  .add(HttpApiEndpoint.get("metrics", "/metrics").addSuccess(HttpApiSchema.Text({ contentType: "text/plain" })))
+  .add(
+    HttpApiEndpoint.get("stats", "/v1/stats")
+      .addSuccess(StatsBody)
+      .addError(ErrorBodies.storeUnavailable)
+      .middleware(Authentication)
+  )
+  .add(
+    HttpApiEndpoint.get("metrics", "/metrics").addSuccess(
+      HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" })
+    )
+  )
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
       .addSuccess(Schema.Struct({ ok: Schema.Boolean }))
       .addError(ErrorBodies.storeUnavailable)
   )
   .add(HttpApiEndpoint.get("openapi", "/openapi.json").addSuccess(Schema.Unknown))
-  .add(HttpApiEndpoint.get("dashboard", "/").addSuccess(HttpApiSchema.Text({ contentType: "text/html" })))
+  .add(
+    HttpApiEndpoint.get("dashboard", "/").addSuccess(HttpApiSchema.Text({ contentType: "text/html; charset=utf-8" }))
+  )
 
 /**
- * The whole API. Every endpoint is implemented by `Server.layer`.
+ * The whole API. Every endpoint is implemented by `Server.layerApi`; a request that does not decode answers `400`
+ * with `InvalidRequestBody`.
  *
  * @since 0.1.0
  * @category models
  */
-export class SlowcallApi extends HttpApi.make("slowcall").add(jobs).add(deadLetters).add(ops) {}
+export class SlowcallApi extends HttpApi.make("slowcall")
+  .add(jobs)
+  .add(deadLetters)
+  .add(ops)
+  .addError(InvalidRequestBody) {}

@@ -4,8 +4,7 @@
  *
  * @since 0.1.0
  */
-import type { Attempt, Charge, Job } from "@slowcall/core/Models"
-import { isTerminal } from "@slowcall/core/Models"
+import { type Attempt, type Charge, isTerminal, type Job, JobState } from "@slowcall/core/Models"
 import { redact, truncate } from "@slowcall/core/Normalize"
 import { Schema } from "effect"
 
@@ -21,7 +20,7 @@ export const JobView = Schema.Struct({
   id: Schema.String,
   type: Schema.String,
   version: Schema.Int,
-  state: Schema.Literal("queued", "running", "succeeded", "failed", "abandoned"),
+  state: JobState,
   abandonReason: Schema.NullOr(Schema.String),
   attempts: Schema.Int,
   maxAttempts: Schema.Int,
@@ -117,20 +116,25 @@ export const retryAfterSeconds = (job: Pick<Job, "state" | "createdAt">, now: nu
 }
 
 /**
- * One attempt as the dashboard shows it.
+ * One attempt as the dashboard shows it: times in ISO-8601, evidence redacted.
  *
  * @since 0.1.0
  * @category models
  */
-export interface AttemptView {
-  readonly token: number
-  readonly worker: string
-  readonly startedAt: string
-  readonly endedAt: string | null
-  readonly outcome: string
-  readonly errorClass: string | null
-  readonly evidence: string | null
-}
+export const AttemptView = Schema.Struct({
+  token: Schema.Int,
+  worker: Schema.String,
+  startedAt: Schema.String,
+  endedAt: IsoOrNull,
+  outcome: Schema.String,
+  errorClass: Schema.NullOr(Schema.String),
+  evidence: Schema.NullOr(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type AttemptView = typeof AttemptView.Type
 
 /**
  * One ledger row as the dashboard shows it.
@@ -138,13 +142,18 @@ export interface AttemptView {
  * @since 0.1.0
  * @category models
  */
-export interface ChargeView {
-  readonly callId: string
-  readonly token: number
-  readonly amountCents: number
-  readonly settled: boolean
-  readonly createdAt: string
-}
+export const ChargeView = Schema.Struct({
+  callId: Schema.String,
+  token: Schema.Int,
+  amountCents: Schema.Number,
+  settled: Schema.Boolean,
+  createdAt: Schema.String
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ChargeView = typeof ChargeView.Type
 
 /**
  * One moment in a job's life, oldest first.
@@ -152,11 +161,16 @@ export interface ChargeView {
  * @since 0.1.0
  * @category models
  */
-export interface TimelineEntry {
-  readonly at: string
-  readonly event: string
-  readonly detail: string | null
-}
+export const TimelineEntry = Schema.Struct({
+  at: Schema.String,
+  event: Schema.String,
+  detail: Schema.NullOr(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type TimelineEntry = typeof TimelineEntry.Type
 
 /**
  * Evidence as it may be shown: credentials removed (`Normalize.redact`) and the text cut to 2,000 characters.
@@ -174,12 +188,17 @@ export const redactEvidence = (text: string): string => truncate(redact(text))
  * @since 0.1.0
  * @category models
  */
-export interface JobDetail {
-  readonly job: JobView
-  readonly attempts: ReadonlyArray<AttemptView>
-  readonly charges: ReadonlyArray<ChargeView>
-  readonly timeline: ReadonlyArray<TimelineEntry>
-}
+export const JobDetail = Schema.Struct({
+  job: JobView,
+  attempts: Schema.Array(AttemptView),
+  charges: Schema.Array(ChargeView),
+  timeline: Schema.Array(TimelineEntry)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type JobDetail = typeof JobDetail.Type
 
 /**
  * Builds the job page's data. The timeline is ordered by time, ties kept in the order the facts happen.

@@ -6,11 +6,12 @@
 import { mkdirSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { JobId } from "@slowcall/core/Models"
+import { Query } from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import { Effect, Layer } from "effect"
 import { type Browser, chromium, type Page } from "playwright-core"
-import { claim, completeJob, failJob, post } from "./contract.js"
+import { charge, claim, completeJob, failJob, post, settle } from "./contract.js"
 import { type Running, start } from "./harness.js"
 
 const shots = new URL("../../../test-output/dashboard/", import.meta.url).pathname
@@ -54,23 +55,9 @@ describe("dashboard in Chromium", () => {
 
     const claimed = await server.run(claim(job.id))
     await expect.poll(() => row.getAttribute("data-state")).toBe("running")
-    await server.run(
-      Effect.flatMap(Store.Store, (store) =>
-        store.charge({
-          jobId: job.id as JobId,
-          callId: `${job.id}:1:1`,
-          token: claimed.leaseToken,
-          amountCents: 3,
-          settled: true
-        })
-      )
-    )
+    await server.run(charge(claimed, 3))
     await page.screenshot({ path: `${shots}overview-running.png`, fullPage: true })
-    await server.run(
-      Effect.flatMap(Store.Store, (store) =>
-        store.complete({ jobId: job.id as JobId, token: claimed.leaseToken, result: { summary: "short" } })
-      )
-    )
+    await server.run(settle(claimed, { _tag: "Complete", result: { summary: "short" } }))
     await expect.poll(() => row.getAttribute("data-state")).toBe("succeeded")
     expect(await page.locator('.count[data-state="succeeded"] .n').textContent()).toBe("1")
 
@@ -88,18 +75,13 @@ describe("dashboard in Chromium", () => {
     const job = await submit({ type: "test.work", input: { text: "live page" } })
     await page.goto(`${server.url}/#/jobs/${job.id}`)
     await expect.poll(() => page.locator("#job-state").getAttribute("data-state")).toBe("queued")
-    await server.run(claim(job.id))
+    const claimed = await server.run(claim(job.id))
     await expect.poll(() => page.locator("#job-state").getAttribute("data-state")).toBe("running")
     await server.run(
-      Effect.gen(function* () {
-        const store = yield* Store.Store
-        const current = yield* store.get({ jobId: job.id as JobId })
-        yield* store.fail({
-          jobId: current.id,
-          token: current.leaseToken,
-          errorClass: "content_filtered",
-          error: "HTTP 400 from provider; x-api-key: sk-ant-abcdefabcdefabcdef"
-        })
+      settle(claimed, {
+        _tag: "Fail",
+        errorClass: "content_filtered",
+        error: "HTTP 400 from provider; x-api-key: sk-ant-abcdefabcdefabcdef"
       })
     )
     await expect.poll(() => page.locator("#job-state").getAttribute("data-state")).toBe("failed")
@@ -135,7 +117,7 @@ describe("dashboard in Chromium", () => {
 
     const states = await server.run(
       Effect.forEach([...failed, other, ok], (job) =>
-        Effect.flatMap(Store.Store, (store) => store.get({ jobId: job.id as JobId })).pipe(
+        Effect.flatMap(Query, (query) => query.get({ jobId: job.id as JobId })).pipe(
           Effect.map((current) => current.state)
         )
       )

@@ -1,19 +1,21 @@
 /**
  * The HTTP contract of issue 5, as one suite run against every backend (memory, PGlite, Postgres server).
- * Each test arranges state through the API or directly through the Store (claim, charge, complete, fail), acts over
- * HTTP against a live server, and asserts on the responses and on the Store.
+ * Each test arranges state through the API or directly through the Store (claim, charge, settle), acts over HTTP
+ * against a live server, and asserts on the responses and on the records the Query reads.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import type { JobId } from "@slowcall/core/Models"
+import * as Client from "@slowcall/core/Client"
+import type { Job, JobId, Json } from "@slowcall/core/Models"
+import type { Outcome } from "@slowcall/core/Protocol"
+import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
-import type { Transport } from "@slowcall/core/Transport"
 import { Effect, type Layer, Option } from "effect"
-import { type Running, start } from "./harness.js"
+import { type Backend, type Running, start } from "./harness.js"
 
 export interface ContractOptions {
   readonly name: string
   /** A fresh backend; each server of the suite gets its own queue so backends may be shared. */
-  readonly backend: () => Layer.Layer<Store | Transport, unknown>
+  readonly backend: () => Layer.Layer<Backend, unknown>
 }
 
 let counter = 0
@@ -57,42 +59,69 @@ export const readEvents = async (response: Response, max = Number.POSITIVE_INFIN
 export const claim = (jobId: string) =>
   Effect.gen(function* () {
     const store = yield* Store
-    const result = yield* store.claim({ jobId: jobId as JobId, owner: "test-worker", leaseMs: 60_000 })
+    const reply = yield* store.claim({ items: [{ jobId: jobId as JobId, owner: "test-worker", leaseMs: 60_000 }] })
+    const result = reply.results[0]!
     if (result._tag !== "Claimed") return yield* Effect.die(`expected a claim, got ${result._tag}`)
     return result.job
   })
 
-export const failJob = (jobId: string, errorClass: "rate_limited" | "auth" = "auth", cost = 2) =>
+/** Settles the job the holder of `job.leaseToken` runs; a missed fence is a failed test. */
+export const settle = (job: Job, outcome: Outcome) =>
   Effect.gen(function* () {
     const store = yield* Store
-    const job = yield* claim(jobId)
-    yield* store.charge({
-      jobId: job.id,
-      callId: `${job.id}:${job.leaseToken}:1`,
-      token: job.leaseToken,
-      amountCents: cost,
-      settled: true
+    const reply = yield* store.settle({ items: [{ jobId: job.id, token: job.leaseToken, outcome }] })
+    const result = reply.results[0]!
+    if (result._tag !== "Settled") return yield* Effect.die(`expected a settle, got ${result._tag}`)
+    return result.job
+  })
+
+export const charge = (job: Job, amountCents: number) =>
+  Effect.flatMap(Store, (store) =>
+    store.charge({
+      items: [
+        { jobId: job.id, callId: `${job.id}:${job.leaseToken}:1`, token: job.leaseToken, amountCents, settled: true }
+      ]
     })
-    return yield* store.fail({
-      jobId: job.id,
-      token: job.leaseToken,
+  )
+
+export const failJob = (jobId: string, errorClass: "rate_limited" | "auth" = "auth", cost = 2) =>
+  Effect.gen(function* () {
+    const job = yield* claim(jobId)
+    yield* charge(job, cost)
+    return yield* settle(job, {
+      _tag: "Fail",
       errorClass,
       error: "HTTP 401 from provider, Authorization: Bearer sk-secretsecretsecret"
     })
   })
 
-export const completeJob = (jobId: string, result: unknown = { ok: true }) =>
-  Effect.gen(function* () {
-    const store = yield* Store
-    const job = yield* claim(jobId)
-    return yield* store.complete({ jobId: job.id, token: job.leaseToken, result: result as any })
-  })
+export const completeJob = (jobId: string, result: Json = { ok: true }) =>
+  Effect.flatMap(claim(jobId), (job) => settle(job, { _tag: "Complete", result }))
 
 const countJobs = (queue: string) =>
   Effect.gen(function* () {
-    const store = yield* Store
-    return (yield* store.list({ queue, limit: 1000 })).length
+    const query = yield* Query
+    return (yield* query.list({ queue, limit: null })).length
   })
+
+const getJob = (jobId: string) => Effect.flatMap(Query, (query) => query.get({ jobId: jobId as JobId }))
+
+/** A submit through `Client` in code, over the same backend as the server. */
+const submitInCode = (options: Client.SubmitOptions) => Effect.flatMap(Client.make, (client) => client.submit(options))
+
+/**
+ * A record with what only its own submit can know left out (the id, the trace id derived from it, the times) and
+ * its due time as a delay after creation.
+ */
+const comparable = (job: Job) => {
+  const { id: _id, traceId: _traceId, createdAt: _createdAt, updatedAt: _updatedAt, runAfter, ...rest } = job
+  return { ...rest, delayMs: Math.round(runAfter - job.createdAt) }
+}
+
+const expectSameRecord = (overHttp: Job, inCode: Job) => {
+  expect(comparable(overHttp)).toEqual(comparable(inCode))
+  for (const job of [overHttp, inCode]) expect(job.traceId).toBe(job.id.replace(/-/g, ""))
+}
 
 export const contractSuite = (options: ContractOptions) => {
   describe(`HTTP contract on ${options.name}`, () => {
@@ -139,6 +168,27 @@ export const contractSuite = (options: ContractOptions) => {
       )
       expect(body).toMatchObject({ type: "test.work", version: 1, state: "queued", maxAttempts: 2, budgetCents: 50 })
       expect(new Date(body.createdAt).toISOString()).toBe(body.createdAt)
+    })
+
+    it("an HTTP submit and Client.submit with the same options store equal records", async () => {
+      const deadlineAt = Date.now() + 3_600_000
+      const input = { text: "same in both", n: [1, 2] }
+      const options = { priority: 4, budgetCents: 25, maxAttempts: 4, delayMs: 30_000 }
+      const overHttp = await submit({ input, ...options, deadline: new Date(deadlineAt).toISOString() })
+      expect(overHttp.response.status).toBe(202)
+      const inCode = await server.run(submitInCode({ queue, type: "test.work", input, ...options, deadlineAt }))
+      const stored = await server.run(getJob(overHttp.body.id))
+      expectSameRecord(stored, inCode.job)
+      expect(comparable(stored)).toMatchObject({ ...options, deadlineAt, input, tenant: null, state: "queued" })
+
+      // Nothing but the type: both take the one set of defaults.
+      const plain = await post(base, "/v1/jobs", { type: "test.work" })
+      expect(plain.status).toBe(202)
+      const plainInCode = await server.run(submitInCode({ queue, type: "test.work" }))
+      const plainStored = await server.run(getJob(((await plain.json()) as any).id))
+      expectSameRecord(plainStored, plainInCode.job)
+      expect(plainStored).toMatchObject({ ...Client.defaults, input: null, deadlineAt: null, budgetCents: null })
+      expect(plainStored.runAfter).toBe(plainStored.createdAt)
     })
 
     it("GET /v1/jobs/{id} gives the view with an ETag, 304 on If-None-Match and a Retry-After hint", async () => {
@@ -236,10 +286,10 @@ export const contractSuite = (options: ContractOptions) => {
       expect(await requested.json()).toMatchObject({ state: "running" })
       const heartbeat = await server.run(
         Effect.flatMap(Store, (store) =>
-          store.heartbeat({ jobId: claimed.id, token: claimed.leaseToken, leaseMs: 60_000 })
+          store.heartbeat({ items: [{ jobId: claimed.id, token: claimed.leaseToken, leaseMs: 60_000 }] })
         )
       )
-      expect(heartbeat.cancelRequested).toBe(true)
+      expect(heartbeat.results[0]).toMatchObject({ _tag: "Renewed", cancelRequested: true })
     })
 
     it("GET /v1/jobs/{id}/events streams the view, then each change with increasing ids, and ends at terminal", async () => {
@@ -254,11 +304,7 @@ export const contractSuite = (options: ContractOptions) => {
         if (step === 1) await server.run(claim(created.id))
         if (step === 2) {
           await server.run(
-            Effect.gen(function* () {
-              const store = yield* Store
-              const job = yield* store.get({ jobId: created.id as JobId })
-              yield* store.complete({ jobId: job.id, token: job.leaseToken, result: { echo: "x" } })
-            })
+            Effect.flatMap(getJob(created.id), (job) => settle(job, { _tag: "Complete", result: { echo: "x" } }))
           )
         }
       })
@@ -398,6 +444,16 @@ export const contractSuite = (options: ContractOptions) => {
         expect((await fetch(`${base}/v1/dead-letters`, { headers })).status).toBe(401)
       }
       expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
+    it("an HTTP submit and Client.submit store equal records for a tenant, an inputRef and a trace id", async () => {
+      const options = { type: "test.work", inputRef: "s3://bucket/in.json", version: 2, traceId: "trace-1" }
+      const overHttp = await post(base, "/v1/jobs", options, asA)
+      expect(overHttp.status).toBe(202)
+      const inCode = await server.run(submitInCode({ queue, tenant: "tenant-a", ...options }))
+      const stored = await server.run(getJob(((await overHttp.json()) as any).id))
+      expect(comparable(stored)).toEqual(comparable(inCode.job))
+      expect(stored).toMatchObject({ tenant: "tenant-a", input: null, inputRef: options.inputRef, traceId: "trace-1" })
     })
 
     it("a job is visible only to its tenant; others get 404", async () => {

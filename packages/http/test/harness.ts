@@ -1,21 +1,24 @@
 /**
- * Starts the HTTP server on a free port over a given Store/Transport layer, for tests.
+ * Starts the HTTP server on a free port over a given Store/Query/Transport layer, for tests.
  */
 import { HttpServer } from "@effect/platform"
+import type { Query } from "@slowcall/core/Query"
 import type { Store } from "@slowcall/core/Store"
 import type { Transport } from "@slowcall/core/Transport"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as Server from "../src/Server.js"
 
+export type Backend = Store | Query | Transport
+
 export interface Running {
   readonly url: string
-  readonly runtime: ManagedRuntime.ManagedRuntime<Store | Transport | HttpServer.HttpServer, unknown>
-  readonly run: <A, E>(effect: Effect.Effect<A, E, Store | Transport>) => Promise<A>
+  readonly runtime: ManagedRuntime.ManagedRuntime<Backend | HttpServer.HttpServer, unknown>
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Backend>) => Promise<A>
   readonly close: () => Promise<void>
 }
 
 export const start = async (
-  backend: Layer.Layer<Store | Transport, unknown>,
+  backend: Layer.Layer<Backend, unknown>,
   options: Partial<Server.Options> = {}
 ): Promise<Running> => {
   const layer = Server.layerNode({

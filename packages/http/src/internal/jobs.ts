@@ -1,0 +1,142 @@
+/**
+ * The `jobs` endpoint group: submit, list, read, detail, events and cancel, each a typed handler over `Client`.
+ * Requests arrive decoded by the schemas of `Api.ts`; bodies leave encoded by them, with the view headers (`ETag`,
+ * `Retry-After`, `Location`) set beside.
+ *
+ * @internal
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Client } from "@slowcall/core/Client"
+import { Effect } from "effect"
+import { type ListParams, SlowcallApi, type SubmitBody, type SubmitHeaders, Tenant } from "../Api.js"
+import { etag, etagMatches, jobDetail, jobView } from "../View.js"
+import {
+  inputIssue,
+  invalidRequest,
+  notFound,
+  parseJobId,
+  respondWith,
+  ServerOptions,
+  storeUnavailable,
+  viewHeaders
+} from "./common.js"
+import { events } from "./events.js"
+
+const submit = (request: { readonly payload: SubmitBody; readonly headers: typeof SubmitHeaders.Type }) =>
+  Effect.gen(function* () {
+    const options = yield* ServerOptions
+    const client = yield* Client
+    const tenant = yield* Tenant
+    const body = request.payload
+    if (!options.jobTypes.has(body.type)) {
+      return yield* Effect.fail(
+        invalidRequest([{ path: ["type"], message: `unknown job type ${JSON.stringify(body.type)}` }])
+      )
+    }
+    // An absolute `runAfter` becomes a delay from the store's time, the one clock every due time is measured on.
+    const delayMs =
+      body.runAfter === undefined ? body.delayMs : Math.max(0, Date.parse(body.runAfter) - (yield* client.now))
+    const result = yield* client
+      .submit({
+        queue: options.queue,
+        tenant,
+        type: body.type,
+        version: body.version,
+        input: body.input,
+        inputRef: body.inputRef,
+        requestKey: request.headers["idempotency-key"],
+        priority: body.priority,
+        delayMs,
+        deadlineAt: body.deadline === undefined ? undefined : Date.parse(body.deadline),
+        budgetCents: body.budgetCents,
+        maxAttempts: body.maxAttempts,
+        traceId: body.traceId
+      })
+      .pipe(
+        Effect.catchTags({
+          IdempotencyKeyReused: () => Effect.fail({ error: "idempotency_key_reused" } as const),
+          InvalidInput: (error) => Effect.fail(invalidRequest([inputIssue(error)]))
+        })
+      )
+    const headers = viewHeaders(result.job, result.now)
+    // The view is encoded as the endpoint's first success (202); an idempotent repeat answers 200.
+    yield* result.created
+      ? respondWith({ headers: { ...headers, location: `/v1/jobs/${result.job.id}` } })
+      : respondWith({ status: 200, headers: { ...headers, "idempotent-replayed": "true" } })
+    return jobView(result.job)
+  }).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+const list = (request: { readonly urlParams: typeof ListParams.Type }) =>
+  Effect.gen(function* () {
+    const options = yield* ServerOptions
+    const client = yield* Client
+    const jobs = yield* client.list({
+      queue: options.queue,
+      tenant: yield* Tenant,
+      state: request.urlParams.state,
+      type: request.urlParams.type,
+      limit: request.urlParams.limit
+    })
+    return { jobs: jobs.map(jobView) }
+  }).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+/** The job named by the path, visible to the caller's tenant, or `404`. */
+const visibleJob = (id: string) =>
+  Effect.gen(function* () {
+    const client = yield* Client
+    const jobId = yield* parseJobId(id)
+    return yield* client.get(jobId, { tenant: yield* Tenant })
+  }).pipe(Effect.catchTag("JobNotFound", () => Effect.fail(notFound)))
+
+const get = (request: {
+  readonly path: { readonly id: string }
+  readonly headers: { readonly "if-none-match"?: string | undefined }
+}) =>
+  Effect.gen(function* () {
+    const client = yield* Client
+    const job = yield* visibleJob(request.path.id)
+    const tag = etag(job)
+    if (etagMatches(request.headers["if-none-match"], tag)) {
+      yield* respondWith({ headers: { etag: tag, "cache-control": "no-cache" } })
+      return undefined
+    }
+    yield* respondWith({ headers: viewHeaders(job, yield* client.now) })
+    return jobView(job)
+  }).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+const detail = (request: { readonly path: { readonly id: string } }) =>
+  Effect.gen(function* () {
+    const client = yield* Client
+    const job = yield* visibleJob(request.path.id)
+    const [attempts, charges] = yield* Effect.all([client.attempts(job.id), client.charges(job.id)])
+    return jobDetail(job, attempts, charges)
+  }).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+const cancel = (request: { readonly path: { readonly id: string } }) =>
+  Effect.gen(function* () {
+    const client = yield* Client
+    const jobId = yield* parseJobId(request.path.id)
+    const job = yield* client.cancel(jobId, { tenant: yield* Tenant }).pipe(
+      Effect.catchTags({
+        JobNotFound: () => Effect.fail(notFound),
+        AlreadyTerminal: () => Effect.fail({ error: "already_terminal" } as const)
+      })
+    )
+    yield* respondWith({ headers: viewHeaders(job, yield* client.now) })
+    return jobView(job)
+  }).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+/**
+ * The handlers of the `jobs` group.
+ *
+ * @internal
+ */
+export const jobsGroup = HttpApiBuilder.group(SlowcallApi, "jobs", (handlers) =>
+  handlers
+    .handle("submit", submit)
+    .handle("list", list)
+    .handle("get", get)
+    .handle("detail", detail)
+    .handle("events", events)
+    .handle("cancel", cancel)
+)

@@ -1,0 +1,94 @@
+/**
+ * The `ops` endpoint group: stats for the dashboard, Prometheus metrics, health, the OpenAPI document and the
+ * dashboard page. Stats and health read through `Client`; the metrics page refreshes the population gauges from
+ * the Store's stats at scrape time (`Metrics.refresh`) and renders every `slowcall_*` metric of this process.
+ *
+ * @internal
+ */
+import { HttpApiBuilder, OpenApi } from "@effect/platform"
+import { Client } from "@slowcall/core/Client"
+import * as Metrics from "@slowcall/core/Metrics"
+import { JobState } from "@slowcall/core/Models"
+import { Effect } from "effect"
+import { SlowcallApi, Tenant } from "../Api.js"
+import { html as dashboardHtml } from "../Dashboard.js"
+import { respondWith, ServerOptions, storeUnavailable } from "./common.js"
+
+/** The dashboard's chart shows this many minutes of dead-letter arrivals. */
+const perMinuteBuckets = 15
+
+const stats = Effect.gen(function* () {
+  const options = yield* ServerOptions
+  const client = yield* Client
+  const tenant = yield* Tenant
+  const { now, stats: result } = yield* client.stats({
+    queue: options.queue,
+    tenant,
+    windowMs: options.deadLetterWindowMinutes * 60_000
+  })
+  const oldest: Record<string, number> = {}
+  for (const [priority, at] of Object.entries(result.oldestQueuedAt)) {
+    oldest[priority] = Math.max(0, Math.round((now - at) / 100) / 10)
+  }
+  // Per-minute arrivals for the chart, from the failed jobs' last write (the moment they failed).
+  const recent = yield* client.deadLetters({ queue: options.queue, tenant, limit: 1000 })
+  const currentMinute = Math.floor(now / 60_000)
+  const counts = new Array<number>(perMinuteBuckets).fill(0)
+  for (const job of recent.jobs) {
+    const age = currentMinute - Math.floor(job.updatedAt / 60_000)
+    if (age >= 0 && age < perMinuteBuckets) counts[perMinuteBuckets - 1 - age]! += 1
+  }
+  return {
+    byState: Object.fromEntries(JobState.literals.map((state) => [state, result.byState[state] ?? 0])),
+    oldestQueuedAgeSeconds: oldest,
+    deadLetterArrivalsPerMinute: result.failedInWindow / options.deadLetterWindowMinutes,
+    costCentsByErrorClass: result.costCentsByErrorClass,
+    deadLetterArrivals: counts.map((count, index) => ({
+      minute: new Date((currentMinute - (perMinuteBuckets - 1 - index)) * 60_000).toISOString(),
+      count
+    }))
+  }
+}).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+const metrics = Effect.gen(function* () {
+  const options = yield* ServerOptions
+  // The population gauges come from the store at scrape time; counters are kept by the workers in this process.
+  yield* Metrics.refresh({ queue: options.queue, windowMs: options.deadLetterWindowMinutes * 60_000 }).pipe(
+    Effect.catchAll((error) => Effect.logWarning("metrics refresh failed", error.message))
+  )
+  return yield* Metrics.prometheus
+})
+
+const healthz = Effect.gen(function* () {
+  const client = yield* Client
+  return yield* client.now.pipe(
+    Effect.timeout("2 seconds"),
+    Effect.as({ ok: true }),
+    Effect.catchAll(() => Effect.fail({ error: "store_unavailable" } as const))
+  )
+})
+
+const dashboard = Effect.as(
+  respondWith({
+    headers: {
+      "cache-control": "no-cache",
+      "content-security-policy":
+        "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:"
+    }
+  }),
+  dashboardHtml
+)
+
+/**
+ * The handlers of the `ops` group.
+ *
+ * @internal
+ */
+export const opsGroup = HttpApiBuilder.group(SlowcallApi, "ops", (handlers) =>
+  handlers
+    .handle("stats", () => stats)
+    .handle("metrics", () => metrics)
+    .handle("healthz", () => healthz)
+    .handle("openapi", () => Effect.sync(() => OpenApi.fromApi(SlowcallApi)))
+    .handle("dashboard", () => dashboard)
+)
