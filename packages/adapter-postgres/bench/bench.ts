@@ -2,14 +2,16 @@
  * Benchmark of the Postgres adapter (a script, not a test): `npm run bench:pg`.
  *
  * For the real server (DATABASE_URL, default the machine's test database) and for PGlite in memory it measures:
- * - throughput: jobs per second through receive (PgTransport, batches) -> claim -> complete -> ack, 8 loops;
+ * - throughput: jobs per second through receive (PgTransport, batches of 8) -> claim -> settle -> ack, 8 loops, the
+ *   claim and the settle of a batch each one statement;
  * - pickup latency: submit -> delivery to a receiver already waiting (LISTEN/NOTIFY), p50 and p99;
- * - claim cost: one receive + claim + complete round on a queue with 1k and with 100k due jobs.
+ * - claim cost: one receive + claim + settle round on a queue with 1k and with 100k due jobs.
  * Each backend works in a fresh schema that is dropped afterwards. Prints a Markdown table.
  */
 import { makeJobId } from "@slowcall/core/Ids"
 import { Effect, Fiber, Layer } from "effect"
 import { type Driver, makePgDriver, makePgliteDriver } from "../src/internal/driver.js"
+import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
 
@@ -36,11 +38,13 @@ const submitOne = (queue: string, n: number) =>
   Effect.gen(function* () {
     const store = yield* PgStore.PgStore
     const id = yield* makeJobId
-    yield* store.submit({ id, queue, type: "bench", version: 1, inputHash: `h${n}`, input: { n }, maxAttempts: 3 })
+    yield* store.submit({
+      items: [{ id, queue, type: "bench", version: 1, inputHash: `h${n}`, input: { n }, maxAttempts: 3 }]
+    })
     return id
   })
 
-/** Runs receive -> claim -> complete -> ack until `count` jobs of `queue` are done. */
+/** Runs receive -> claim -> settle -> ack until `count` jobs of `queue` are done, one statement per batch verb. */
 const drain = (queue: string, count: number, loops: number) =>
   Effect.gen(function* () {
     const store = yield* PgStore.PgStore
@@ -50,14 +54,25 @@ const drain = (queue: string, count: number, loops: number) =>
       Effect.gen(function* () {
         while (done < count) {
           const batch = yield* transport.receive({ queue, max: 8, visibilityMs: 30_000, waitMs: 100 })
-          for (const delivery of batch) {
-            const claim = yield* store.claim({ jobId: delivery.jobId, owner, leaseMs: 30_000 })
-            if (claim._tag === "Claimed") {
-              yield* store.complete({ jobId: delivery.jobId, token: claim.job.leaseToken, result: null })
-              done++
-            }
-            yield* transport.ack({ delivery })
-          }
+          if (batch.length === 0) continue
+          const claims = yield* store.claim({
+            items: batch.map((delivery) => ({ jobId: delivery.jobId, owner, leaseMs: 30_000 }))
+          })
+          const settled = yield* store.settle({
+            items: claims.results.flatMap((claim) =>
+              claim._tag === "Claimed"
+                ? [
+                    {
+                      jobId: claim.job.id,
+                      token: claim.job.leaseToken,
+                      outcome: { _tag: "Complete", result: null } as const
+                    }
+                  ]
+                : []
+            )
+          })
+          done += settled.results.filter((result) => result._tag === "Settled").length
+          for (const delivery of batch) yield* transport.ack({ delivery })
         }
       })
     yield* Effect.all(
@@ -77,7 +92,7 @@ const bulkQueue = (driver: Driver, schema: string, queue: string, count: number)
     )
   )
 
-/** Mean ms of one receive + claim + complete round on a queue with `backlog` due jobs. */
+/** Mean ms of one receive + claim + settle round on a queue with `backlog` due jobs. */
 const claimCost = (driver: Driver, schema: string, backlog: number) =>
   Effect.gen(function* () {
     const queue = `claim-${backlog}`
@@ -91,9 +106,12 @@ const claimCost = (driver: Driver, schema: string, backlog: number) =>
       const start = performance.now()
       const [delivery] = yield* transport.receive({ queue, max: 1, visibilityMs: 30_000, waitMs: 0 })
       if (delivery === undefined) continue
-      const claim = yield* store.claim({ jobId: delivery.jobId, owner: "bench", leaseMs: 30_000 })
-      if (claim._tag === "Claimed") {
-        yield* store.complete({ jobId: delivery.jobId, token: claim.job.leaseToken, result: null })
+      const [claim] = (yield* store.claim({ items: [{ jobId: delivery.jobId, owner: "bench", leaseMs: 30_000 }] }))
+        .results
+      if (claim?._tag === "Claimed") {
+        yield* store.settle({
+          items: [{ jobId: delivery.jobId, token: claim.job.leaseToken, outcome: { _tag: "Complete", result: null } }]
+        })
       }
       samples.push(performance.now() - start)
     }
@@ -137,7 +155,13 @@ const measure = (backend: string, driver: Driver, schema: string) =>
       claim1k,
       claim100k
     } satisfies Result
-  }).pipe(Effect.provide(PgStore.layerFromDriver(Effect.succeed(driver), { schema, pollMs: 1_000 })))
+  }).pipe(
+    Effect.provide(
+      Layer.merge(PgStore.layerFromDriver({ schema }), PgTransport.layerFromDriver({ schema, pollMs: 1_000 })).pipe(
+        Layer.provide(Layer.succeed(PgDriver.PgDriver, driver))
+      )
+    )
+  )
 
 const server = Effect.gen(function* () {
   const schema = `bench_${process.pid}`
@@ -186,7 +210,7 @@ const main = Effect.gen(function* () {
     ].join("\n")
   )
   console.log(
-    `\n${THROUGHPUT_JOBS} jobs through 8 receive/claim/complete loops; ${LATENCY_SAMPLES} pickup samples; ` +
+    `\n${THROUGHPUT_JOBS} jobs through 8 receive/claim/settle loops; ${LATENCY_SAMPLES} pickup samples; ` +
       `${CLAIM_ROUNDS} claim rounds per backlog; Node ${process.version}.`
   )
 })

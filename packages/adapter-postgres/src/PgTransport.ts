@@ -30,12 +30,13 @@
  */
 import { TransportError } from "@slowcall/core/Errors"
 import type { JobId } from "@slowcall/core/Models"
-import type { Delivery, Transport, TransportCapabilities } from "@slowcall/core/Transport"
-import { Clock, Context, Deferred, Effect, Ref, type Scope } from "effect"
+import { type Delivery, Transport, type TransportCapabilities } from "@slowcall/core/Transport"
+import { Clock, Context, Deferred, Effect, Layer, Ref, type Scope } from "effect"
 import type { Driver } from "./internal/driver.js"
 import { classify } from "./internal/errors.js"
 import { isUuid, type Row } from "./internal/rows.js"
 import { makeStatements } from "./internal/statements.js"
+import { PgDriver } from "./PgDriver.js"
 
 /**
  * The PgTransport tag (same instance as the generic `Transport` its layers provide).
@@ -49,12 +50,22 @@ export class PgTransport extends Context.Tag("@slowcall/adapter-postgres/PgTrans
 >() {}
 
 /**
- * What PgTransport declares: deliveries can be deferred; nothing is moved to a dead-letter queue by receive count.
+ * What PgTransport declares (see the module header): deliveries can be deferred, visibility follows the Store's
+ * lease, an ack removes nothing, nothing is moved aside by receive count, receives honour priority, delays have no
+ * limit, and one receive carries at most 1000 messages (one statement, one round trip).
  *
  * @since 0.1.0
  * @category models
  */
-export const capabilities: TransportCapabilities = { defer: true, maxReceiveCount: null }
+export const capabilities: TransportCapabilities = {
+  defer: true,
+  maxReceiveCount: null,
+  ackRemoves: false,
+  visibilityFollowsLease: true,
+  maxBatch: 1000,
+  maxDelayMs: null,
+  priority: true
+}
 
 const toTransportError = (operation: string, error: unknown): TransportError => {
   const kind = classify(error)
@@ -189,7 +200,12 @@ export const make = (driver: Driver, options: MakeOptions = {}): Effect.Effect<T
           while (true) {
             const waiter = yield* Ref.get(wake)
             const askedAt = yield* Clock.currentTimeMillis
-            const batch = yield* receiveOnce(queue, Math.max(1, max), visibilityMs, askedAt)
+            const batch = yield* receiveOnce(
+              queue,
+              Math.min(capabilities.maxBatch, Math.max(1, max)),
+              visibilityMs,
+              askedAt
+            )
             if (batch.length > 0 || askedAt >= deadline) return batch
             // The next look is due `pollMs` after this one began (or at the deadline), however long the query took:
             // when the clock passed that point during the query, look again at once instead of waiting on.
@@ -199,7 +215,23 @@ export const make = (driver: Driver, options: MakeOptions = {}): Effect.Effect<T
         }),
       extend: ({ delivery, visibilityMs }) => hide("extend", delivery, visibilityMs),
       defer: ({ delayMs, delivery }) => hide("defer", delivery, delayMs),
-      ack: () => Effect.void
+      ack: () => Effect.void,
+      capabilities
     }
     return transport
   })
+
+/**
+ * PgTransport and the generic `Transport` (same instance) over the shared `PgDriver`, listening for wake-ups for the
+ * layer's lifetime. The schema must be migrated (`PgStore.layerFromDriver` does it).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerFromDriver = (options: MakeOptions = {}): Layer.Layer<PgTransport | Transport, never, PgDriver> =>
+  Layer.scopedContext(
+    Effect.gen(function* () {
+      const transport = yield* make(yield* PgDriver, options)
+      return Context.make(PgTransport, transport).pipe(Context.add(Transport, transport))
+    })
+  )

@@ -3,6 +3,12 @@
  */
 
 /**
+ * The shared connection: a node-postgres pool or PGlite in process, read by the Store and Transport layers.
+ *
+ * @since 0.2.0
+ */
+export * as PgDriver from "./PgDriver.js"
+/**
  * Forward-only migrations, safe to run from several processes at once.
  *
  * @since 0.1.0

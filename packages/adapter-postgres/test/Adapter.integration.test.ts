@@ -9,16 +9,17 @@ import { PGlite } from "@electric-sql/pglite"
 import type { TransportError } from "@slowcall/core/Errors"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Models"
-import type { SubmitOptions } from "@slowcall/core/Store"
+import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Transport from "@slowcall/core/Transport"
-import { Effect, Fiber, Layer } from "effect"
+import { Effect, Exit, Fiber, Layer, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe } from "vitest"
 import { makePgDriver, makePgliteDriver } from "../src/internal/driver.js"
+import * as PgDriver from "../src/PgDriver.js"
 import * as PgMigrator from "../src/PgMigrator.js"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
-import { DATABASE_URL, dropSchema, holdServer, serverLayer, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, only, serverLayer, submitOne, uniqueSchema } from "./support.js"
 
 holdServer()
 
@@ -37,10 +38,10 @@ afterAll(async () => {
   await dropSchema(migratorSchema)
 })
 
-const jobOptions = (queue: string, extra: Partial<SubmitOptions> = {}) =>
+const jobOptions = (queue: string, extra: Partial<SubmitItem> = {}) =>
   Effect.map(
     makeJobId,
-    (id): SubmitOptions => ({
+    (id): SubmitItem => ({
       id,
       queue,
       type: "demo.echo",
@@ -107,6 +108,9 @@ const backends = [
   {
     name: "postgres server",
     layer: () => PgStore.layer({ connectionString: DATABASE_URL, schema, pollMs: 60_000 }),
+    /** The Store seam alone (no transport), for composing with another Transport. */
+    storeLayer: () =>
+      PgStore.layerFromDriver({ schema }).pipe(Layer.provide(PgDriver.layer({ connectionString: DATABASE_URL }))),
     driver: async () => makePgDriver({ connectionString: DATABASE_URL, max: 2 }),
     /** Runs `body` inside a transaction of the caller's own node-postgres client. */
     inTransaction: async <A>(body: (client: PgStore.SqlClient) => Promise<A>, commit: boolean): Promise<A> => {
@@ -138,6 +142,8 @@ const backends = [
   {
     name: "pglite",
     layer: () => PgStore.layerPglite({ db: lite, schema, pollMs: 60_000 }),
+    /** The Store seam alone (no transport), for composing with another Transport. */
+    storeLayer: () => PgStore.layerFromDriver({ schema }).pipe(Layer.provide(PgDriver.layerPglite({ db: lite }))),
     driver: () => makePgliteDriver({ db: lite }),
     inTransaction: async <A>(body: (client: PgStore.SqlClient) => Promise<A>, commit: boolean): Promise<A> =>
       lite.transaction(async (tx) => {
@@ -165,7 +171,8 @@ for (const backend of backends) {
         yield* Effect.promise(() =>
           backend.inTransaction(async (client) => {
             await client.query(`INSERT INTO "${schema}".orders (id) VALUES ($1)`, [orderId])
-            await Effect.runPromise(PgStore.submitInTransaction(client, { ...options, schema }))
+            const reply = await Effect.runPromise(PgStore.submitInTransaction(client, { schema, items: [options] }))
+            if (only(reply)._tag !== "Created") throw new Error("not created")
           }, commit)
         )
         return options.id
@@ -218,38 +225,62 @@ for (const backend of backends) {
         expect(new Set(delivered)).toEqual(new Set(committed))
         expect(delivered.length).toBeGreaterThanOrEqual(committed.length)
         expect(deliveries[0]).toMatchObject({ type: "demo.echo", version: 1, queue })
-      }).pipe(Effect.provide(Layer.merge(backend.layer(), Transport.layerMemory())))
+      }).pipe(Effect.provide(Layer.merge(backend.storeLayer(), Transport.layerMemory())))
     )
 
-    it.live("runOutboxRelay keeps relaying until interrupted", () =>
+    it.live("the outbox relay layer relays to the Transport in context until its scope closes", () =>
       Effect.gen(function* () {
         const store = yield* PgStore.PgStore
         const external = yield* Transport.Transport
         const queue = `relay-${(yield* makeJobId).slice(-8)}`
-        const relay = yield* Effect.fork(PgStore.runOutboxRelay({ transport: external, intervalMs: 50 }))
-        const options = yield* jobOptions(queue)
-        yield* store.submit(options)
+        const scope = yield* Scope.make()
+        yield* Layer.buildWithScope(PgStore.layerOutboxRelay({ intervalMs: 50 }), scope)
+        const first = yield* jobOptions(queue)
+        yield* submitOne(store, first)
         const deliveries = yield* external.receive({ queue, max: 1, visibilityMs: 10_000, waitMs: 5_000 })
-        yield* Fiber.interrupt(relay)
-        expect(deliveries.map((delivery) => delivery.jobId)).toEqual([options.id])
-      }).pipe(Effect.provide(Layer.merge(backend.layer(), Transport.layerMemory())))
+        yield* Scope.close(scope, Exit.void)
+        const second = yield* jobOptions(queue)
+        yield* submitOne(store, second)
+        yield* Effect.sleep("300 millis")
+
+        expect(deliveries.map((delivery) => delivery.jobId)).toEqual([first.id])
+        expect(yield* external.receive({ queue, max: 1, visibilityMs: 10_000, waitMs: 0 })).toEqual([])
+      }).pipe(Effect.provide(Layer.merge(backend.storeLayer(), Transport.layerMemory())))
     )
   })
 
   describe(`PgTransport: ${backend.name}`, () => {
     const layer = () => backend.layer()
 
-    const submitMany = (queue: string, count: number, extra: Partial<SubmitOptions> = {}) =>
+    const submitMany = (queue: string, count: number, extra: Partial<SubmitItem> = {}) =>
       Effect.gen(function* () {
         const store = yield* PgStore.PgStore
         const ids: Array<JobId> = []
         for (let i = 0; i < count; i++) {
           const options = yield* jobOptions(queue, extra)
-          yield* store.submit(options)
+          yield* submitOne(store, options)
           ids.push(options.id)
         }
         return ids
       })
+
+    it.effect(
+      "declares what it does: priority, defer, visibility that follows the lease, an ack that removes nothing",
+      () =>
+        Effect.gen(function* () {
+          const transport = yield* Transport.Transport
+          expect(transport.capabilities).toEqual({
+            defer: true,
+            maxReceiveCount: null,
+            ackRemoves: false,
+            visibilityFollowsLease: true,
+            maxBatch: 1000,
+            maxDelayMs: null,
+            priority: true
+          })
+          expect(yield* PgTransport.PgTransport).toBe(transport)
+        }).pipe(Effect.provide(layer()))
+    )
 
     it.live("receive delivers due queued jobs in priority order, in batches, each once while hidden", () =>
       Effect.gen(function* () {
@@ -350,10 +381,12 @@ for (const backend of backends) {
         const queue = `req-${(yield* makeJobId).slice(-8)}`
         const [id] = yield* submitMany(queue, 1)
         const [delivery] = yield* transport.receive({ queue, max: 1, visibilityMs: 60_000, waitMs: 0 })
-        const claim = yield* store.claim({ jobId: id!, owner: "w", leaseMs: 60_000 })
+        const claim = only(yield* store.claim({ items: [{ jobId: id!, owner: "w", leaseMs: 60_000 }] }))
         expect(claim._tag).toBe("Claimed")
         expect(delivery?.jobId).toBe(id)
-        yield* store.release({ jobId: id!, token: claim.job.leaseToken })
+        const token = claim._tag === "Claimed" ? claim.job.leaseToken : -1
+        const released = only(yield* store.settle({ items: [{ jobId: id!, token, outcome: { _tag: "Release" } }] }))
+        expect(released).toMatchObject({ _tag: "Settled", job: { state: "queued" } })
         yield* transport.publish({ queue, message: { jobId: id!, type: "demo.echo", version: 1 } })
         const [back] = yield* transport.receive({ queue, max: 1, visibilityMs: 60_000, waitMs: 0 })
         expect(back?.jobId).toBe(id)
@@ -366,7 +399,7 @@ for (const backend of backends) {
         const transport = yield* PgTransport.PgTransport
         const queue = `st-${(yield* makeJobId).slice(-8)}`
         const [claimed, delayed] = yield* submitMany(queue, 2)
-        yield* store.claim({ jobId: claimed!, owner: "w", leaseMs: 60_000 })
+        yield* store.claim({ items: [{ jobId: claimed!, owner: "w", leaseMs: 60_000 }] })
         yield* transport.publish({ queue, message: { jobId: claimed!, type: "demo.echo", version: 1 } })
         yield* transport.publish({ queue, message: { jobId: delayed!, type: "demo.echo", version: 1 }, delayMs: 500 })
         expect(yield* transport.receive({ queue, max: 10, visibilityMs: 1_000, waitMs: 0 })).toEqual([])
@@ -411,22 +444,53 @@ describe("store time on the server", () => {
     Effect.gen(function* () {
       const store = yield* PgStore.PgStore
       const now = 1_764_424_454_123.457
-      const options = yield* jobOptions("micro", { now })
-      yield* store.submit(options)
+      const options = yield* jobOptions("micro")
+      const submitted = only(yield* store.submit({ items: [options], now }))
       const id = options.id
-      const claim = yield* store.claim({ jobId: id, owner: "w", leaseMs: 60_000, now })
+      const claim = only(yield* store.claim({ items: [{ jobId: id, owner: "w", leaseMs: 60_000 }], now }))
       expect(claim._tag).toBe("Claimed")
-      const token = claim.job.leaseToken
+      const token = claim._tag === "Claimed" ? claim.job.leaseToken : -1
       const stamps: Array<number> = [(yield* store.get({ jobId: id })).updatedAt]
       for (let i = 0; i < 3; i++) {
-        yield* store.heartbeat({ jobId: id, token, leaseMs: 60_000, now })
+        const reply = yield* store.heartbeat({ items: [{ jobId: id, token, leaseMs: 60_000 }], now })
+        expect(reply.now).toBe(now)
         stamps.push((yield* store.get({ jobId: id })).updatedAt)
       }
-      yield* store.charge({ jobId: id, callId: "c1", token, amountCents: 1, settled: false, now })
+      yield* store.charge({ items: [{ jobId: id, callId: "c1", token, amountCents: 1, settled: false }], now })
       stamps.push((yield* store.get({ jobId: id })).updatedAt)
-      stamps.push((yield* store.complete({ jobId: id, token, result: null, now })).updatedAt)
+      const settled = only(
+        yield* store.settle({ items: [{ jobId: id, token, outcome: { _tag: "Complete", result: null } }], now })
+      )
+      stamps.push(settled._tag === "Settled" ? settled.job.updatedAt : Number.NaN)
 
+      expect(submitted._tag === "Created" && submitted.job.updatedAt).toBe(now)
       expect(stamps).toEqual([1, 2, 3, 4, 5, 6].map((k) => Math.round((now + k / 1000) * 1000) / 1000))
     }).pipe(Effect.provide(serverLayer(uniqueSchema("micro"))))
+  )
+
+  it.effect("without an override every reply carries the server's time, and one batch writes at one instant", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const first = yield* jobOptions("clock")
+      const second = yield* jobOptions("clock")
+      const before = yield* store.now
+      // The same job twice: two statements, one store time.
+      const reply = yield* store.submit({ items: [first, second] })
+      const claims = yield* store.claim({
+        items: [
+          { jobId: first.id, owner: "a", leaseMs: 1_000 },
+          { jobId: first.id, owner: "b", leaseMs: 1_000 }
+        ]
+      })
+      const after = yield* store.now
+
+      expect(reply.now).toBeGreaterThanOrEqual(before)
+      expect(claims.now).toBeGreaterThanOrEqual(reply.now)
+      expect(claims.now).toBeLessThanOrEqual(after)
+      expect(claims.results.map((result) => result._tag)).toEqual(["Claimed", "Busy"])
+      const [claimed, busy] = claims.results
+      expect(claimed?._tag === "Claimed" && claimed.job.leaseUntil).toBe(claims.now + 1_000)
+      expect(busy?._tag === "Busy" && busy.until).toBe(claims.now + 1_000)
+    }).pipe(Effect.provide(serverLayer(uniqueSchema("clock"))))
   )
 })

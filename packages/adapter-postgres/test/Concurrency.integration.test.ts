@@ -5,20 +5,21 @@
  * is rejected (the worker's `slowcall_fenced_writes_rejected_total` does not move, and every attempt row ends
  * `succeeded`).
  *
- * Also: concurrent submits that share one idempotency key, on fresh connections, leave exactly one job; and
- * concurrent sweeps hand each waiting job out once between them.
+ * Also: concurrent submits that share one idempotency key, on fresh connections, leave exactly one job; concurrent
+ * `claimNext` calls take disjoint jobs (SKIP LOCKED); and concurrent sweeps hand each waiting job out once between
+ * them.
  */
 import { expect, it } from "@effect/vitest"
 import * as Handler from "@slowcall/core/Handler"
 import { makeJobId } from "@slowcall/core/Ids"
 import * as Metrics from "@slowcall/core/Metrics"
 import type { JobId } from "@slowcall/core/Models"
-import type { SubmitOptions } from "@slowcall/core/Store"
+import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Worker from "@slowcall/core/Worker"
 import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
-import { DATABASE_URL, dropSchema, holdServer, serverLayer, submitOptions, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, only, serverStoreLayer, submitOptions, uniqueSchema } from "./support.js"
 
 holdServer()
 
@@ -73,20 +74,21 @@ describe("concurrency on the real server", () => {
         const started = Date.now()
         const ids: Array<JobId> = []
         for (let i = 0; i < JOBS; i++) ids.push(yield* makeJobId)
-        yield* Effect.forEach(
-          ids,
-          (id, n) =>
-            store.submit({
-              id,
-              queue: QUEUE,
-              type: "count",
-              version: 1,
-              inputHash: `h${n}`,
-              input: { n },
-              maxAttempts: 3
-            }),
-          { concurrency: 8, discard: true }
+        const items = ids.map(
+          (id, n): SubmitItem => ({
+            id,
+            queue: QUEUE,
+            type: "count",
+            version: 1,
+            inputHash: `h${n}`,
+            input: { n },
+            maxAttempts: 3
+          })
         )
+        // Batches of 25, four at a time: each batch is one statement.
+        const batches = Array.from({ length: JOBS / 25 }, (_, b) => items.slice(b * 25, b * 25 + 25))
+        const replies = yield* Effect.forEach(batches, (batch) => store.submit({ items: batch }), { concurrency: 4 })
+        expect(replies.flatMap((reply) => reply.results).filter((result) => result._tag !== "Created")).toEqual([])
 
         // Act: wait until every job is settled (bounded), then shut the workers down gracefully.
         const settled = Effect.map(
@@ -120,7 +122,7 @@ describe("concurrency on the real server", () => {
 })
 
 describe("idempotent submit under concurrency on the real server", () => {
-  const submitKeyed = (id: JobId, extra: Partial<SubmitOptions>) => submitOptions("keys", id, extra)
+  const submitKeyed = (id: JobId, extra: Partial<SubmitItem>) => ({ items: [submitOptions("keys", id, extra)] })
 
   it.effect("concurrent submits with one request key and one input return one job, exactly one created", () =>
     Effect.gen(function* () {
@@ -129,14 +131,17 @@ describe("idempotent submit under concurrency on the real server", () => {
 
       const results = yield* Effect.forEach(
         ids,
-        (id) => store.submit(submitKeyed(id, { requestKey: "same-key", inputHash: "same-hash" })),
+        (id) => Effect.map(store.submit(submitKeyed(id, { requestKey: "same-key", inputHash: "same-hash" })), only),
         { concurrency: "unbounded" }
       )
 
-      expect(new Set(results.map((r) => r.job.id)).size).toBe(1)
-      expect(results.filter((r) => r.created)).toHaveLength(1)
+      const jobs = results.flatMap((r) => (r._tag === "KeyReused" ? [] : [r.job.id]))
+      expect(jobs).toHaveLength(16)
+      expect(new Set(jobs).size).toBe(1)
+      expect(results.filter((r) => r._tag === "Created")).toHaveLength(1)
+      expect(results.filter((r) => r._tag === "Existing")).toHaveLength(15)
       expect(yield* store.list({ queue: "keys", limit: 100 })).toHaveLength(1)
-    }).pipe(Effect.provide(serverLayer(uniqueSchema("keys1"), { max: 16 })))
+    }).pipe(Effect.provide(serverStoreLayer(uniqueSchema("keys1"), { max: 16 })))
   )
 
   it.effect("concurrent submits with one key and other inputs: one job, the rest IdempotencyKeyReused naming it", () =>
@@ -146,18 +151,17 @@ describe("idempotent submit under concurrency on the real server", () => {
 
       const results = yield* Effect.forEach(
         ids,
-        (id, n) => Effect.either(store.submit(submitKeyed(id, { requestKey: "k2", inputHash: `hash-${n}` }))),
+        (id, n) => Effect.map(store.submit(submitKeyed(id, { requestKey: "k2", inputHash: `hash-${n}` })), only),
         { concurrency: "unbounded" }
       )
 
-      const created = results.flatMap((r) => (r._tag === "Right" && r.right.created ? [r.right.job.id] : []))
+      const created = results.flatMap((r) => (r._tag === "Created" ? [r.job.id] : []))
       expect(created).toHaveLength(1)
-      for (const r of results) {
-        if (r._tag === "Left") expect(r.left).toMatchObject({ _tag: "IdempotencyKeyReused", existingJobId: created[0] })
-      }
-      expect(results.filter((r) => r._tag === "Left")).toHaveLength(11)
+      const reused = results.filter((r) => r._tag === "KeyReused")
+      expect(reused).toHaveLength(11)
+      for (const r of reused) expect(r).toMatchObject({ requestKey: "k2", existingJobId: created[0] })
       expect(yield* store.list({ queue: "keys", limit: 100 })).toHaveLength(1)
-    }).pipe(Effect.provide(serverLayer(uniqueSchema("keys2"), { max: 12 })))
+    }).pipe(Effect.provide(serverStoreLayer(uniqueSchema("keys2"), { max: 12 })))
   )
 })
 
@@ -167,20 +171,8 @@ describe("sweeps under concurrency on the real server", () => {
       const store = yield* PgStore.PgStore
       const t0 = yield* store.now
       const ids: Array<JobId> = []
-      for (let n = 0; n < 40; n++) {
-        const id = yield* makeJobId
-        yield* store.submit({
-          id,
-          queue: "sweeps",
-          type: "t",
-          version: 1,
-          inputHash: `h${n}`,
-          input: { n },
-          maxAttempts: 3,
-          now: t0
-        })
-        ids.push(id)
-      }
+      for (let n = 0; n < 40; n++) ids.push(yield* makeJobId)
+      yield* store.submit({ items: ids.map((id) => submitOptions("sweeps", id)), now: t0 })
 
       const results = yield* Effect.all(
         Array.from({ length: 4 }, () =>
@@ -194,6 +186,71 @@ describe("sweeps under concurrency on the real server", () => {
       expect(new Set(handedOut)).toEqual(new Set(ids))
       const again = yield* store.sweep({ queue: "sweeps", republishAfterMs: 30_000, now: t0 + 60_000 })
       expect(again.stale).toEqual([])
-    }).pipe(Effect.provide(serverLayer(uniqueSchema("sweeps"), { max: 8 })))
+    }).pipe(Effect.provide(serverStoreLayer(uniqueSchema("sweeps"), { max: 8 })))
+  )
+})
+
+describe("claimNext under concurrency on the real server", () => {
+  it.effect("claimers running at once take disjoint jobs, each claimed once, in priority order per claimer", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const ids: Array<JobId> = []
+      for (let n = 0; n < 60; n++) ids.push(yield* makeJobId)
+      yield* store.submit({ items: ids.map((id, n) => submitOptions("next", id, { priority: n % 3 })) })
+
+      const replies = yield* Effect.all(
+        Array.from({ length: 6 }, (_, w) =>
+          store.claimNext({ queue: "next", max: 15, owner: `w${w}`, leaseMs: 60_000 })
+        ),
+        { concurrency: "unbounded" }
+      )
+
+      const claimed = replies.flatMap((reply) => reply.results)
+      expect(claimed.every((result) => result._tag === "Claimed" && result.job.leaseToken === 1)).toBe(true)
+      expect(claimed).toHaveLength(60)
+      expect(new Set(claimed.map((result) => result.job.id))).toEqual(new Set(ids))
+      for (const reply of replies) {
+        const priorities = reply.results.map((result) => result.job.priority)
+        expect(priorities).toEqual([...priorities].sort((a, b) => b - a))
+      }
+      expect((yield* store.stats({ queue: "next", failedSince: 0 })).byState.running).toBe(60)
+    }).pipe(Effect.provide(serverStoreLayer(uniqueSchema("next"), { max: 8 })))
+  )
+})
+
+describe("batch writes under concurrency on the real server", () => {
+  it.effect("batches that name the same jobs in different orders queue behind each other, never deadlock", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const ids: Array<JobId> = []
+      for (let n = 0; n < 40; n++) ids.push(yield* makeJobId)
+      yield* store.submit({ items: ids.map((id) => submitOptions("orders", id)) })
+      const claims = yield* store.claim({ items: ids.map((jobId) => ({ jobId, owner: "w", leaseMs: 60_000 })) })
+      expect(claims.results.every((result) => result._tag === "Claimed")).toBe(true)
+      // Eight orders of the same 40 jobs: rotations, half of them reversed.
+      const orders = Array.from({ length: 8 }, (_, k) => {
+        const rotated = [...ids.slice(k * 5), ...ids.slice(0, k * 5)]
+        return k % 2 === 0 ? rotated : rotated.reverse()
+      })
+
+      const rounds = yield* Effect.forEach(
+        Array.from({ length: 5 }, (_, round) => round),
+        () =>
+          Effect.all(
+            orders.map((order) =>
+              Effect.either(
+                store.heartbeat({ items: order.map((jobId) => ({ jobId, token: 1, leaseMs: 60_000, progress: 0.5 })) })
+              )
+            ),
+            { concurrency: "unbounded" }
+          )
+      )
+
+      const replies = rounds.flat()
+      expect(replies.filter((reply) => reply._tag === "Left")).toEqual([])
+      const renewed = replies.flatMap((reply) => (reply._tag === "Right" ? reply.right.results : []))
+      expect(renewed).toHaveLength(5 * 8 * 40)
+      expect(renewed.every((result) => result._tag === "Renewed")).toBe(true)
+    }).pipe(Effect.provide(serverStoreLayer(uniqueSchema("orders"), { max: 8 })))
   )
 })

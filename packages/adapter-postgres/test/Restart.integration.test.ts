@@ -13,7 +13,7 @@ import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
 import * as PgTransport from "../src/PgTransport.js"
 import { runJobs } from "./faultHarness.js"
-import { DATABASE_URL, dropSchema, holdServer, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, submitOne, uniqueSchema } from "./support.js"
 
 holdServer("exclusive")
 
@@ -60,7 +60,7 @@ describe("server restart during a run", () => {
         const ids: Array<JobId> = []
         for (let i = 0; i < 160; i++) {
           const id = yield* makeJobId
-          yield* store.submit({
+          yield* submitOne(store, {
             id,
             queue: "restart",
             type: "r",
@@ -107,7 +107,7 @@ describe("server restart during a run", () => {
         yield* Effect.sleep("300 millis")
         const late = yield* makeJobId
         const startedAt = Date.now()
-        yield* store.submit({
+        yield* submitOne(store, {
           id: late,
           queue: "after-restart",
           type: "r",

@@ -8,6 +8,8 @@ import * as Client from "@slowcall/core/Client"
 import * as Handler from "@slowcall/core/Handler"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Models"
+import type { SubmitItem } from "@slowcall/core/Protocol"
+import { Query } from "@slowcall/core/Query"
 import * as StoreModule from "@slowcall/core/Store"
 import { Store } from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
@@ -15,16 +17,23 @@ import * as TransportModule from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
 import { Effect, Layer, Schema } from "effect"
 import { describe } from "vitest"
-import * as PgStore from "../src/PgStore.js"
-import { holdServer, serverLayer, submitOptions, uniqueSchema } from "./support.js"
+import {
+  holdServer,
+  only,
+  pgliteStoreLayer,
+  serverLayer,
+  serverStoreLayer,
+  submitOptions,
+  uniqueSchema
+} from "./support.js"
 
 holdServer()
 
-const submitNul = (id: JobId, extra: Partial<StoreModule.SubmitOptions> = {}) => submitOptions("nul", id, extra)
+const submitNul = (id: JobId, extra: Partial<SubmitItem> = {}) => submitOptions("nul", id, extra)
 
 const backends = [
-  { name: "postgres server", layer: () => serverLayer(uniqueSchema("nul")) },
-  { name: "pglite", layer: () => PgStore.layerPglite() }
+  { name: "postgres server", layer: () => serverStoreLayer(uniqueSchema("nul")) },
+  { name: "pglite", layer: () => pgliteStoreLayer() }
 ] as const
 
 for (const backend of backends) {
@@ -32,35 +41,46 @@ for (const backend of backends) {
     it.effect("a submit whose input holds U+0000 fails with a final Constraint error and writes nothing", () =>
       Effect.gen(function* () {
         const store = yield* Store
+        const query = yield* Query
         const id = yield* makeJobId
+        const neighbour = yield* makeJobId
 
-        const error = yield* Effect.flip(store.submit(submitNul(id, { input: { text: "a\u0000b" } })))
+        const error = yield* Effect.flip(
+          store.submit({ items: [submitNul(neighbour), submitNul(id, { input: { text: "a\u0000b" } })] })
+        )
 
         expect(error).toMatchObject({ _tag: "StoreError", reason: "Constraint", operation: "submit" })
-        expect(error._tag === "StoreError" && error.isRetryable).toBe(false)
-        expect(yield* Effect.flip(store.get({ jobId: id }))).toMatchObject({ _tag: "JobNotFound" })
+        expect(error.isRetryable).toBe(false)
+        expect(yield* Effect.flip(query.get({ jobId: id }))).toMatchObject({ _tag: "JobNotFound" })
+        expect(yield* Effect.flip(query.get({ jobId: neighbour }))).toMatchObject({ _tag: "JobNotFound" })
       })
     )
 
     it.effect("a result or evidence holding U+0000 fails with a final Constraint error; the lease stays usable", () =>
       Effect.gen(function* () {
         const store = yield* Store
+        const query = yield* Query
         const id = yield* makeJobId
-        yield* store.submit(submitNul(id))
-        const claim = yield* store.claim({ jobId: id, owner: "w", leaseMs: 60_000 })
+        yield* store.submit({ items: [submitNul(id)] })
+        const claim = only(yield* store.claim({ items: [{ jobId: id, owner: "w", leaseMs: 60_000 }] }))
         const token = claim._tag === "Claimed" ? claim.job.leaseToken : -1
-        const before = yield* store.get({ jobId: id })
+        const before = yield* query.get({ jobId: id })
+        const settle = (outcome: Parameters<typeof store.settle>[0]["items"][number]["outcome"]) =>
+          store.settle({ items: [{ jobId: id, token, outcome }] })
 
-        const complete = yield* Effect.flip(store.complete({ jobId: id, token, result: { text: "x\u0000y" } }))
-        const fail = yield* Effect.flip(store.fail({ jobId: id, token, errorClass: "unknown", error: "x\u0000y" }))
+        const complete = yield* Effect.flip(settle({ _tag: "Complete", result: { text: "x\u0000y" } }))
+        const fail = yield* Effect.flip(settle({ _tag: "Fail", errorClass: "unknown", error: "x\u0000y" }))
 
         for (const error of [complete, fail]) {
           expect(error).toMatchObject({ _tag: "StoreError", reason: "Constraint" })
-          expect(error._tag === "StoreError" && error.isRetryable).toBe(false)
+          expect(error.isRetryable).toBe(false)
         }
-        expect(yield* store.get({ jobId: id })).toEqual(before)
-        const failed = yield* store.fail({ jobId: id, token, errorClass: "unknown", error: "result not storable" })
-        expect(failed).toMatchObject({ state: "failed", errorClass: "unknown", leaseToken: token })
+        expect(yield* query.get({ jobId: id })).toEqual(before)
+        const failed = only(yield* settle({ _tag: "Fail", errorClass: "unknown", error: "result not storable" }))
+        expect(failed).toMatchObject({
+          _tag: "Settled",
+          job: { state: "failed", errorClass: "unknown", leaseToken: token }
+        })
       })
     )
   })
@@ -69,10 +89,10 @@ for (const backend of backends) {
 describe("U+0000 through the Client", () => {
   const scenario = Effect.gen(function* () {
     const client = yield* Client.make
-    const store = yield* Store
+    const query = yield* Query
     const queue = `nul-in-${(yield* makeJobId).slice(-8)}`
     const error = yield* Effect.flip(client.submit({ queue, type: "t", input: { text: "a\u0000b" } }))
-    const written = yield* store.list({ queue })
+    const written = yield* query.list({ queue })
     return { error: error._tag, written: written.length }
   })
 
@@ -107,15 +127,16 @@ describe("U+0000 in a model reply", () => {
               .pipe(Effect.as({ text: "model said \u0000 here" }))
         })
         const store = yield* Store
+        const query = yield* Query
         const id = yield* makeJobId
-        yield* store.submit(submitNul(id, { maxAttempts: 2 }))
+        yield* store.submit({ items: [submitNul(id, { maxAttempts: 2 })] })
         yield* Worker.make({ queue: "nul", id: "w1", handlers: [handler], receiveWaitMs: 100 })
         yield* Sweeper.make({ queue: "nul", intervalMs: 100, republishAfterMs: 60_000 })
 
-        let job = yield* store.get({ jobId: id })
+        let job = yield* query.get({ jobId: id })
         for (let i = 0; i < 100 && (job.state === "queued" || job.state === "running"); i++) {
           yield* Effect.sleep(100)
-          job = yield* store.get({ jobId: id })
+          job = yield* query.get({ jobId: id })
         }
 
         expect({ calls: calls.n, costCents: job.costCents, state: job.state, errorClass: job.errorClass }).toEqual({

@@ -1,6 +1,6 @@
 /**
- * A small claim -> model call -> complete loop over the Store, for fault tests that need to see every model call
- * and every store failure. It follows the protocol the core Worker follows (claim before call, fenced complete,
+ * A small claim -> model call -> settle loop over the Store, for fault tests that need to see every model call
+ * and every store failure. It follows the protocol the core Worker follows (claim before call, fenced settle,
  * retry on store errors, wait out a live lease) without transports, heartbeats or handlers, so the outcome of a
  * fault test is a property of the Store alone.
  */
@@ -44,30 +44,37 @@ export const runJobs = (
     const completeWithRetry = (worker: string, id: JobId, token: number): Effect.Effect<"done" | "lost"> =>
       Effect.gen(function* () {
         while (true) {
-          const result = yield* Effect.either(store.complete({ jobId: id, token, result: { by: worker } }))
-          if (result._tag === "Right") return "done" as const
-          if (result.left._tag === "LeaseLost") {
-            // A reply lost after the commit looks like a lost lease on the next try: read the row to tell.
-            if (result.left.state === "succeeded" && result.left.currentToken === token) return "done" as const
-            fencedRejections++
-            return "lost" as const
+          const reply = yield* Effect.either(
+            store.settle({ items: [{ jobId: id, token, outcome: { _tag: "Complete", result: { by: worker } } }] })
+          )
+          if (reply._tag === "Left") {
+            storeErrors++
+            yield* Effect.sleep(Duration.millis(100))
+            continue
           }
-          storeErrors++
-          yield* Effect.sleep(Duration.millis(100))
+          const result = reply.right.results[0]
+          if (result?._tag === "Settled") return "done" as const
+          // A reply lost after the commit looks like a lost lease on the next try: the row tells.
+          if (result?.state === "succeeded" && result.currentToken === token) return "done" as const
+          fencedRejections++
+          return "lost" as const
         }
       })
 
     const processOne = (worker: string, id: JobId): Effect.Effect<void> =>
       Effect.gen(function* () {
-        const claim = yield* Effect.either(store.claim({ jobId: id, owner: worker, leaseMs: options.leaseMs }))
+        const claim = yield* Effect.either(
+          store.claim({ items: [{ jobId: id, owner: worker, leaseMs: options.leaseMs }] })
+        )
         if (claim._tag === "Left") {
           storeErrors++
           yield* later(id, 100)
           return
         }
-        const outcome = claim.right
+        const outcome = claim.right.results[0]!
         switch (outcome._tag) {
           case "Settled":
+          case "NotFound":
             yield* Ref.update(remaining, (n) => n - 1)
             return
           case "Busy":

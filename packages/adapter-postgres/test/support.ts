@@ -1,12 +1,15 @@
 /**
- * Test support: the server's URL and a fresh schema per test file, dropped when the layer is torn down.
+ * Test support: the server's URL, a fresh schema per test file (dropped when the layer is torn down), layers per
+ * seam, submit items, and single-item shorthands over the batch verbs.
  */
 import { randomBytes } from "node:crypto"
-import type { JobId } from "@slowcall/core/Models"
-import type { SubmitOptions } from "@slowcall/core/Store"
+import type { Job, JobId } from "@slowcall/core/Models"
+import type { SubmitItem } from "@slowcall/core/Protocol"
+import type { Reply } from "@slowcall/core/Store"
 import { Effect, Layer } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll } from "vitest"
+import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
 
 export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -14,8 +17,8 @@ export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127
 /** A schema name no other test file uses. */
 export const uniqueSchema = (prefix: string): string => `${prefix}_${randomBytes(5).toString("hex")}`
 
-/** A store-level submit of a `t` job with input `{ text: "doc" }` and three attempts, on `queue`. */
-export const submitOptions = (queue: string, id: JobId, extra: Partial<SubmitOptions> = {}): SubmitOptions => ({
+/** A store-level submit item of a `t` job with input `{ text: "doc" }` and three attempts, on `queue`. */
+export const submitOptions = (queue: string, id: JobId, extra: Partial<SubmitItem> = {}): SubmitItem => ({
   id,
   queue,
   type: "t",
@@ -25,6 +28,19 @@ export const submitOptions = (queue: string, id: JobId, extra: Partial<SubmitOpt
   maxAttempts: 3,
   ...extra
 })
+
+/** The only result of a one-item batch reply. */
+export const only = <A>(reply: Reply<A>): A => {
+  if (reply.results.length !== 1) throw new Error(`expected one result, got ${reply.results.length}`)
+  return reply.results[0]!
+}
+
+/** Submits one item and returns the created (or existing) job; a reused key is a test failure. */
+export const submitOne = (store: PgStore.PgStoreService, item: SubmitItem): Effect.Effect<Job, unknown> =>
+  Effect.flatMap(store.submit({ items: [item], now: undefined }), (reply) => {
+    const outcome = only(reply)
+    return outcome._tag === "KeyReused" ? Effect.die(new Error("request key reused")) : Effect.succeed(outcome.job)
+  })
 
 /** Drops a schema on the test server (used after each file). */
 export const dropSchema = async (schema: string): Promise<void> => {
@@ -38,14 +54,34 @@ export const dropSchema = async (schema: string): Promise<void> => {
   }
 }
 
-/** The server layer on a fresh schema that is dropped when the layer's scope closes. */
+const dropOnRelease = (schema: string) =>
+  Layer.scopedDiscard(Effect.addFinalizer(() => Effect.promise(() => dropSchema(schema))))
+
+/**
+ * The whole adapter (`PgStore.layer`: PgDriver, PgStore, Store, Query, PgTransport, Transport) on the server, on a
+ * fresh schema that is dropped when the layer's scope closes.
+ */
 export const serverLayer = (
   schema: string,
   options: Omit<Parameters<typeof PgStore.layer>[0], "schema" | "connectionString"> = {}
 ) =>
-  Layer.scopedDiscard(Effect.addFinalizer(() => Effect.promise(() => dropSchema(schema)))).pipe(
-    Layer.provideMerge(PgStore.layer({ connectionString: DATABASE_URL, schema, ...options }))
+  dropOnRelease(schema).pipe(Layer.provideMerge(PgStore.layer({ connectionString: DATABASE_URL, schema, ...options })))
+
+/**
+ * The Store seam only (PgDriver, PgStore, Store, Query; no transport) on the server, on a fresh schema that is
+ * dropped when the layer's scope closes.
+ */
+export const serverStoreLayer = (schema: string, options: Omit<PgDriver.PgDriverOptions, "connectionString"> = {}) =>
+  dropOnRelease(schema).pipe(
+    Layer.provideMerge(
+      PgStore.layerFromDriver({ schema }).pipe(
+        Layer.provideMerge(PgDriver.layer({ connectionString: DATABASE_URL, ...options }))
+      )
+    )
   )
+
+/** The Store seam only (PgDriver, PgStore, Store, Query; no transport) on PGlite in memory. */
+export const pgliteStoreLayer = () => PgStore.layerFromDriver().pipe(Layer.provideMerge(PgDriver.layerPglite()))
 
 /**
  * One test file of this package restarts the server. Files that use the server hold a shared advisory lock for

@@ -19,7 +19,12 @@ import type {
 /** @internal */
 export type Row = Record<string, unknown>
 
-const micros = (value: unknown): number => Math.round(Number(value) * 1000) / 1000
+/**
+ * Epoch milliseconds rounded to the microsecond, the store's resolution.
+ *
+ * @internal
+ */
+export const micros = (value: unknown): number => Math.round(Number(value) * 1000) / 1000
 
 const nullableMicros = (value: unknown): number | null => (value === null || value === undefined ? null : micros(value))
 
@@ -60,6 +65,14 @@ export const toJob = (row: Row): Job => ({
   createdAt: micros(row.created_at),
   updatedAt: micros(row.updated_at)
 })
+
+/**
+ * The job of a reply row, or undefined when the row carries none (no such job).
+ *
+ * @internal
+ */
+export const toJobOrUndefined = (row: Row | undefined): Job | undefined =>
+  row === undefined || row.id === null || row.id === undefined ? undefined : toJob(row)
 
 /** @internal */
 export const toAttempt = (row: Row): Attempt => ({

@@ -1,17 +1,27 @@
 /**
- * Every statement PgStore and PgTransport run, built once per schema. Each protocol step is ONE statement, so it is
- * atomic without an explicit transaction and works unchanged inside a caller's transaction.
+ * Every statement PgStore and PgTransport run, built once per schema. Each batch of a protocol verb is ONE
+ * statement over `unnest`ed parameter arrays (one array per item field, one row per item), so every item is atomic
+ * without an explicit transaction and the statements work unchanged inside a caller's transaction.
  *
  * Conventions shared by all statements:
- * - Store time is `coalesce(to_timestamp($now / 1000), now())`: the server's clock, or the test override.
+ * - Store time is `coalesce(to_timestamp($now / 1000), now())`: the server's clock, or the test override. One
+ *   statement reads one instant, and every reply row carries it as `now_ms`.
  * - Timestamps leave as epoch milliseconds (`extract(epoch ...) * 1000`, microsecond fraction kept).
- * - `updated_at = greatest(now, updated_at + 1 microsecond)` on every accepted write: strictly monotonic per job.
- * - Conditional writes are plain `UPDATE ... WHERE <condition>` on one row. Under READ COMMITTED, an UPDATE that
- *   meets a row changed by a concurrent transaction waits for it, then re-checks the WHERE clause and re-evaluates
- *   SET against the newest version. That is the whole locking strategy: no explicit lock, no isolation upgrade.
- * - A write that matched nothing returns the row as the statement's snapshot saw it, so the caller can tell why
- *   (LeaseLost with the current token, Busy, NotDue, Settled). When that snapshot contradicts the miss (a
- *   concurrent write won the row in between), the caller runs the statement again.
+ * - `updated_at = greatest(now, updated_at + 1 microsecond)` on every accepted write: strictly monotonic per job
+ *   (`Protocol.bump`).
+ * - Items arrive `WITH ORDINALITY`; every reply row names its item by `ord` (1-based). A batch statement never
+ *   names one job twice (the caller cuts a batch into consecutive chunks that do not repeat a job or a request
+ *   key), so `UPDATE ... FROM input` meets each row at most once.
+ * - Conditional writes are `UPDATE ... FROM input WHERE <condition>`. Under READ COMMITTED, an UPDATE that meets a
+ *   row changed by a concurrent transaction waits for it, then re-checks the WHERE clause and re-evaluates SET
+ *   against the newest version. That is the whole locking strategy, no isolation upgrade, with one addition for
+ *   batches: the rows a batch names are locked in id order first (CTE `locked`), so two batches over the same jobs
+ *   in different orders wait for each other instead of deadlocking. Candidate sets the store chooses itself
+ *   (claimNext, sweep, transport receive, outbox) are picked with FOR UPDATE SKIP LOCKED and never wait.
+ * - Every item gets exactly one reply row: the row as written (`applied`), or the row as the statement's snapshot
+ *   saw it (all job columns NULL when there is no such row), so the caller can tell why a write missed
+ *   (`Protocol.claimVerdict`, `Protocol.holds`, `Protocol.cancelVerdict`, `Protocol.replayable`). When that
+ *   snapshot contradicts the miss (a concurrent write won the row in between), the caller runs the item again.
  *
  * @internal
  */
@@ -22,7 +32,9 @@ const ms = (expr: string): string => `(extract(epoch from ${expr}) * 1000)::floa
 /** Store time: the test override in parameter `$n`, else the server's `now()`. */
 const storeNow = (n: number): string => `coalesce(to_timestamp($${n}::float8 / 1000), now())`
 
-const ts = (n: number): string => `to_timestamp($${n}::float8 / 1000)`
+const ts = (expr: string): string => `to_timestamp((${expr})::float8 / 1000)`
+
+const millis = (expr: string): string => `(${expr}) * interval '1 millisecond'`
 
 const bump = (alias: string, now: string): string => `greatest(${now}, ${alias}.updated_at + interval '1 microsecond')`
 
@@ -61,7 +73,12 @@ const jobColumnList = (a: string): ReadonlyArray<string> => [
 ]
 
 /** The job record's columns, converted for the boundary. */
-export const jobColumns = (a: string): string => jobColumnList(a).join(", ")
+const jobColumns = (a: string): string => jobColumnList(a).join(", ")
+
+/** As many NULLs as there are job columns, for reply rows that carry no job. */
+const noJob = jobColumnList("x")
+  .map(() => "NULL")
+  .join(", ")
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
@@ -75,49 +92,410 @@ export const quoteSchema = (schema: string): string => {
   return `"${schema}"`
 }
 
-/** The settled-or-run verdict of a claim on row `j`, in the contract's order. Parameter 5 is the estimate. */
-const claimVerdict = (s: string, now: string): string => `(CASE
+const leaseCleared = "lease_owner = NULL, lease_until = NULL"
+
+/**
+ * CTE `locked`: the existing rows among the items of CTE `input`, locked in id order before any of them is written.
+ * Two batches that name the same jobs in different orders then queue behind each other instead of deadlocking.
+ * Every batch write joins it, so it runs first.
+ */
+const lockedRows = (s: string): string =>
+  `locked AS (SELECT j.id FROM ${s}.jobs j WHERE j.id IN (SELECT x.job_id FROM input x) ORDER BY j.id FOR UPDATE)`
+
+/** The FROM of a batch write: the items whose rows `locked` holds. */
+const lockedInput = "FROM input i JOIN locked l ON l.id = i.job_id"
+
+/**
+ * `Protocol.fallbackEstimate` of job `id`: the largest total charged under one token, 0 without charges. Sums run
+ * in ledger order, as the protocol's do.
+ */
+const fallbackEstimate = (s: string, id: string): string => `greatest(0, (
+    SELECT max(spent.total) FROM (
+      SELECT sum(c.amount_cents ORDER BY c.seq) AS total FROM ${s}.charges c WHERE c.job_id = ${id} GROUP BY c.token
+    ) spent
+  ))`
+
+/**
+ * `Protocol.settleReason` of row `j` at `now` with the estimate `i.estimate` (cancelled, deadline, exhausted,
+ * budget, in that order), or 'claim' when none holds. Evaluated in SET, so on the newest row version.
+ */
+const claimVerdict = (now: string): string => `(CASE
     WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
     WHEN j.deadline_at IS NOT NULL AND j.deadline_at <= ${now} THEN 'deadline'
     WHEN j.attempts - j.attempts_base >= j.max_attempts THEN 'exhausted'
-    WHEN j.budget_cents IS NOT NULL AND (
-      j.cost_cents >= j.budget_cents OR
-      j.cost_cents + coalesce($5::float8, (
-        SELECT max(spent.total) FROM (
-          SELECT sum(c.amount_cents) AS total FROM ${s}.charges c WHERE c.job_id = j.id GROUP BY c.token
-        ) spent
-      ), 0) > j.budget_cents
-    ) THEN 'budget'
+    WHEN j.budget_cents IS NOT NULL
+      AND NOT (j.cost_cents < j.budget_cents AND j.cost_cents + i.estimate <= j.budget_cents) THEN 'budget'
     ELSE 'claim'
   END)`
 
-/** A fenced single-row update plus the attempt row it ends, falling back to the current row on a miss. */
-const fenced = (
-  s: string,
-  sets: string,
-  attempt: { readonly outcome: string; readonly errorClass: string; readonly evidence: string } | null
-): string => {
-  const now = storeNow(3)
-  const att =
-    attempt === null
-      ? ""
-      : `, att AS (
-    UPDATE ${s}.attempts a SET ended_at = ${now}, outcome = ${attempt.outcome},
-      error_class = ${attempt.errorClass}, evidence = ${attempt.evidence}
-    FROM upd WHERE a.job_id = upd.id AND a.token = upd.lease_token
+/**
+ * The claim write shared by `claim` and `claimNext`: CTE `input` holds (job_id, owner, lease_ms, estimate, ord).
+ * One UPDATE whose WHERE is `Protocol.isClaimable` and whose SET is `Protocol.claimTransition` (run the job, or
+ * settle it for the first reason that holds). Sibling statements end the previous holder's attempt (`expired`: at
+ * most one attempt row of a job is `running`, the current token's) and append the new one. `takeover` is whether
+ * such a running attempt was ended: its attempt rows are read under the statement's snapshot and re-checked on the
+ * newest version, so a holder that settled concurrently is not mistaken for a lapsed one.
+ */
+const claimWrite = (s: string, now: string): string => {
+  const v = claimVerdict(now)
+  return `${lockedRows(s)}, upd AS (
+    UPDATE ${s}.jobs j SET
+      state = CASE ${v} WHEN 'claim' THEN 'running' WHEN 'exhausted' THEN 'failed' ELSE 'abandoned' END,
+      abandon_reason = CASE ${v} WHEN 'cancelled' THEN 'cancelled' WHEN 'deadline' THEN 'deadline'
+        WHEN 'budget' THEN 'budget' ELSE NULL END,
+      error_class = CASE WHEN ${v} = 'exhausted' AND j.state = 'running' THEN 'lease_expired' ELSE j.error_class END,
+      failed_at = CASE WHEN ${v} = 'exhausted' THEN ${now} ELSE j.failed_at END,
+      attempts = CASE WHEN ${v} = 'claim' THEN j.attempts + 1 ELSE j.attempts END,
+      lease_token = CASE WHEN ${v} = 'claim' THEN j.lease_token + 1 ELSE j.lease_token END,
+      lease_owner = CASE WHEN ${v} = 'claim' THEN i.owner ELSE NULL END,
+      lease_until = CASE WHEN ${v} = 'claim' THEN ${now} + ${millis("i.lease_ms")} ELSE NULL END,
+      cancel_requested_at = CASE WHEN ${v} = 'claim' THEN NULL ELSE j.cancel_requested_at END,
+      updated_at = ${bump("j", now)}
+    ${lockedInput}
+    WHERE j.id = i.job_id AND (
+      (j.state = 'queued' AND j.run_after <= ${now}) OR (j.state = 'running' AND j.lease_until < ${now})
+    )
+    RETURNING j.*, i.ord, i.owner AS claim_owner
+  ), ended AS (
+    UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
+    FROM upd WHERE a.job_id = upd.id AND a.outcome = 'running'
+    RETURNING a.job_id
+  ), att AS (
+    INSERT INTO ${s}.attempts (job_id, token, worker, started_at, outcome)
+    SELECT upd.id, upd.lease_token, upd.claim_owner, ${now}, 'running' FROM upd WHERE upd.state = 'running'
   )`
-  return `WITH upd AS (
-    UPDATE ${s}.jobs j SET ${sets}, updated_at = ${bump("j", now)}
-    WHERE j.id = $1::uuid AND j.state = 'running' AND j.lease_token = $2::int
-    RETURNING j.*
-  )${att}
-  SELECT true AS applied, ${jobColumns("upd")} FROM upd
-  UNION ALL
-  SELECT false AS applied, ${jobColumns("j")} FROM ${s}.jobs j
-  WHERE j.id = $1::uuid AND NOT EXISTS (SELECT 1 FROM upd)`
 }
 
-const leaseCleared = "lease_owner = NULL, lease_until = NULL"
+/**
+ * The reply of a batch write whose CTE `upd` returns the written rows with `ord`: one row per item of CTE `input`,
+ * the written row (`applied`) or the row as the snapshot saw it (NULL job columns when there is none).
+ * `visible` narrows which snapshot rows count as found (a tenant check).
+ */
+const writeReply = (s: string, now: string, extra: { readonly takeover?: boolean; readonly visible?: string } = {}) => {
+  const takeover = extra.takeover === true ? "EXISTS (SELECT 1 FROM ended e WHERE e.job_id = upd.id)" : "false"
+  return `SELECT upd.ord, true AS applied, ${takeover} AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")}
+  FROM upd
+  UNION ALL
+  SELECT i.ord, false, false, ${ms(now)}, ${jobColumns("j")}
+  FROM input i LEFT JOIN ${s}.jobs j ON j.id = i.job_id${extra.visible === undefined ? "" : ` AND ${extra.visible}`}
+  WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.ord = i.ord)
+  ORDER BY 1`
+}
+
+/** A filtered listing in created_at order (insertion order breaks ties); parameters as `listNewest`. */
+const listing = (s: string, direction: "ASC" | "DESC"): string => `SELECT ${jobColumns("j")} FROM ${s}.jobs j
+  WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
+    AND ($3::text IS NULL OR j.state = $3) AND ($4::text IS NULL OR j.type = $4)
+    AND ($5::text IS NULL OR j.error_class = $5)
+  ORDER BY j.created_at ${direction}, j.seq ${direction} LIMIT $6::int`
+
+/**
+ * submit. Inputs: $1 ids, $2 queues, $3 tenants, $4 types, $5 versions, $6 request keys, $7 input hashes, $8
+ * inputs (JSON text), $9 input refs, $10 priorities, $11 delays ms, $12 deadlines ms, $13 budgets, $14 max
+ * attempts, $15 trace ids (one array element per item), $16 every id of the batch not yet written (none may
+ * exist), $17 now. Outputs per item: `kind` 'created' with the new row, or 'existing' with the row holding its
+ * request key (NULL columns when the snapshot shows none), and `clash`, the id of an existing job among $16
+ * (then nothing is inserted). Locking: the unique index on (queue, tenant, request_key) NULLS NOT DISTINCT
+ * arbitrates concurrent submits; ON CONFLICT DO NOTHING waits for the winner. A keyed item with no visible
+ * holder means the winner committed after our snapshot: the caller runs it again. Rows are inserted in item
+ * order, so `seq` (insertion order) follows the batch.
+ */
+const submitSql = (s: string): string => {
+  const now = storeNow(17)
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[],
+        $8::text[], $9::text[], $10::int[], $11::float8[], $12::float8[], $13::float8[], $14::int[], $15::text[])
+      WITH ORDINALITY AS i(id, queue, tenant, type, version, request_key, input_hash, input, input_ref, priority,
+        delay_ms, deadline_ms, budget_cents, max_attempts, trace_id, ord)
+    ), clash AS (
+      SELECT j.id FROM ${s}.jobs j WHERE j.id = ANY($16::uuid[]) LIMIT 1
+    ), ins AS (
+      INSERT INTO ${s}.jobs (id, queue, tenant, type, version, request_key, input_hash, input, input_ref, state,
+        max_attempts, run_after, priority, deadline_at, budget_cents, trace_id, created_at, updated_at)
+      SELECT i.id, i.queue, i.tenant, i.type, i.version, i.request_key, i.input_hash, i.input::jsonb, i.input_ref,
+        'queued', i.max_attempts, ${now} + ${millis("greatest(0, coalesce(i.delay_ms, 0))")},
+        coalesce(i.priority, 0), ${ts("i.deadline_ms")}, i.budget_cents, i.trace_id, ${now}, ${now}
+      FROM input i WHERE NOT EXISTS (SELECT 1 FROM clash) ORDER BY i.ord
+      ON CONFLICT (queue, tenant, request_key) WHERE request_key IS NOT NULL DO NOTHING
+      RETURNING *
+    )
+    SELECT i.ord, 'created' AS kind, (SELECT id::text FROM clash) AS clash, ${ms(now)} AS now_ms,
+      ${jobColumns("ins")}
+    FROM ins JOIN input i ON i.id = ins.id
+    UNION ALL
+    SELECT i.ord, 'existing', (SELECT id::text FROM clash), ${ms(now)}, ${jobColumns("j")}
+    FROM input i LEFT JOIN ${s}.jobs j ON i.request_key IS NOT NULL AND j.queue = i.queue
+      AND j.tenant IS NOT DISTINCT FROM i.tenant AND j.request_key = i.request_key
+    WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.id = i.id)
+    ORDER BY 1`
+}
+
+/**
+ * claim. Inputs: $1 ids, $2 owners, $3 lease ms, $4 estimates (NULL: `Protocol.fallbackEstimate`), $5 now.
+ * Outputs per item: `applied`, `takeover`, `now_ms` and the job (after the write, or as the snapshot saw it when
+ * nothing was claimable). See `claimWrite` for the write. The fallback estimate reads the ledger under the
+ * statement's snapshot, as a charge racing the claim could not be ordered before it anyway.
+ */
+const claimSql = (s: string): string => {
+  const now = storeNow(5)
+  return `WITH input AS (
+      SELECT x.job_id, x.owner, x.lease_ms, coalesce(x.estimate, ${fallbackEstimate(s, "x.job_id")}) AS estimate,
+        x.ord
+      FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::float8[])
+        WITH ORDINALITY AS x(job_id, owner, lease_ms, estimate, ord)
+    ), ${claimWrite(s, now)}
+    ${writeReply(s, now, { takeover: true })}`
+}
+
+/**
+ * claimNext. Inputs: $1 queue, $2 max, $3 owner, $4 lease ms, $5 now. Due queued jobs of the queue, highest
+ * priority first, then earliest run_after, then insertion order, picked with FOR UPDATE SKIP LOCKED so that
+ * concurrent claimers take disjoint sets and never wait on each other; each is claimed as `claim` does with the
+ * fallback estimate. Outputs: only the written rows (`applied`), in pick order.
+ */
+const claimNextSql = (s: string): string => {
+  const now = storeNow(5)
+  return `WITH picked AS (
+      SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
+      WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
+      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+    ), input AS (
+      SELECT p.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "p.id")} AS estimate,
+        row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord
+      FROM picked p
+    ), ${claimWrite(s, now)}
+    SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
+    UNION ALL
+    SELECT 0, false, false, ${ms(now)}, ${noJob}
+    ORDER BY 1`
+}
+
+/**
+ * heartbeat. Inputs: $1 ids, $2 tokens, $3 lease ms, $4 progress (NULL: unchanged), $5 now. Fenced
+ * (`Protocol.holds`); `Protocol.heartbeatTransition`: the lease runs to now + lease ms, progress clamped to 0..1.
+ * Outputs per item: `applied` and the job (written, or the snapshot row for the LeaseLost reply).
+ */
+const heartbeatSql = (s: string): string => {
+  const now = storeNow(5)
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[], $2::int[], $3::float8[], $4::float8[])
+        WITH ORDINALITY AS i(job_id, token, lease_ms, progress, ord)
+    ), ${lockedRows(s)}, upd AS (
+      UPDATE ${s}.jobs j SET lease_until = ${now} + ${millis("i.lease_ms")},
+        progress = CASE WHEN i.progress IS NULL THEN j.progress ELSE least(1, greatest(0, i.progress)) END,
+        updated_at = ${bump("j", now)}
+      ${lockedInput}
+      WHERE j.id = i.job_id AND j.state = 'running' AND j.lease_token = i.token
+      RETURNING j.*, i.ord
+    )
+    ${writeReply(s, now)}`
+}
+
+/**
+ * settle. Inputs: $1 ids, $2 tokens, $3 kinds ('complete' | 'retry' | 'fail' | 'abandon' | 'release'), $4
+ * results (JSON text), $5 retry delays ms, $6 error classes, $7 evidence, $8 abandon reasons (NULL where a kind
+ * has no such field), $9 now. Fenced (`Protocol.holds`); `Protocol.settleTransition`, including a retry whose
+ * run_after (now + delay) reaches the deadline becoming abandoned(deadline). The attempt row of the token ends
+ * with the matching outcome in the same statement. Outputs per item: `applied` and the job.
+ */
+const settleSql = (s: string): string => {
+  const now = storeNow(9)
+  const runAfter = `${now} + ${millis("greatest(0, i.delay_ms)")}`
+  // The outcome in effect: a retry that could not start before the deadline is an abandon.
+  const kind = `(CASE WHEN i.kind = 'retry' AND j.deadline_at IS NOT NULL AND ${runAfter} >= j.deadline_at
+      THEN 'abandon' ELSE i.kind END)`
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[],
+        $8::text[])
+        WITH ORDINALITY AS i(job_id, token, kind, result, delay_ms, error_class, evidence, reason, ord)
+    ), ${lockedRows(s)}, upd AS (
+      UPDATE ${s}.jobs j SET
+        state = CASE ${kind} WHEN 'complete' THEN 'succeeded' WHEN 'retry' THEN 'queued' WHEN 'release' THEN 'queued'
+          WHEN 'fail' THEN 'failed' ELSE 'abandoned' END,
+        abandon_reason = CASE WHEN ${kind} = 'abandon'
+          THEN (CASE WHEN i.kind = 'retry' THEN 'deadline' ELSE i.reason END) ELSE j.abandon_reason END,
+        result = CASE WHEN i.kind = 'complete' THEN i.result::jsonb ELSE j.result END,
+        progress = CASE WHEN i.kind = 'complete' THEN 1 ELSE j.progress END,
+        error_class = CASE i.kind WHEN 'complete' THEN NULL WHEN 'release' THEN j.error_class
+          ELSE coalesce(i.error_class, j.error_class) END,
+        last_error = CASE i.kind WHEN 'complete' THEN NULL WHEN 'release' THEN j.last_error
+          ELSE coalesce(i.evidence, j.last_error) END,
+        run_after = CASE ${kind} WHEN 'retry' THEN ${runAfter} WHEN 'release' THEN ${now} ELSE j.run_after END,
+        attempts_base = CASE WHEN i.kind = 'release' THEN j.attempts_base + 1 ELSE j.attempts_base END,
+        failed_at = CASE WHEN i.kind = 'fail' THEN ${now} ELSE j.failed_at END,
+        visible_at = NULL, ${leaseCleared}, updated_at = ${bump("j", now)}
+      ${lockedInput}
+      WHERE j.id = i.job_id AND j.state = 'running' AND j.lease_token = i.token
+      RETURNING j.*, i.ord, i.kind AS settle_kind, i.error_class AS end_error_class, i.evidence AS end_evidence
+    ), ended AS (
+      UPDATE ${s}.attempts a SET ended_at = ${now},
+        outcome = CASE upd.state WHEN 'succeeded' THEN 'succeeded' WHEN 'failed' THEN 'failed'
+          WHEN 'abandoned' THEN 'abandoned' ELSE (CASE upd.settle_kind WHEN 'release' THEN 'released' ELSE 'retried' END)
+        END,
+        error_class = upd.end_error_class, evidence = upd.end_evidence
+      FROM upd WHERE a.job_id = upd.id AND a.token = upd.lease_token AND a.outcome = 'running'
+    )
+    ${writeReply(s, now)}`
+}
+
+/**
+ * charge. Inputs: $1 ids, $2 call ids, $3 tokens, $4 amounts, $5 settled flags, $6 now. Outputs per item:
+ * `found`, `cost_cents`. Not fenced. `Protocol.chargeStep`: ON CONFLICT (job_id, call_id) makes the ledger row
+ * the arbiter: a new call id inserts, a settlement of an unsettled row updates, anything else matches no row.
+ * The job's cost moves by exactly the delta the ledger row recorded, in the same statement, under the job row's
+ * lock (re-evaluated on the newest version), so concurrent charges add up.
+ */
+const chargeSql = (s: string): string => {
+  const now = storeNow(6)
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::float8[], $5::boolean[])
+        WITH ORDINALITY AS i(job_id, call_id, token, amount_cents, settled, ord)
+    ), ${lockedRows(s)}, c AS (
+      INSERT INTO ${s}.charges AS c (job_id, call_id, token, amount_cents, settled, applied_delta_cents,
+        created_at, updated_at)
+      SELECT i.job_id, i.call_id, i.token, i.amount_cents, i.settled, i.amount_cents, ${now}, ${now}
+      ${lockedInput} ORDER BY i.ord
+      ON CONFLICT (job_id, call_id) DO UPDATE SET amount_cents = EXCLUDED.amount_cents, settled = true,
+        applied_delta_cents = EXCLUDED.amount_cents - c.amount_cents,
+        updated_at = greatest(${now}, c.updated_at + interval '1 microsecond')
+      WHERE c.settled = false AND EXCLUDED.settled = true
+      RETURNING c.job_id, c.applied_delta_cents
+    ), upd AS (
+      UPDATE ${s}.jobs j SET cost_cents = j.cost_cents + c.applied_delta_cents, updated_at = ${bump("j", now)}
+      FROM c WHERE j.id = c.job_id
+      RETURNING j.id, j.cost_cents
+    )
+    SELECT i.ord, j.id IS NOT NULL AS found, coalesce(upd.cost_cents, j.cost_cents) AS cost_cents,
+      ${ms(now)} AS now_ms
+    FROM input i LEFT JOIN ${s}.jobs j ON j.id = i.job_id LEFT JOIN upd ON upd.id = i.job_id
+    ORDER BY i.ord`
+}
+
+/**
+ * cancel. Inputs: $1 ids, $2 tenants (NULL: any), $3 now. `Protocol.cancelTransition`: queued ->
+ * abandoned(cancelled); running -> cancel requested. A running job whose cancel is already requested, and a
+ * terminal job, are not written. Outputs per item: `applied` and the job (NULL columns when there is no such job
+ * for the tenant).
+ */
+const cancelSql = (s: string): string => {
+  const now = storeNow(3)
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS i(job_id, tenant, ord)
+    ), ${lockedRows(s)}, upd AS (
+      UPDATE ${s}.jobs j SET
+        state = CASE WHEN j.state = 'queued' THEN 'abandoned' ELSE j.state END,
+        abandon_reason = CASE WHEN j.state = 'queued' THEN 'cancelled' ELSE j.abandon_reason END,
+        cancel_requested_at = CASE WHEN j.state = 'running' THEN ${now} ELSE j.cancel_requested_at END,
+        lease_owner = CASE WHEN j.state = 'queued' THEN NULL ELSE j.lease_owner END,
+        lease_until = CASE WHEN j.state = 'queued' THEN NULL ELSE j.lease_until END,
+        updated_at = ${bump("j", now)}
+      ${lockedInput}
+      WHERE j.id = i.job_id AND (i.tenant IS NULL OR j.tenant = i.tenant)
+        AND (j.state = 'queued' OR (j.state = 'running' AND j.cancel_requested_at IS NULL))
+      RETURNING j.*, i.ord
+    )
+    ${writeReply(s, now, { visible: "(i.tenant IS NULL OR j.tenant = i.tenant)" })}`
+}
+
+/**
+ * replay. Inputs: $1 ids, $2 queue, $3 tenant, $4 error class, $5 type (filters, NULL: any), $6 now.
+ * `Protocol.replayTransition` on each `Protocol.replayable` job: failed -> queued, due now, a fresh run
+ * (attempts_base = attempts), no leftover cancel request; the transport's hiding and the outbox mark are cleared
+ * so the job is delivered and relayed again. The UPDATE re-checks `state = 'failed'` on the newest row version,
+ * so a job that left failed meanwhile is skipped. Outputs per item: `applied` and the job.
+ */
+const replaySql = (s: string): string => {
+  const now = storeNow(6)
+  return `WITH input AS (
+      SELECT * FROM unnest($1::uuid[]) WITH ORDINALITY AS i(job_id, ord)
+    ), ${lockedRows(s)}, upd AS (
+      UPDATE ${s}.jobs j SET state = 'queued', run_after = ${now}, attempts_base = j.attempts, abandon_reason = NULL,
+        cancel_requested_at = NULL, ${leaseCleared}, visible_at = NULL, published_at = NULL,
+        updated_at = ${bump("j", now)}
+      ${lockedInput}
+      WHERE j.id = i.job_id AND j.state = 'failed'
+        AND ($2::text IS NULL OR j.queue = $2) AND ($3::text IS NULL OR j.tenant = $3)
+        AND ($4::text IS NULL OR j.error_class = $4) AND ($5::text IS NULL OR j.type = $5)
+      RETURNING j.*, i.ord
+    )
+    ${writeReply(s, now)}`
+}
+
+/**
+ * sweep. Inputs: $1 queue, $2 republish-after ms, $3 limit, $4 now. Outputs: a 'now' row, then rows of (kind,
+ * job) in the order they were written: expired leases (requeued, expiredFailed or abandoned) and overdue queued
+ * jobs (abandoned) by insertion order, then stale jobs least recently touched first. `$3` bounds the whole pass:
+ * expired leases take what they need first, overdue queued jobs get what is left, stale jobs the rest. Every
+ * candidate set is picked with FOR UPDATE SKIP LOCKED, so two sweepers split the work instead of queueing or
+ * doing it twice. Expired leases (`lease_until < now`): `Protocol.sweepTransition` (abandoned when a cancel was
+ * requested or the deadline passed, failed(lease_expired) with no attempt left, else requeued, due now) and the
+ * attempt row ends `expired`. Queued jobs past their deadline: abandoned(deadline). Stale queued jobs
+ * (`Protocol.isStale`: last touched, the later of updated_at and republished_at, at least $2 ms ago):
+ * republished_at = now, which leaves updated_at alone. All candidate sets are read from one snapshot and never
+ * share a row (running vs queued, past vs before the deadline), so no row is written twice and a job requeued by
+ * this pass is never also stale.
+ */
+const sweepSql = (s: string): string => {
+  const now = storeNow(4)
+  const touched = (a: string) => `greatest(${a}.updated_at, ${a}.republished_at)`
+  const cancelled = "j.cancel_requested_at IS NOT NULL"
+  const overdue = `(j.deadline_at IS NOT NULL AND j.deadline_at <= ${now})`
+  const exhausted = "j.attempts - j.attempts_base >= j.max_attempts"
+  const fails = `(NOT ${cancelled} AND NOT ${overdue} AND ${exhausted})`
+  const requeues = `(NOT ${cancelled} AND NOT ${overdue} AND NOT ${exhausted})`
+  return `WITH expired AS (
+      SELECT j.id FROM ${s}.jobs j
+      WHERE j.state = 'running' AND j.lease_until < ${now} AND ($1::text IS NULL OR j.queue = $1)
+      ORDER BY j.seq LIMIT $3::int FOR UPDATE SKIP LOCKED
+    ), requeue AS (
+      UPDATE ${s}.jobs j SET
+        state = CASE WHEN ${requeues} THEN 'queued' WHEN ${fails} THEN 'failed' ELSE 'abandoned' END,
+        abandon_reason = CASE WHEN ${cancelled} THEN 'cancelled' WHEN ${overdue} THEN 'deadline' ELSE NULL END,
+        error_class = CASE WHEN ${fails} THEN 'lease_expired' ELSE j.error_class END,
+        failed_at = CASE WHEN ${fails} THEN ${now} ELSE j.failed_at END,
+        run_after = CASE WHEN ${requeues} THEN ${now} ELSE j.run_after END,
+        visible_at = NULL, ${leaseCleared}, updated_at = ${bump("j", now)}
+      FROM expired WHERE j.id = expired.id AND j.state = 'running' AND j.lease_until < ${now}
+      RETURNING j.*
+    ), ended AS (
+      UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
+      FROM requeue WHERE a.job_id = requeue.id AND a.token = requeue.lease_token AND a.outcome = 'running'
+    ), overdue AS (
+      SELECT j.id FROM ${s}.jobs j
+      WHERE j.state = 'queued' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${now}
+        AND ($1::text IS NULL OR j.queue = $1)
+      ORDER BY j.seq LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue)) FOR UPDATE SKIP LOCKED
+    ), abandoned AS (
+      UPDATE ${s}.jobs j SET state = 'abandoned', abandon_reason = 'deadline', ${leaseCleared},
+        updated_at = ${bump("j", now)}
+      FROM overdue WHERE j.id = overdue.id AND j.state = 'queued' AND j.deadline_at <= ${now}
+      RETURNING j.*
+    ), picked AS (
+      SELECT j.id, ${touched("j")} AS touched FROM ${s}.jobs j
+      WHERE j.state = 'queued' AND j.run_after <= ${now}
+        AND ${touched("j")} <= ${now} - ${millis("$2::float8")}
+        AND (j.deadline_at IS NULL OR j.deadline_at > ${now})
+        AND ($1::text IS NULL OR j.queue = $1)
+      ORDER BY ${touched("j")}, j.seq
+      LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue) - (SELECT count(*) FROM abandoned))
+      FOR UPDATE SKIP LOCKED
+    ), stale AS (
+      UPDATE ${s}.jobs j SET republished_at = ${now}
+      FROM picked WHERE j.id = picked.id AND j.state = 'queued'
+      RETURNING j.*, picked.touched AS touched
+    )
+    SELECT CASE requeue.state WHEN 'queued' THEN 'requeued' WHEN 'failed' THEN 'expiredFailed' ELSE 'abandoned' END
+        AS kind, 1 AS grp, NULL::timestamptz AS ord_touched, requeue.seq AS ord_seq, ${ms(now)} AS now_ms,
+      ${jobColumns("requeue")}
+    FROM requeue
+    UNION ALL
+    SELECT 'abandoned', 2, NULL, abandoned.seq, ${ms(now)}, ${jobColumns("abandoned")} FROM abandoned
+    UNION ALL
+    SELECT 'stale', 3, stale.touched, stale.seq, ${ms(now)}, ${jobColumns("stale")} FROM stale
+    UNION ALL
+    SELECT 'now', 0, NULL, NULL, ${ms(now)}, ${noJob}
+    ORDER BY grp, ord_touched, ord_seq`
+}
 
 /**
  * The statements for one schema.
@@ -128,162 +506,24 @@ export const makeStatements = (schema: string) => {
   const s = quoteSchema(schema)
   return tagged({
     schema: s,
-    /**
-     * submit. Inputs: $1 id, $2 queue, $3 tenant, $4 type, $5 version, $6 request_key, $7 input_hash, $8 input
-     * (JSON text), $9 input_ref, $10 priority, $11 run_after ms, $12 deadline ms, $13 budget, $14 max_attempts,
-     * $15 trace_id, $16 now. Outputs: `created` and the job (new, or the one holding the key). Locking: the unique
-     * index on (queue, tenant, request_key) NULLS NOT DISTINCT arbitrates concurrent submits; ON CONFLICT DO
-     * NOTHING waits for the winner. A miss with no visible holder means the winner committed after our snapshot.
-     */
-    submit: `WITH ins AS (
-      INSERT INTO ${s}.jobs (id, queue, tenant, type, version, request_key, input_hash, input, input_ref, state,
-        max_attempts, run_after, priority, deadline_at, budget_cents, trace_id, created_at, updated_at)
-      VALUES ($1::uuid, $2, $3, $4, $5::int, $6, $7, $8::jsonb, $9, 'queued', $14::int,
-        coalesce(${ts(11)}, ${storeNow(16)}), coalesce($10::int, 0), ${ts(12)}, $13::float8, $15,
-        ${storeNow(16)}, ${storeNow(16)})
-      ON CONFLICT (queue, tenant, request_key) WHERE request_key IS NOT NULL DO NOTHING
-      RETURNING *
-    )
-    SELECT true AS created, ${jobColumns("ins")} FROM ins
-    UNION ALL
-    SELECT false AS created, ${jobColumns("j")} FROM ${s}.jobs j
-    WHERE NOT EXISTS (SELECT 1 FROM ins) AND $6::text IS NOT NULL
-      AND j.queue = $2 AND j.tenant IS NOT DISTINCT FROM $3::text AND j.request_key = $6`,
-    /**
-     * claim. Inputs: $1 id, $2 now, $3 owner, $4 lease ms, $5 estimate. Outputs: `applied`, `takeover`, `now_ms`
-     * and the job (after the write, or as it stood when nothing was claimable). One UPDATE whose WHERE is the
-     * claimable condition; the SET picks between running the job and settling it (cancelled, deadline, attempts
-     * exhausted, budget). Sibling statements end the previous holder's attempt (`expired`) and append the new one.
-     */
-    claim: (() => {
-      const now = storeNow(2)
-      const v = claimVerdict(s, now)
-      return `WITH upd AS (
-        UPDATE ${s}.jobs j SET
-          state = CASE ${v} WHEN 'claim' THEN 'running' WHEN 'exhausted' THEN 'failed' ELSE 'abandoned' END,
-          abandon_reason = CASE ${v} WHEN 'cancelled' THEN 'cancelled' WHEN 'deadline' THEN 'deadline'
-            WHEN 'budget' THEN 'budget' ELSE NULL END,
-          error_class = CASE WHEN ${v} = 'exhausted' AND j.state = 'running' THEN 'lease_expired' ELSE j.error_class END,
-          failed_at = CASE WHEN ${v} = 'exhausted' THEN ${now} ELSE j.failed_at END,
-          attempts = CASE WHEN ${v} = 'claim' THEN j.attempts + 1 ELSE j.attempts END,
-          lease_token = CASE WHEN ${v} = 'claim' THEN j.lease_token + 1 ELSE j.lease_token END,
-          lease_owner = CASE WHEN ${v} = 'claim' THEN $3 ELSE NULL END,
-          lease_until = CASE WHEN ${v} = 'claim' THEN ${now} + $4::float8 * interval '1 millisecond' ELSE NULL END,
-          cancel_requested_at = CASE WHEN ${v} = 'claim' THEN NULL ELSE j.cancel_requested_at END,
-          updated_at = ${bump("j", now)}
-        WHERE j.id = $1::uuid AND (
-          (j.state = 'queued' AND j.run_after <= ${now}) OR (j.state = 'running' AND j.lease_until < ${now})
-        )
-        RETURNING j.*
-      ), ended AS (
-        UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired'
-        FROM upd WHERE a.job_id = upd.id AND a.outcome = 'running'
-        RETURNING a.job_id
-      ), att AS (
-        INSERT INTO ${s}.attempts (job_id, token, worker, started_at, outcome)
-        SELECT upd.id, upd.lease_token, $3, ${now}, 'running' FROM upd WHERE upd.state = 'running'
-      )
-      SELECT true AS applied, EXISTS (SELECT 1 FROM ended) AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")}
-      FROM upd
-      UNION ALL
-      SELECT false AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("j")} FROM ${s}.jobs j
-      WHERE j.id = $1::uuid AND NOT EXISTS (SELECT 1 FROM upd)`
-    })(),
-    /** heartbeat. Inputs: $1 id, $2 token, $3 now, $4 lease ms, $5 progress. Fenced; extends the lease. */
-    heartbeat: fenced(
-      s,
-      `lease_until = ${storeNow(3)} + $4::float8 * interval '1 millisecond', progress = coalesce($5::float8, j.progress)`,
-      null
-    ),
-    /** complete. Inputs: $1 id, $2 token, $3 now, $4 result (JSON text). Fenced; running -> succeeded. */
-    complete: fenced(
-      s,
-      `state = 'succeeded', result = $4::jsonb, progress = 1, ${leaseCleared}, error_class = NULL, last_error = NULL`,
-      { outcome: "'succeeded'", errorClass: "NULL", evidence: "NULL" }
-    ),
-    /** fail. Inputs: $1 id, $2 token, $3 now, $4 error class, $5 evidence. Fenced; running -> failed. */
-    fail: fenced(
-      s,
-      `state = 'failed', error_class = $4, last_error = $5, failed_at = ${storeNow(3)}, ${leaseCleared}`,
-      { outcome: "'failed'", errorClass: "$4", evidence: "$5" }
-    ),
-    /** retry. Inputs: $1 id, $2 token, $3 now, $4 error class, $5 evidence, $6 run_after ms. Fenced. */
-    retry: fenced(
-      s,
-      `state = 'queued', error_class = $4, last_error = $5, run_after = ${ts(6)}, visible_at = NULL, ${leaseCleared}`,
-      { outcome: "'retried'", errorClass: "$4", evidence: "$5" }
-    ),
-    /** abandon. Inputs: $1 id, $2 token, $3 now, $4 reason, $5 error class, $6 evidence. Fenced. */
-    abandon: fenced(
-      s,
-      `state = 'abandoned', abandon_reason = $4, error_class = coalesce($5, j.error_class),
-       last_error = coalesce($6, j.last_error), ${leaseCleared}`,
-      { outcome: "'abandoned'", errorClass: "$5", evidence: "$6" }
-    ),
-    /** release. Inputs: $1 id, $2 token, $3 now. Fenced; hands the attempt back (attempts_base + 1). */
-    release: fenced(
-      s,
-      `state = 'queued', run_after = ${storeNow(3)}, attempts_base = j.attempts_base + 1, visible_at = NULL,
-       ${leaseCleared}`,
-      { outcome: "'released'", errorClass: "NULL", evidence: "NULL" }
-    ),
-    /**
-     * charge. Inputs: $1 id, $2 call id, $3 token, $4 amount, $5 settled, $6 now. Outputs: `found`, `cost_cents`.
-     * Not fenced. ON CONFLICT (job_id, call_id) makes the ledger row the arbiter: a new call id inserts, a
-     * settlement of an unsettled row updates, anything else matches no row. The job's cost moves by exactly the
-     * delta the ledger row recorded, in the same statement, under the job row's lock.
-     */
-    charge: (() => {
-      const now = storeNow(6)
-      return `WITH target AS (
-        SELECT id FROM ${s}.jobs WHERE id = $1::uuid
-      ), c AS (
-        INSERT INTO ${s}.charges AS c (job_id, call_id, token, amount_cents, settled, applied_delta_cents,
-          created_at, updated_at)
-        SELECT target.id, $2, $3::int, $4::float8, $5::boolean, $4::float8, ${now}, ${now} FROM target
-        ON CONFLICT (job_id, call_id) DO UPDATE SET amount_cents = EXCLUDED.amount_cents, settled = true,
-          applied_delta_cents = EXCLUDED.amount_cents - c.amount_cents,
-          updated_at = greatest(${now}, c.updated_at + interval '1 microsecond')
-        WHERE c.settled = false AND EXCLUDED.settled = true
-        RETURNING c.applied_delta_cents
-      ), upd AS (
-        UPDATE ${s}.jobs j SET cost_cents = j.cost_cents + c.applied_delta_cents, updated_at = ${bump("j", now)}
-        FROM c WHERE j.id = $1::uuid
-        RETURNING j.cost_cents
-      )
-      SELECT EXISTS (SELECT 1 FROM target) AS found,
-        coalesce((SELECT cost_cents FROM upd), (SELECT cost_cents FROM ${s}.jobs WHERE id = $1::uuid)) AS cost_cents`
-    })(),
-    /**
-     * cancel. Inputs: $1 id, $2 tenant, $3 now. queued -> abandoned(cancelled); running -> cancel requested. A
-     * running job whose cancel is already requested is left as it is (no write). Outputs: `applied` and the job; a
-     * miss returns the row (terminal, or already requested) or nothing (unknown, or another tenant's).
-     */
-    cancel: (() => {
-      const now = storeNow(3)
-      return `WITH upd AS (
-        UPDATE ${s}.jobs j SET
-          state = CASE WHEN j.state = 'queued' THEN 'abandoned' ELSE j.state END,
-          abandon_reason = CASE WHEN j.state = 'queued' THEN 'cancelled' ELSE j.abandon_reason END,
-          cancel_requested_at = CASE WHEN j.state = 'running' THEN coalesce(j.cancel_requested_at, ${now})
-            ELSE j.cancel_requested_at END,
-          updated_at = ${bump("j", now)}
-        WHERE j.id = $1::uuid AND ($2::text IS NULL OR j.tenant = $2)
-          AND (j.state = 'queued' OR (j.state = 'running' AND j.cancel_requested_at IS NULL))
-        RETURNING j.*
-      )
-      SELECT true AS applied, ${jobColumns("upd")} FROM upd
-      UNION ALL
-      SELECT false AS applied, ${jobColumns("j")} FROM ${s}.jobs j
-      WHERE j.id = $1::uuid AND ($2::text IS NULL OR j.tenant = $2) AND NOT EXISTS (SELECT 1 FROM upd)`
-    })(),
-    /** get. Inputs: $1 id, $2 tenant. */
+    submit: submitSql(s),
+    claim: claimSql(s),
+    claimNext: claimNextSql(s),
+    heartbeat: heartbeatSql(s),
+    settle: settleSql(s),
+    charge: chargeSql(s),
+    cancel: cancelSql(s),
+    replay: replaySql(s),
+    sweep: sweepSql(s),
+    /** get. Inputs: $1 id, $2 tenant (NULL: any). */
     get: `SELECT ${jobColumns("j")} FROM ${s}.jobs j WHERE j.id = $1::uuid AND ($2::text IS NULL OR j.tenant = $2)`,
-    /** list. Inputs: $1 queue, $2 tenant, $3 state, $4 type, $5 limit. Newest first. */
-    list: `SELECT ${jobColumns("j")} FROM ${s}.jobs j
-      WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
-        AND ($3::text IS NULL OR j.state = $3) AND ($4::text IS NULL OR j.type = $4)
-      ORDER BY j.created_at DESC, j.seq DESC LIMIT $5::int`,
+    /**
+     * list, newest first. Inputs: $1 queue, $2 tenant, $3 state, $4 type, $5 error class, $6 limit (NULL: all).
+     * Insertion order breaks ties of created_at.
+     */
+    listNewest: listing(s, "DESC"),
+    /** list, oldest first. Inputs as `listNewest`. */
+    listOldest: listing(s, "ASC"),
     /** attempts. Inputs: $1 id. Token order. */
     attempts: `SELECT a.job_id::text AS job_id, a.token, a.worker, ${ms("a.started_at")} AS started_at,
         ${ms("a.ended_at")} AS ended_at, a.outcome, a.error_class, a.evidence
@@ -292,143 +532,36 @@ export const makeStatements = (schema: string) => {
     charges: `SELECT c.job_id::text AS job_id, c.call_id, c.token, c.amount_cents, c.settled,
         ${ms("c.created_at")} AS created_at, ${ms("c.updated_at")} AS updated_at
       FROM ${s}.charges c WHERE c.job_id = $1::uuid ORDER BY c.seq`,
-    /** dead letters. Inputs: $1 queue, $2 tenant, $3 error class, $4 type, $5 limit. Newest first. */
+    /** dead letters. Inputs: $1 queue, $2 tenant, $3 error class, $4 type, $5 limit. Most recently updated first. */
     deadLetterJobs: `SELECT ${jobColumns("j")} FROM ${s}.jobs j
       WHERE j.state = 'failed' AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
         AND ($3::text IS NULL OR j.error_class = $3) AND ($4::text IS NULL OR j.type = $4)
       ORDER BY j.updated_at DESC, j.seq DESC LIMIT $5::int`,
-    /** dead-letter groups. Inputs: $1 queue, $2 tenant, $3 error class, $4 type. Largest count first. */
-    deadLetterGroups: `SELECT j.error_class, j.input_hash, count(*)::int AS count, sum(j.cost_cents)::float8 AS cost_cents
+    /**
+     * dead-letter groups. Inputs: $1 queue, $2 tenant, $3 error class, $4 type. Largest count first, then largest
+     * cost, then input hash, then the group whose first job came first. Costs are summed in insertion order.
+     */
+    deadLetterGroups: `SELECT j.error_class, j.input_hash, count(*)::int AS count,
+        sum(j.cost_cents ORDER BY j.seq)::float8 AS cost_cents
       FROM ${s}.jobs j
       WHERE j.state = 'failed' AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
         AND ($3::text IS NULL OR j.error_class = $3) AND ($4::text IS NULL OR j.type = $4)
       GROUP BY j.error_class, j.input_hash
-      ORDER BY count(*) DESC, sum(j.cost_cents) DESC, j.input_hash, j.error_class NULLS LAST`,
-    /**
-     * replay. Inputs: $1 ids (JSON array text, or NULL: every failed job), $2 queue, $3 tenant, $4 error class,
-     * $5 type, $6 limit (NULL: no limit), $7 now. Filters apply to explicit ids too. failed -> queued, due now, a
-     * fresh run (attempts_base = attempts) with no leftover cancel request. The UPDATE re-checks `state = 'failed'`
-     * on the newest row version, so a job that left failed meanwhile is skipped. Outputs: the ids replayed (each
-     * once, however often it was named).
-     */
-    replay: (() => {
-      const now = storeNow(7)
-      return `WITH targets AS (
-        SELECT j.id FROM ${s}.jobs j
-        WHERE j.state = 'failed'
-          AND ($1::jsonb IS NULL OR j.id IN (SELECT x::uuid FROM jsonb_array_elements_text($1::jsonb) x))
-          AND ($2::text IS NULL OR j.queue = $2) AND ($3::text IS NULL OR j.tenant = $3)
-          AND ($4::text IS NULL OR j.error_class = $4) AND ($5::text IS NULL OR j.type = $5)
-        ORDER BY j.seq LIMIT $6::int
-      ), upd AS (
-        UPDATE ${s}.jobs j SET state = 'queued', run_after = ${now}, attempts_base = j.attempts, ${leaseCleared},
-          cancel_requested_at = NULL, visible_at = NULL, published_at = NULL, updated_at = ${bump("j", now)}
-        FROM targets WHERE j.id = targets.id AND j.state = 'failed'
-        RETURNING j.id, j.seq
-      )
-      SELECT upd.id::text AS id FROM upd ORDER BY upd.seq`
-    })(),
-    /**
-     * sweep. Inputs: $1 queue, $2 republish-after ms, $3 limit, $4 now. Outputs: rows of (kind, job), requeued and
-     * abandoned first in the order they were written, then stale jobs least recently touched first. `$3` bounds the
-     * whole pass: expired leases take what they need first, overdue queued jobs get what is left, stale jobs the
-     * rest. Every candidate set is picked with FOR UPDATE SKIP LOCKED, so two sweepers split the work instead of
-     * queueing or doing it twice. Expired leases: one UPDATE settles or requeues each and ends its attempt row
-     * `expired`. Queued jobs past their deadline: abandoned. Stale queued jobs (last touched, the later of
-     * updated_at and republished_at, at least $2 ms ago): republished_at = now, which leaves updated_at alone.
-     * The three sets never share a row (running vs queued, past vs before the deadline), so no row is written twice.
-     */
-    sweep: (() => {
-      const now = storeNow(4)
-      const touched = (a: string) => `greatest(${a}.updated_at, ${a}.republished_at)`
-      const noJob = jobColumnList("j")
-        .map(() => "NULL")
-        .join(", ")
-      return `WITH expired AS (
-        SELECT j.id FROM ${s}.jobs j
-        WHERE j.state = 'running' AND j.lease_until < ${now} AND ($1::text IS NULL OR j.queue = $1)
-        ORDER BY j.seq LIMIT $3::int FOR UPDATE SKIP LOCKED
-      ), requeue AS (
-        UPDATE ${s}.jobs j SET
-          state = CASE
-            WHEN j.cancel_requested_at IS NOT NULL THEN 'abandoned'
-            WHEN j.deadline_at IS NOT NULL AND j.deadline_at <= ${now} THEN 'abandoned'
-            WHEN j.attempts - j.attempts_base >= j.max_attempts THEN 'failed'
-            ELSE 'queued' END,
-          abandon_reason = CASE
-            WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
-            WHEN j.deadline_at IS NOT NULL AND j.deadline_at <= ${now} THEN 'deadline'
-            ELSE NULL END,
-          error_class = CASE
-            WHEN j.cancel_requested_at IS NULL AND NOT (j.deadline_at IS NOT NULL AND j.deadline_at <= ${now})
-              AND j.attempts - j.attempts_base >= j.max_attempts THEN 'lease_expired'
-            ELSE j.error_class END,
-          failed_at = CASE
-            WHEN j.cancel_requested_at IS NULL AND NOT (j.deadline_at IS NOT NULL AND j.deadline_at <= ${now})
-              AND j.attempts - j.attempts_base >= j.max_attempts THEN ${now}
-            ELSE j.failed_at END,
-          run_after = CASE
-            WHEN j.cancel_requested_at IS NULL AND NOT (j.deadline_at IS NOT NULL AND j.deadline_at <= ${now})
-              AND j.attempts - j.attempts_base < j.max_attempts THEN ${now}
-            ELSE j.run_after END,
-          visible_at = NULL, ${leaseCleared}, updated_at = ${bump("j", now)}
-        FROM expired WHERE j.id = expired.id AND j.state = 'running' AND j.lease_until < ${now}
-        RETURNING j.id, j.state, j.lease_token, j.seq
-      ), ended AS (
-        UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired'
-        FROM requeue WHERE a.job_id = requeue.id AND a.token = requeue.lease_token AND a.outcome = 'running'
-      ), overdue AS (
-        SELECT j.id FROM ${s}.jobs j
-        WHERE j.state = 'queued' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${now}
-          AND ($1::text IS NULL OR j.queue = $1)
-        ORDER BY j.seq LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue)) FOR UPDATE SKIP LOCKED
-      ), abandoned AS (
-        UPDATE ${s}.jobs j SET state = 'abandoned', abandon_reason = 'deadline', updated_at = ${bump("j", now)}
-        FROM overdue WHERE j.id = overdue.id AND j.state = 'queued' AND j.deadline_at <= ${now}
-        RETURNING j.id, j.seq
-      ), picked AS (
-        SELECT j.id, ${touched("j")} AS touched, j.seq FROM ${s}.jobs j
-        WHERE j.state = 'queued' AND j.run_after <= ${now}
-          AND ${touched("j")} <= ${now} - $2::float8 * interval '1 millisecond'
-          AND (j.deadline_at IS NULL OR j.deadline_at > ${now})
-          AND ($1::text IS NULL OR j.queue = $1)
-        ORDER BY ${touched("j")}, j.seq
-        LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue) - (SELECT count(*) FROM abandoned))
-        FOR UPDATE SKIP LOCKED
-      ), stale AS (
-        UPDATE ${s}.jobs j SET republished_at = ${now}
-        FROM picked WHERE j.id = picked.id AND j.state = 'queued'
-        RETURNING j.*, picked.touched AS touched
-      )
-      SELECT CASE requeue.state WHEN 'queued' THEN 'requeued' WHEN 'failed' THEN 'expiredFailed' ELSE 'abandoned' END
-        AS kind, requeue.id::text AS job_id, 1 AS grp, NULL::timestamptz AS ord_touched, requeue.seq AS ord_seq,
-        NULL::text AS id, NULL::text AS queue, NULL::text AS tenant,
-        NULL::text AS type, NULL::int AS version, NULL::text AS request_key, NULL::text AS input_hash,
-        NULL::jsonb AS input, NULL::text AS input_ref, NULL::text AS state, NULL::text AS abandon_reason,
-        NULL::int AS attempts, NULL::int AS attempts_base, NULL::int AS max_attempts, NULL::int AS lease_token,
-        NULL::text AS lease_owner, NULL::float8 AS lease_until, NULL::float8 AS run_after, NULL::int AS priority,
-        NULL::float8 AS deadline_at, NULL::float8 AS budget_cents, NULL::float8 AS cost_cents,
-        NULL::text AS error_class, NULL::text AS last_error, NULL::float8 AS progress, NULL::jsonb AS result,
-        NULL::float8 AS cancel_requested_at, NULL::text AS trace_id, NULL::float8 AS created_at,
-        NULL::float8 AS updated_at
-      FROM requeue
-      UNION ALL
-      SELECT 'abandoned', abandoned.id::text, 2, NULL, abandoned.seq, ${noJob} FROM abandoned
-      UNION ALL
-      SELECT 'stale', stale.id::text, 3, stale.touched, stale.seq, ${jobColumns("stale")} FROM stale
-      ORDER BY grp, ord_touched, ord_seq`
-    })(),
+      ORDER BY count(*) DESC, sum(j.cost_cents ORDER BY j.seq) DESC, j.input_hash COLLATE "C", min(j.seq)`,
     /** stats by state. Inputs: $1 queue, $2 tenant. */
     statsByState: `SELECT j.state, count(*)::int AS count FROM ${s}.jobs j
       WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2) GROUP BY j.state`,
-    /** oldest due queued job per priority. Inputs: $1 queue, $2 tenant. */
+    /** oldest due queued job per priority (due at store time). Inputs: $1 queue, $2 tenant, $3 now. */
     statsOldest: `SELECT j.priority, ${ms("min(j.run_after)")} AS oldest FROM ${s}.jobs j
-      WHERE j.state = 'queued' AND j.run_after <= now() AND ($1::text IS NULL OR j.queue = $1)
+      WHERE j.state = 'queued' AND j.run_after <= ${storeNow(3)} AND ($1::text IS NULL OR j.queue = $1)
         AND ($2::text IS NULL OR j.tenant = $2)
       GROUP BY j.priority`,
-    /** cost by error class and the failure count since $3. Inputs: $1 queue, $2 tenant, $3 failed-since ms. */
-    statsCost: `SELECT j.error_class, sum(j.cost_cents)::float8 AS cost_cents,
-        count(*) FILTER (WHERE j.state = 'failed' AND j.failed_at >= ${ts(3)})::int AS failed
+    /**
+     * cost by error class (summed in insertion order) and the failure count since $3. Inputs: $1 queue, $2 tenant,
+     * $3 failed-since ms.
+     */
+    statsCost: `SELECT j.error_class, sum(j.cost_cents ORDER BY j.seq)::float8 AS cost_cents,
+        count(*) FILTER (WHERE j.state = 'failed' AND j.failed_at >= ${ts("$3")})::int AS failed
       FROM ${s}.jobs j
       WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
       GROUP BY j.error_class`,
@@ -444,7 +577,7 @@ export const makeStatements = (schema: string) => {
           AND (j.visible_at IS NULL OR j.visible_at <= ${storeNow(4)})
         ORDER BY j.priority DESC, j.run_after, j.seq LIMIT $2::int FOR UPDATE SKIP LOCKED
       ), delivered AS (
-        UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + $3::float8 * interval '1 millisecond',
+        UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + ${millis("$3::float8")},
           receive_count = j.receive_count + 1
         FROM picked WHERE j.id = picked.id
         RETURNING j.id, j.type, j.version, j.priority, j.receive_count, j.run_after, j.seq
@@ -459,13 +592,13 @@ export const makeStatements = (schema: string) => {
      */
     publish: `WITH upd AS (
         UPDATE ${s}.jobs j
-        SET visible_at = greatest(j.visible_at, ${storeNow(4)} + $3::float8 * interval '1 millisecond')
+        SET visible_at = greatest(j.visible_at, ${storeNow(4)} + ${millis("$3::float8")})
         WHERE j.id = $1::uuid AND j.queue = $2 AND j.state = 'queued'
         RETURNING j.queue
       )
       SELECT pg_notify('slowcall_jobs', '${schema}:' || upd.queue) FROM upd`,
     /** transport extend/defer. Inputs: $1 id, $2 receive count (the receipt), $3 hidden-for ms, $4 now. */
-    hide: `UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + $3::float8 * interval '1 millisecond'
+    hide: `UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + ${millis("$3::float8")}
       WHERE j.id = $1::uuid AND j.receive_count = $2::int AND j.state = 'queued'`,
     /**
      * outbox pick. Inputs: $1 limit. Committed queued jobs not yet handed to the external transport, oldest
@@ -475,9 +608,8 @@ export const makeStatements = (schema: string) => {
         GREATEST(0, ${ms("j.run_after")} - ${ms("now()")}) AS delay_ms
       FROM ${s}.jobs j WHERE j.state = 'queued' AND j.published_at IS NULL
       ORDER BY j.created_at LIMIT $1::int FOR UPDATE SKIP LOCKED`,
-    /** outbox mark. Inputs: $1 ids (JSON array text). */
-    outboxMark: `UPDATE ${s}.jobs SET published_at = now()
-      WHERE id IN (SELECT x::uuid FROM jsonb_array_elements_text($1::jsonb) x)`
+    /** outbox mark. Inputs: $1 ids. */
+    outboxMark: `UPDATE ${s}.jobs SET published_at = now() WHERE id = ANY($1::uuid[])`
   })
 }
 

@@ -1,0 +1,108 @@
+/**
+ * The Query service over one `Queryable`: plain SELECTs (`statements.ts`), none of which writes or locks.
+ *
+ * @internal
+ */
+import { JobNotFound } from "@slowcall/core/Errors"
+import type { ErrorClass, JobState } from "@slowcall/core/Models"
+import * as Protocol from "@slowcall/core/Protocol"
+import type { Query } from "@slowcall/core/Query"
+import { Effect } from "effect"
+import type { Queryable } from "./driver.js"
+import { toStoreError } from "./errors.js"
+import { isUuid, micros, type Row, toAttempt, toCharge, toJob } from "./rows.js"
+import type { Statements } from "./statements.js"
+
+type QueryService = Query["Type"]
+
+/**
+ * The Query service over `q`.
+ *
+ * @internal
+ */
+export const makeQuery = (q: Queryable, st: Statements): QueryService => {
+  const run = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
+    Effect.tryPromise({ try: () => q.query<Row>(text, params), catch: (error) => toStoreError(operation, error) })
+
+  const get: QueryService["get"] = (options) =>
+    Effect.gen(function* () {
+      if (!isUuid(options.jobId)) return yield* new JobNotFound({ jobId: options.jobId })
+      const rows = yield* run("get", st.get, [options.jobId, options.tenant ?? null])
+      const row = rows[0]
+      if (row === undefined) return yield* new JobNotFound({ jobId: options.jobId })
+      return toJob(row)
+    })
+
+  const list: QueryService["list"] = (options) =>
+    run("list", options.order === "oldest" ? st.listOldest : st.listNewest, [
+      options.queue ?? null,
+      options.tenant ?? null,
+      options.state ?? null,
+      options.type ?? null,
+      options.errorClass ?? null,
+      options.limit === null ? null : (options.limit ?? Protocol.defaults.listLimit)
+    ]).pipe(Effect.map((rows) => rows.map(toJob)))
+
+  const deadLetters: QueryService["deadLetters"] = (options) => {
+    const filters = [options.queue ?? null, options.tenant ?? null, options.errorClass ?? null, options.type ?? null]
+    return Effect.all(
+      {
+        jobs: run("deadLetters", st.deadLetterJobs, [...filters, options.limit ?? Protocol.defaults.listLimit]).pipe(
+          Effect.map((rows) => rows.map(toJob))
+        ),
+        groups: run("deadLetters", st.deadLetterGroups, filters).pipe(
+          Effect.map((rows) =>
+            rows.map((row) => ({
+              errorClass: (row.error_class ?? null) as ErrorClass | null,
+              inputHash: String(row.input_hash),
+              count: Number(row.count),
+              costCents: Number(row.cost_cents)
+            }))
+          )
+        )
+      },
+      { concurrency: 2 }
+    )
+  }
+
+  const stats: QueryService["stats"] = (options) => {
+    const filters = [options.queue ?? null, options.tenant ?? null]
+    return Effect.all(
+      {
+        byState: run("stats", st.statsByState, filters),
+        oldest: run("stats", st.statsOldest, [...filters, options.now ?? null]),
+        cost: run("stats", st.statsCost, [...filters, options.failedSince])
+      },
+      { concurrency: 3 }
+    ).pipe(
+      Effect.map(({ byState, cost, oldest }) => {
+        const counts: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, abandoned: 0 }
+        for (const row of byState) counts[row.state as JobState] = Number(row.count)
+        const oldestQueuedAt: Record<string, number> = {}
+        for (const row of oldest) oldestQueuedAt[String(row.priority)] = micros(row.oldest)
+        const costCentsByErrorClass: Record<string, number> = {}
+        let failedInWindow = 0
+        for (const row of cost) {
+          failedInWindow += Number(row.failed)
+          if (row.error_class !== null) costCentsByErrorClass[String(row.error_class)] = Number(row.cost_cents)
+        }
+        return { byState: counts, oldestQueuedAt, costCentsByErrorClass, failedInWindow }
+      })
+    )
+  }
+
+  return {
+    get,
+    list,
+    attempts: (options) =>
+      isUuid(options.jobId)
+        ? run("attempts", st.attempts, [options.jobId]).pipe(Effect.map((rows) => rows.map(toAttempt)))
+        : Effect.succeed([]),
+    charges: (options) =>
+      isUuid(options.jobId)
+        ? run("charges", st.charges, [options.jobId]).pipe(Effect.map((rows) => rows.map(toCharge)))
+        : Effect.succeed([]),
+    deadLetters,
+    stats
+  } satisfies QueryService
+}
