@@ -1,15 +1,15 @@
 /**
- * Builds submit options for tests: a fresh job id every time, plain JSON input with its canonical hash, and
- * defaults that any Store accepts. Ids are unique across runs, so suites can run against a database that keeps
- * rows between runs.
+ * Builds submit items for tests: a fresh job id every time, plain JSON input with its canonical hash, and defaults
+ * that any Store accepts. Ids are unique across runs, so suites can run against a database that keeps rows between
+ * runs.
  *
  * @since 0.1.0
  */
 import { randomUUID } from "node:crypto"
 import { inputHash } from "@slowcall/core/Canonical"
 import { makeJobId } from "@slowcall/core/Ids"
-import type { Json } from "@slowcall/core/Models"
-import type { SubmitOptions } from "@slowcall/core/Store"
+import type { JobId, Json } from "@slowcall/core/Models"
+import type { SubmitItem } from "@slowcall/core/Protocol"
 import { Effect, Random } from "effect"
 
 /**
@@ -19,20 +19,23 @@ import { Effect, Random } from "effect"
  * @since 0.1.0
  * @category models
  */
-export type JobSpec = Partial<Omit<SubmitOptions, "id" | "inputHash" | "input">> & {
+export type JobSpec = Partial<Omit<SubmitItem, "id" | "inputHash" | "input">> & {
   readonly queue: string
   readonly input?: Json | null | undefined
 }
 
 /**
- * A factory of submit options. Every call gives a new job id (UUID v7 from the `Clock` in scope and a per-factory
+ * A factory of submit items. Every call gives a new job id (UUID v7 from the `Clock` in scope and a per-factory
  * seeded `Random`, so two factories never repeat an id); `inputHash` always matches `input`.
  *
  * @since 0.1.0
  * @category testing
  */
 export interface JobFactory {
-  readonly submitOptions: (spec: JobSpec) => Effect.Effect<SubmitOptions>
+  /** One `Store.submit` item: type `conformance.echo`, version 1, three attempts unless `spec` says otherwise. */
+  readonly submitItem: (spec: JobSpec) => Effect.Effect<SubmitItem>
+  /** A job id no factory has returned or will return: for items and for ids that name no job at all. */
+  readonly jobId: Effect.Effect<JobId>
   /** A name no other factory (in this run or another) returns: for queues, tenants and request keys. */
   readonly uniqueName: (prefix: string) => string
 }
@@ -47,14 +50,16 @@ export const makeJobFactory = (): JobFactory => {
   const nonce = randomUUID().slice(0, 8)
   const random = Random.make(randomUUID())
   let counter = 0
+  const jobId = Effect.withRandom(makeJobId, random)
   return {
+    jobId,
     uniqueName: (prefix) => `${prefix}-${nonce}-${++counter}`,
-    submitOptions: (spec) =>
+    submitItem: (spec) =>
       Effect.gen(function* () {
-        const id = yield* Effect.withRandom(makeJobId, random)
+        const id = yield* jobId
         const input: Json | null = spec.input === undefined ? { n: ++counter } : spec.input
         const hash = yield* Effect.orDie(inputHash(input))
-        const options: SubmitOptions = {
+        const item: SubmitItem = {
           type: "conformance.echo",
           version: 1,
           maxAttempts: 3,
@@ -63,7 +68,7 @@ export const makeJobFactory = (): JobFactory => {
           input,
           inputHash: hash
         }
-        return options
+        return item
       })
   }
 }

@@ -1,0 +1,115 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Query } from "@slowcall/core/Query"
+import * as Store from "@slowcall/core/Store"
+import { Context, Effect, Layer } from "effect"
+import { check } from "../src/StoreProperty.js"
+
+type Service = Store.Store["Type"]
+type Peek = (
+  jobId: Parameters<Service["claim"]>[0]["items"][number]["jobId"]
+) => ReturnType<Effect.Effect.Success<typeof Store.makeMemory>["peek"]>
+
+/** A memory store with one deliberate bug, as a layer: the property must tell it from the model. */
+const mutant = (change: (store: Service, peek: Peek) => Partial<Service>): Layer.Layer<Store.Store | Query> =>
+  Layer.effectContext(
+    Effect.map(Store.makeMemory, ({ peek, query, store }) =>
+      Context.make(Store.Store, { ...store, ...change(store, peek) }).pipe(Context.add(Query, query))
+    )
+  )
+
+const mutants: ReadonlyArray<readonly [string, Layer.Layer<Store.Store | Query>]> = [
+  [
+    "a heartbeat under a stale token renews the lease",
+    mutant((store, peek) => ({
+      heartbeat: (options) =>
+        store.heartbeat({
+          ...options,
+          items: options.items.map((item) => ({ ...item, token: peek(item.jobId)?.leaseToken ?? item.token }))
+        })
+    }))
+  ],
+  [
+    "a lease can be taken over at its last millisecond",
+    mutant((store, peek) => ({
+      claim: (options) =>
+        store.claim({
+          ...options,
+          now:
+            options.now !== undefined && options.items.some((item) => peek(item.jobId)?.leaseUntil === options.now)
+              ? options.now + 1
+              : options.now
+        })
+    }))
+  ],
+  [
+    "a retry ignores its delay",
+    mutant((store) => ({
+      settle: (options) =>
+        store.settle({
+          ...options,
+          items: options.items.map((item) =>
+            item.outcome._tag === "Retry" ? { ...item, outcome: { ...item.outcome, delayMs: 0 } } : item
+          )
+        })
+    }))
+  ],
+  [
+    "a settled charge is counted again under a new call id",
+    mutant((store) => ({
+      charge: (options) =>
+        Effect.zipLeft(
+          store.charge(options),
+          store.charge({
+            ...options,
+            items: options.items.filter((item) => item.settled).map((item) => ({ ...item, callId: `${item.callId}+` }))
+          })
+        )
+    }))
+  ],
+  [
+    "a sweep ignores its limit",
+    mutant((store) => ({ sweep: (options) => store.sweep({ ...options, limit: undefined }) }))
+  ]
+]
+
+describe("StoreProperty", () => {
+  it("the memory store agrees with the model on a short run", async () => {
+    const result = await check({ name: "memory", layer: Store.layerMemory, freshPerRun: true, numRuns: 50 })
+
+    expect(result.runs).toBe(50)
+  })
+
+  for (const [bug, layer] of mutants) {
+    it(`finds a store where ${bug}, reporting the seed and the shrunk commands`, async () => {
+      const failure = await check({ name: "mutant", layer, freshPerRun: true, numRuns: 500 }).then(
+        () => undefined,
+        (error: unknown) => (error instanceof Error ? error.message : String(error))
+      )
+
+      expect(failure).toBeDefined()
+      expect(failure).toContain("StoreProperty (mutant)")
+      expect(failure).toMatch(/seed: -?\d+/)
+      expect(failure).toContain("Counterexample")
+    }, 120_000)
+  }
+
+  it("replays a reported failure from its seed and path", async () => {
+    const layer = mutants[2]![1]
+    const first = await check({ name: "mutant", layer, freshPerRun: true, numRuns: 500 }).catch(
+      (error: Error) => error.message
+    )
+    const seed = Number(/seed: (-?\d+)/.exec(String(first))?.[1])
+    const path = /path: "([^"]+)"/.exec(String(first))?.[1]
+    const replayPath = /replayPath="([^"]+)"/.exec(String(first))?.[1]
+
+    const again = await check({ name: "mutant", layer, freshPerRun: true, numRuns: 500, seed, path, replayPath }).catch(
+      (error: Error) => error.message
+    )
+
+    expect(path).toBeDefined()
+    expect(replayPath).toBeDefined()
+    expect(String(again)).toContain("Counterexample")
+    const counterexample = (report: unknown) => /Counterexample: (.*)/.exec(String(report))?.[1]
+    expect(counterexample(again)).toBe(counterexample(first))
+  }, 120_000)
+})
