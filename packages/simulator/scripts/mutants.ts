@@ -1,8 +1,11 @@
 /**
  * Teeth: applies each known-bug mutant (packages/simulator/mutants/*.patch) to a scratch copy of the repository,
  * runs the simulator on a fixed seed budget, and requires a failure on the mutant's named invariant. The clean tree
- * must pass the same budget. Prints a table (mutant, invariant that fired, runs to kill) and exits 1 when a mutant
- * survives or the clean tree fails. Shrunk failing plans are saved to packages/simulator/corpus/.
+ * must pass the same budget. Shrunk failing plans are saved to packages/simulator/corpus/ (one witness per mutant,
+ * the newest replacing the older), and each mutant's witness is then replayed under that mutant: it must fail on the
+ * named invariant too (the corpus test replays the same files on the clean tree, where they must pass). Prints a
+ * table (mutant, invariant that fired, runs to kill, what the witness broke) and exits 1 when a mutant survives, a
+ * witness no longer fails under its mutant, or the clean tree fails.
  *
  * Usage: npm run mutants [-- --seed 7 --runs 150 --only M1,M5 --base /path/to/repo]
  */
@@ -71,31 +74,51 @@ interface Hunt {
   readonly corpus: { readonly name: string; readonly entry: object } | null
 }
 
-const hunt = (dir: string): Hunt => {
-  // The scratch copy's sources, bundled and run like `npm run simulate` (see scripts/bundled.mjs), with a larger
-  // young generation: a run set allocates briskly and keeps little (see the README's Speed section).
+/**
+ * Runs the scratch copy's hunt script, bundled and run like `npm run simulate` (see scripts/bundled.mjs), with a
+ * larger young generation: a run set allocates briskly and keeps little (see the README's Speed section). Returns
+ * its last output line as JSON, or the start of its error output.
+ */
+const runHunt = (dir: string, huntArgs: ReadonlyArray<string>): { value: unknown } | { error: string } => {
   const result = spawnSync(
     process.execPath,
     [
       "--max-semi-space-size=64",
       path.join(repo, "scripts", "bundled.mjs"),
       path.join(dir, "packages", "simulator", "scripts", "hunt.ts"),
-      seed,
-      runs,
-      jobs,
-      workers
+      ...huntArgs
     ],
     { cwd: dir, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }
   )
   const line = result.stdout.trim().split("\n").pop() ?? ""
   try {
-    return JSON.parse(line) as Hunt
+    return { value: JSON.parse(line) }
   } catch {
-    return { runs: 0, firstFailureRun: null, invariants: ["error"], message: result.stderr.slice(0, 400), corpus: null }
+    return { error: result.stderr.slice(0, 400) }
   }
 }
 
-const rows: Array<[string, string, string, string, string]> = []
+/** Hunt in `dir`; a failure is shrunk toward plans that keep breaking one of `shrinkOn` (when it breaks one). */
+const hunt = (dir: string, shrinkOn: ReadonlyArray<string> = []): Hunt => {
+  const result = runHunt(dir, [seed, runs, jobs, workers, ...(shrinkOn.length > 0 ? [shrinkOn.join(",")] : [])])
+  return "value" in result
+    ? (result.value as Hunt)
+    : { runs: 0, firstFailureRun: null, invariants: ["error"], message: result.error, corpus: null }
+}
+
+/** The invariants a mutant's corpus witness breaks when replayed in `dir` (the mutant applied), or why it cannot. */
+const replayWitness = (dir: string, id: string): string => {
+  const file = fs.existsSync(corpusDir)
+    ? fs.readdirSync(corpusDir).find((f) => f.startsWith(`${id}-I`) && f.endsWith(".json"))
+    : undefined
+  if (file === undefined) return "no witness"
+  const result = runHunt(dir, ["--replay", path.join(corpusDir, file)])
+  if ("error" in result) return `error: ${result.error}`
+  const invariants = (result.value as { invariants: ReadonlyArray<string> }).invariants
+  return invariants.length === 0 ? "passes" : invariants.join(",")
+}
+
+const rows: Array<[string, string, string, string, string, string]> = []
 let ok = true
 
 const clean = scratchOf()
@@ -108,6 +131,7 @@ rows.push([
   "-",
   cleanPass ? "none" : base.invariants.join(","),
   `${base.runs} runs`,
+  "-",
   cleanPass ? "pass" : `FAIL: ${base.message}`
 ])
 
@@ -124,13 +148,12 @@ for (const file of patches) {
   const applied = spawnSync("patch", ["-p1", "--batch", "--silent"], { cwd: dir, input: patchText, encoding: "utf8" })
   if (applied.status !== 0) {
     ok = false
-    rows.push([id, expected[id]?.join("/") ?? "?", "patch failed", "-", applied.stdout + applied.stderr])
+    rows.push([id, expected[id]?.join("/") ?? "?", "patch failed", "-", "-", applied.stdout + applied.stderr])
     fs.rmSync(dir, { recursive: true, force: true })
     continue
   }
-  const result = hunt(dir)
-  fs.rmSync(dir, { recursive: true, force: true })
   const want = expected[id] ?? []
+  const result = hunt(dir, want)
   const killed = result.firstFailureRun !== null && result.invariants.some((inv) => want.includes(inv))
   ok &&= killed
   if (killed && result.corpus !== null) {
@@ -142,20 +165,26 @@ for (const file of patches) {
     const entry = { ...result.corpus.entry, foundWith: `mutant ${id} (${title}), seed ${seed}` }
     fs.writeFileSync(path.join(corpusDir, `${id}-${result.corpus.name}`), `${JSON.stringify(entry, null, 2)}\n`)
   }
+  const witness = replayWitness(dir, id)
+  fs.rmSync(dir, { recursive: true, force: true })
+  const witnessFails = witness.split(",").some((inv) => want.includes(inv))
+  ok &&= witnessFails
   rows.push([
     `${id} ${title}`,
     want.join(" / "),
     result.invariants.join(",") || "none",
     result.firstFailureRun === null ? `survived ${result.runs}` : String(result.firstFailureRun),
-    killed ? "killed" : "SURVIVED"
+    witness,
+    killed ? (witnessFails ? "killed" : "WITNESS PASSES") : "SURVIVED"
   ])
 }
 
-const header: [string, string, string, string, string] = [
+const header: [string, string, string, string, string, string] = [
   "mutant",
   "must be caught by",
   "fired",
   "runs to kill",
+  "witness breaks",
   "verdict"
 ]
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))

@@ -109,8 +109,8 @@ export const emptyTotals = (): Totals => ({
 type Write = Extract<Event, { k: "write" }>
 type Call = Extract<Event, { k: "call" }>
 
-const fencedOps = new Set(["heartbeat", "complete", "fail", "retry", "abandon", "release"])
-const outcomeOps = new Set(["complete", "fail", "retry", "abandon", "release"])
+/** Writes the Store fences by token: they may apply only to a job running under exactly that token. */
+const fencedOps = new Set(["heartbeat", "settle"])
 const terminalStates = new Set(["succeeded", "failed", "abandoned"])
 const absorbing = new Set(["succeeded", "abandoned"])
 
@@ -180,6 +180,8 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         if (e.what === "crash" || e.what === "pause") {
           const list = faultsByWho.get(e.who) ?? []
           list.push(e.t)
+          // A pause acts until the process resumes (on beliefs it formed before): it counts at both ends.
+          if (e.what === "pause" && e.ms !== null) list.push(e.t + e.ms)
           faultsByWho.set(e.who, list)
         }
         break
@@ -244,6 +246,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         if (w.res === "LeaseLost") coverage.fencedWriteRejected++
         continue
       }
+      if (w.op === "submit" && w.after !== null) lastUpdated = Math.max(lastUpdated, w.after.updatedAt)
       if (w.op === "claim") {
         if (w.res === "Busy") coverage.duplicateDelivery++
         if (w.res === "Settled") {
@@ -267,6 +270,10 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       const didChange = changed(before, after)
       if (absorbing.has(before.state) && didChange && w.op !== "charge") {
         violate("I2", jobId, `${w.op} changed a ${before.state} job`, [w])
+      }
+      // I1: a sweep takes a lease back only once it ended (in store time): a live holder may still be calling.
+      if (w.op === "sweep" && before.state === "running" && before.leaseUntil !== null && before.leaseUntil >= w.t) {
+        violate("I1", jobId, `the sweep took back token ${before.token}'s lease, live until ${before.leaseUntil}`, [w])
       }
       // I8: legal transitions; heartbeats never move token or state.
       if (before.state !== after.state && !isLegal(before.state, after.state)) {
@@ -304,7 +311,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         }
       }
       // I2: a committed result comes from a call made under the committing token.
-      if (w.op === "complete") {
+      if (w.op === "settle" && w.outcome === "Complete") {
         const calls = callsByJob.get(jobId) ?? []
         const source = calls.find((c) => c.token === w.token && c.outcome === "ok" && c.end <= w.t)
         if (w.resultToken !== w.token || source === undefined) {
@@ -372,7 +379,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       const claim2 = claims.find((w) => w.after?.token === e2)
       if (claim1 === undefined || claim2 === undefined) continue
       const ended = writes.some(
-        (w) => w.ok && outcomeOps.has(w.op) && w.token === e1 && w.t <= claim2.t && w.after?.state !== "running"
+        (w) => w.ok && w.op === "settle" && w.token === e1 && w.t <= claim2.t && w.after?.state !== "running"
       )
       const replayed = (replays.get(jobId) ?? []).some((t) => t >= claim1.t && t <= claim2.t)
       if (ended || replayed) continue
@@ -407,7 +414,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       set.add(call.token)
       runs.set(run, set)
     }
-    const releases = writes.filter((w) => w.ok && w.op === "release").length
+    const releases = writes.filter((w) => w.ok && w.op === "settle" && w.outcome === "Release").length
     for (const set of runs.values()) {
       if (set.size > plan.maxAttempts + releases) {
         violate("I1", jobId, `${set.size} attempts called the model; max_attempts is ${plan.maxAttempts}`, calls)

@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto"
 import type { AbandonReason, Job, JobState } from "@slowcall/core/Models"
+import type { Outcome } from "@slowcall/core/Protocol"
 
 /**
  * What the history keeps of a job record around a write.
@@ -51,12 +52,21 @@ export const snap = (job: Job): Snap => ({
 })
 
 /**
- * Store verbs the proxies record.
+ * Store verbs the proxies record, one event per item (a sweep: one event per job it wrote). A claim the store
+ * selected itself (`claimNext`) is recorded as a `claim`.
  *
  * @since 0.1.0
  * @category models
  */
-export type WriteOp = "claim" | "heartbeat" | "charge" | "complete" | "fail" | "retry" | "abandon" | "release"
+export type WriteOp = "submit" | "claim" | "heartbeat" | "charge" | "settle" | "cancel" | "replay" | "sweep"
+
+/**
+ * How a settle ended its attempt (`Protocol.Outcome`'s tag), recorded with the write.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type OutcomeTag = Outcome["_tag"]
 
 /**
  * One event of a run. `t` is true virtual time in ms; `who` names a worker incarnation (`w1.2`: slot 1, second
@@ -86,8 +96,13 @@ export type Event =
       readonly jobId: string
       readonly token: number | null
       readonly ok: boolean
-      /** Claim result tag, or the error tag of a rejected write. */
+      /**
+       * The item's result: the claim's tag, a settle's resulting state, a sweep's action (`requeued`, `expiredFailed`,
+       * `abandoned`), `LeaseLost` for a fenced miss, or the error tag of a call that failed.
+       */
       readonly res: string
+      /** The outcome a settle asked for (null for every other verb). */
+      readonly outcome: OutcomeTag | null
       readonly takeover: boolean
       readonly before: Snap | null
       readonly after: Snap | null
@@ -95,7 +110,7 @@ export type Event =
       readonly callId: string | null
       readonly amount: number | null
       readonly settled: boolean | null
-      /** The committed result's claim token (complete only). */
+      /** The committed result's claim token (a `Complete` settle only). */
       readonly resultToken: number | null
     }
   | {
@@ -154,16 +169,37 @@ export type Event =
  */
 export class History {
   readonly events: Array<Event> = []
+  /**
+   * The job record each job was last recorded with (the `after` of its latest write): what a write that names its
+   * jobs only afterwards (a sweep, a store-selected claim) was applied to. Every write reaches the store through a
+   * recording proxy, so this is the record as the store held it before such a write.
+   */
+  readonly latest = new Map<string, Snap>()
+  private readonly snaps = new Map<string, { readonly job: Job; readonly snap: Snap }>()
   push(event: Event): void {
     this.events.push(event)
+    if (event.k === "write" && event.after !== null) this.latest.set(event.jobId, event.after)
+  }
+  /**
+   * The snapshot of a job record, shared while the record is the same object: a store replaces a job's record on
+   * every write and never changes one in place, so the record after one write is the record before the next, and
+   * both events share one snapshot.
+   */
+  snapOf(job: Job): Snap {
+    const cached = this.snaps.get(job.id)
+    if (cached !== undefined && cached.job === job) return cached.snap
+    const fresh = snap(job)
+    this.snaps.set(job.id, { job, snap: fresh })
+    return fresh
   }
 }
 
 /**
- * A stable 64-bit hash of a history, as 16 hex characters: every event's fields in order, with their names, types
- * and values (numbers by their exact bits), so equal histories hash equal and any difference in any field changes the
- * hash with overwhelming likelihood. Not a cryptographic digest: it detects divergence between replays, cheaply (it
- * runs once per simulated run and builds no string of the history).
+ * A stable 64-bit hash of a history, as 16 hex characters: every field of every event in order (each event kind's
+ * fields in a fixed order, numbers by their exact bits, nullable fields with a marker that tells null from a value),
+ * so equal histories hash equal and any difference in any field changes the hash with overwhelming likelihood. Not a
+ * cryptographic digest: it detects divergence between replays, cheaply (it runs once per simulated run, builds no
+ * string of the history and mixes each distinct string's digest once it is known).
  *
  * @since 0.1.0
  * @category combinators
@@ -171,18 +207,115 @@ export class History {
 export const hashEvents = (events: ReadonlyArray<Event>): string => {
   const hasher = new Hasher()
   hasher.int(events.length)
-  for (const event of events) hasher.value(event)
+  for (const event of events) hashEvent(hasher, event)
   return hasher.digest()
+}
+
+/** Every field of one event, kind first; a new field of `Event` must be added here (the history tests check it). */
+const hashEvent = (h: Hasher, e: Event): void => {
+  h.str(e.k)
+  h.num(e.t)
+  switch (e.k) {
+    case "submit":
+      h.str(e.key)
+      h.str(e.hash)
+      h.bool(e.ok)
+      h.strOrNull(e.jobId)
+      h.boolOrNull(e.created)
+      h.strOrNull(e.error)
+      return
+    case "write":
+      h.num(e.start)
+      h.str(e.op)
+      h.str(e.who)
+      h.str(e.jobId)
+      h.numOrNull(e.token)
+      h.bool(e.ok)
+      h.str(e.res)
+      h.strOrNull(e.outcome)
+      h.bool(e.takeover)
+      hashSnap(h, e.before)
+      hashSnap(h, e.after)
+      h.strOrNull(e.callId)
+      h.numOrNull(e.amount)
+      h.boolOrNull(e.settled)
+      h.numOrNull(e.resultToken)
+      return
+    case "call":
+      h.num(e.end)
+      h.str(e.who)
+      h.str(e.jobId)
+      h.num(e.token)
+      h.str(e.callId)
+      h.num(e.cents)
+      h.str(e.outcome)
+      h.num(e.spentAtStart)
+      h.numOrNull(e.budget)
+      h.num(e.attemptsAtStart)
+      h.num(e.maxAttempts)
+      return
+    case "msg":
+      h.str(e.op)
+      h.str(e.who)
+      h.str(e.jobId)
+      h.strOrNull(e.receipt)
+      h.numOrNull(e.count)
+      h.strOrNull(e.state)
+      h.strOrNull(e.owner)
+      return
+    case "fault":
+      h.str(e.id)
+      h.str(e.who)
+      h.str(e.point)
+      return
+    case "life":
+      h.str(e.who)
+      h.str(e.what)
+      h.numOrNull(e.ms)
+      return
+    case "op":
+      h.str(e.what)
+      h.str(e.jobId)
+      h.bool(e.ok)
+      h.strOrNull(e.before)
+      return
+    case "phase":
+      h.str(e.name)
+      return
+    case "final":
+      h.str(e.jobId)
+      hashSnap(h, e.snap)
+      h.num(e.ledger)
+      return
+  }
+}
+
+const hashSnap = (h: Hasher, snap: Snap | null): void => {
+  h.int(snap === null ? 0x4c : 0x4f)
+  if (snap === null) return
+  h.str(snap.state)
+  h.num(snap.token)
+  h.num(snap.attempts)
+  h.num(snap.attemptsBase)
+  h.num(snap.maxAttempts)
+  h.strOrNull(snap.leaseOwner)
+  h.numOrNull(snap.leaseUntil)
+  h.num(snap.runAfter)
+  h.num(snap.updatedAt)
+  h.num(snap.costCents)
+  h.numOrNull(snap.budgetCents)
+  h.strOrNull(snap.abandonReason)
 }
 
 const float = new Float64Array(1)
 const floatBits = new Int32Array(float.buffer)
-const keyCodes = new Map<string, number>()
 
 /** Two 32-bit multiply-xor lanes with different constants, mixed at the end (murmur3's finaliser). */
 class Hasher {
   private a = 0x811c9dc5 | 0
   private b = 0x3c6ef372 | 0
+  /** Each distinct string's own two-lane digest (length and characters), mixed in place of its characters. */
+  private readonly strings = new Map<string, readonly [number, number]>()
 
   int(n: number): void {
     this.a = Math.imul(this.a ^ n, 0x01000193)
@@ -190,61 +323,43 @@ class Hasher {
     this.b ^= this.b >>> 13
   }
 
-  string(text: string): void {
-    this.int(text.length)
-    for (let i = 0; i < text.length; i++) this.int(text.charCodeAt(i))
+  num(value: number): void {
+    float[0] = value
+    this.int(floatBits[0]!)
+    this.int(floatBits[1]!)
   }
 
-  key(name: string): void {
-    let code = keyCodes.get(name)
+  str(text: string): void {
+    let code = this.strings.get(text)
     if (code === undefined) {
       const lane = new Hasher()
-      lane.string(name)
-      code = lane.a ^ lane.b
-      keyCodes.set(name, code)
+      lane.int(text.length)
+      for (let i = 0; i < text.length; i++) lane.int(text.charCodeAt(i))
+      code = [lane.a, lane.b]
+      this.strings.set(text, code)
     }
-    this.int(code)
+    this.int(code[0])
+    this.int(code[1])
   }
 
-  value(value: unknown): void {
-    switch (typeof value) {
-      case "number":
-        float[0] = value
-        this.int(0x4e)
-        this.int(floatBits[0]!)
-        this.int(floatBits[1]!)
-        return
-      case "string":
-        this.int(0x53)
-        this.string(value)
-        return
-      case "boolean":
-        this.int(value ? 0x54 : 0x46)
-        return
-      case "undefined":
-        this.int(0x55)
-        return
-      case "object":
-        if (value === null) {
-          this.int(0x4c)
-        } else if (Array.isArray(value)) {
-          this.int(0x41)
-          this.int(value.length)
-          for (const item of value) this.value(item)
-        } else {
-          this.int(0x4f)
-          const record = value as Record<string, unknown>
-          for (const name in record) {
-            this.key(name)
-            this.value(record[name])
-          }
-          this.int(0x7d)
-        }
-        return
-      default:
-        this.int(0x3f)
-        this.string(String(value))
-    }
+  bool(value: boolean): void {
+    this.int(value ? 0x54 : 0x46)
+  }
+
+  // A nullable field mixes a marker first: null and every value are told apart whatever follows.
+  numOrNull(value: number | null): void {
+    this.int(value === null ? 0x4c : 0x4e)
+    if (value !== null) this.num(value)
+  }
+
+  strOrNull(value: string | null): void {
+    this.int(value === null ? 0x4c : 0x53)
+    if (value !== null) this.str(value)
+  }
+
+  boolOrNull(value: boolean | null): void {
+    this.int(value === null ? 0x4c : 0x42)
+    if (value !== null) this.bool(value)
   }
 
   digest(): string {

@@ -1,22 +1,22 @@
 /**
- * One simulated run: the real core Worker, Sweeper and Client inside a simulated world (SimStore, SimTransport,
- * SimModel, virtual clocks), driven by a plan. Phases: workload with faults; heal (faults off, every process
- * restarted, long enough for every lease, backoff and attempt to play out); dead-letter replay; final reads.
+ * One simulated run: the real core Worker and Sweeper inside a simulated world (SimStore, SimTransport, SimModel,
+ * virtual clocks), driven by a plan. Phases: workload with faults; heal (faults off, every process restarted, long
+ * enough for every lease, backoff and attempt to play out); dead-letter replay; final reads.
  *
  * @since 0.1.0
  */
 import * as Client from "@slowcall/core/Client"
-import { StoreError } from "@slowcall/core/Errors"
 import * as Handler from "@slowcall/core/Handler"
 import { leaseFor } from "@slowcall/core/Lease"
-import { isTerminal, type JobId } from "@slowcall/core/Models"
+import { isTerminal, type Job, type JobId } from "@slowcall/core/Models"
+import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
 import * as Transport from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
 import { Deferred, Effect, Either, Exit, Fiber, Logger, LogLevel, Option, Runtime, Schema, type Scope } from "effect"
-import { type Event, History, hashEvents, snap } from "./History.js"
-import { actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
+import { type Event, History, hashEvents } from "./History.js"
+import { type Actor, actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
 import { has, isNoRelay, type Plan } from "./Plan.js"
 import { noSkew, type Skew, VirtualClock } from "./SimClock.js"
 import * as SimModel from "./SimModel.js"
@@ -74,18 +74,29 @@ export interface RunPlanOptions {
   readonly decorateTransport?: ((transport: Transport.Transport["Type"]) => Transport.Transport["Type"]) | undefined
 }
 
-const program = (
-  plan: Plan,
-  clock: VirtualClock,
-  history: History,
-  options: RunPlanOptions
-): Effect.Effect<void, never, Scope.Scope> =>
+/** Everything the steps of a run share: the plan, the world's clock, history and services, and its processes. */
+interface World {
+  readonly plan: Plan
+  readonly clock: VirtualClock
+  readonly history: History
+  readonly faults: Faults
+  /** The world's store (decorated when a test asks) and its reads; every participant's proxy wraps `store`. */
+  readonly store: Store.Store["Type"]
+  readonly query: Query.Query["Type"]
+  readonly peek: (jobId: JobId) => Job | undefined
+  readonly transport: Transport.Transport["Type"]
+  readonly model: SimModel.SimModel
+  readonly lease: number
+  readonly slots: Array<Slot>
+  /** Acknowledged submits: job index -> job id. */
+  readonly acknowledged: Map<number, JobId>
+  readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
+}
+
+const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: RunPlanOptions): Effect.Effect<World> =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
-    const fork = Runtime.runFork(runtime)
-    const faults = new Faults(plan, history, clock)
-    const { store: memory, peek } = yield* Store.makeMemoryInspectable
-    const baseStore = options.decorateStore === undefined ? memory : options.decorateStore(memory)
+    const { peek, query, store: memory } = yield* Store.makeMemory
     const noRelay = isNoRelay(plan)
     // Without the relay, the redrive policy matches the attempt cap: a correct worker takes one receive per attempt.
     const memoryTransport = yield* Transport.makeMemory({
@@ -93,9 +104,6 @@ const program = (
       // Long polls wake on the world clock's own timers: no sleeping fiber per waiting receive.
       timer: (ms, task) => clock.schedule(ms, task).cancel
     })
-    const baseTransport =
-      options.decorateTransport === undefined ? memoryTransport : options.decorateTransport(memoryTransport)
-    const heavyTail = has(plan, "F13")
     const lease = leaseFor({ timeoutMs: plan.callTimeoutMs })
     const model = SimModel.make(
       {
@@ -103,7 +111,7 @@ const program = (
         tailAlpha: plan.model.tailAlpha,
         errorRate: has(plan, "F14") ? plan.model.errorRate : 0,
         priceCents: plan.model.priceCents,
-        heavyTail,
+        heavyTail: has(plan, "F13"),
         boundedMaxMs: Math.max(1, Math.floor(plan.callTimeoutMs * 0.8)),
         firstCallLatencyMs:
           plan.targeted._tag === "LatencyLeaseMinusDelta" ? Math.max(1, lease - plan.targeted.deltaMs) : undefined
@@ -111,349 +119,390 @@ const program = (
       history,
       clock
     )
-    const peekOwner = (jobId: string) => {
-      const job = peek(jobId as JobId)
-      return job === undefined ? null : { state: job.state, owner: job.leaseOwner }
+    return {
+      plan,
+      clock,
+      history,
+      faults: new Faults(plan, history, clock),
+      store: options.decorateStore === undefined ? memory : options.decorateStore(memory),
+      query,
+      peek,
+      transport: options.decorateTransport === undefined ? memoryTransport : options.decorateTransport(memoryTransport),
+      model,
+      lease,
+      slots: [],
+      acknowledged: new Map(),
+      fork: Runtime.runFork(runtime)
     }
-    const slots: Array<Slot> = []
+  })
 
-    const skewOf = (slot: number): Skew => {
-      const s = plan.skews[slot]
-      return has(plan, "F12") && s !== undefined
-        ? { offsetMs: s.offsetMs, driftPpm: s.driftPpm, jumpAt: epoch + plan.faultPhaseMs / 2, jumpMs: s.jumpMs }
-        : noSkew
+/** The store and transport one participant sees: proxies that record its calls and inject its faults. */
+const servicesOf = (world: World, who: Actor, submitter = false) => {
+  const env = {
+    actor: who,
+    history: world.history,
+    faults: world.faults,
+    clock: world.clock,
+    crash: (incarnation: Incarnation, restartAfterMs: number | null) =>
+      crashAndMaybeRestart(world, incarnation, restartAfterMs),
+    peek: world.peek,
+    submitter
+  }
+  const peekOwner = (jobId: string) => {
+    const job = world.peek(jobId as JobId)
+    return job === undefined ? null : { state: job.state, owner: job.leaseOwner }
+  }
+  return {
+    store: SimStore.make(world.store, env),
+    transport: SimTransport.make(world.transport, { ...env, peek: peekOwner })
+  }
+}
+
+/** The simulated job type: one model call per attempt, whose request the provider sees with the job's store state. */
+const handlerFor = (world: World, incarnation: Incarnation) => {
+  const { clock, faults, history, lease, model, plan } = world
+  /** The targeted scenario "pause = lease + epsilon": the first call of its worker freezes the process. */
+  const onStart = () => {
+    incarnation.calls++
+    const t = plan.targeted
+    if (
+      faults.enabled &&
+      t._tag === "PauseLeasePlusEpsilon" &&
+      t.worker === incarnation.slot &&
+      incarnation.calls === 1
+    ) {
+      faults.note("F11", incarnation.id, "pause = lease + epsilon (targeted)")
+      history.push({ k: "life", t: clock.now, who: incarnation.id, what: "pause", ms: lease + t.epsilonMs })
+      incarnation.clock.pausedUntil = clock.now + lease + t.epsilonMs
     }
-
-    const handlerFor = (incarnation: Incarnation) =>
-      Handler.make({
-        type: "sim.generate",
-        version: 1,
-        input: SimInput,
-        result: SimResult,
+  }
+  return Handler.make({
+    type: "sim.generate",
+    version: 1,
+    input: SimInput,
+    result: SimResult,
+    estimateCents: plan.model.priceCents,
+    attempt: { timeoutMs: plan.callTimeoutMs },
+    run: (_input, ctx) =>
+      ctx.call({
         estimateCents: plan.model.priceCents,
-        attempt: { timeoutMs: plan.callTimeoutMs },
-        run: (_input, ctx) =>
-          ctx.call({
-            estimateCents: plan.model.priceCents,
-            // The provider sees the job as the store holds it when the call starts (ground truth for the checkers).
-            run: Effect.suspend(() => {
-              const job = peek(ctx.jobId)
-              if (job === undefined) return Effect.die(new Error(`job ${ctx.jobId} vanished from the store`))
-              return model.call({
-                who: incarnation.id,
-                jobId: ctx.jobId,
-                token: ctx.token,
-                callId: `${ctx.jobId}:${ctx.token}:1`,
-                spentAtStart: job.costCents,
-                budget: job.budgetCents,
-                attemptsAtStart: job.attempts - job.attemptsBase,
-                maxAttempts: job.maxAttempts,
-                gate: incarnation.gate,
-                // The handler's own request timeout, counted on its process's (possibly drifting) clock.
-                timeoutMs: incarnation.clock.toWorldMs(plan.callTimeoutMs),
-                onStart: () => {
-                  incarnation.calls++
-                  const t = plan.targeted
-                  if (
-                    faults.enabled &&
-                    t._tag === "PauseLeasePlusEpsilon" &&
-                    t.worker === incarnation.slot &&
-                    incarnation.calls === 1
-                  ) {
-                    faults.note("F11", incarnation.id, "pause = lease + epsilon (targeted)")
-                    history.push({
-                      k: "life",
-                      t: clock.now,
-                      who: incarnation.id,
-                      what: "pause",
-                      ms: lease + t.epsilonMs
-                    })
-                    incarnation.clock.pausedUntil = clock.now + lease + t.epsilonMs
-                  }
-                }
-              })
-            }),
-            cost: (reply) => reply.cents,
-            costOnError: (error) => (error instanceof SimModel.SimModelError ? error.billedCents : undefined)
+        // The provider sees the job as the store holds it when the call starts (ground truth for the checkers).
+        run: Effect.suspend(() => {
+          const job = world.peek(ctx.jobId)
+          if (job === undefined) return Effect.die(new Error(`job ${ctx.jobId} vanished from the store`))
+          return model.call({
+            who: incarnation.id,
+            jobId: ctx.jobId,
+            token: ctx.token,
+            callId: `${ctx.jobId}:${ctx.token}:1`,
+            spentAtStart: job.costCents,
+            budget: job.budgetCents,
+            attemptsAtStart: job.attempts - job.attemptsBase,
+            maxAttempts: job.maxAttempts,
+            gate: incarnation.gate,
+            // The handler's own request timeout, counted on its process's (possibly drifting) clock.
+            timeoutMs: incarnation.clock.toWorldMs(plan.callTimeoutMs),
+            onStart
           })
+        }),
+        cost: (reply) => reply.cents,
+        costOnError: (error) => (error instanceof SimModel.SimModelError ? error.billedCents : undefined)
       })
+  })
+}
 
-    const start = (slot: number): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        const previous = slots[slot]
-        const n = (previous?.starts ?? 0) + 1
-        const incarnation = new Incarnation(slot, n, clock, skewOf(slot))
-        history.push({ k: "life", t: clock.now, who: incarnation.id, what: "start", ms: null })
-        const who = ofIncarnation(incarnation)
-        const env = { actor: who, history, faults, clock, crash: crashAndMaybeRestart, peek }
-        const store = SimStore.make(baseStore, env)
-        const transport = SimTransport.make(baseTransport, { ...env, peek: peekOwner })
-        const stop = yield* Deferred.make<void>()
-        const entry: Slot = { incarnation, fiber: null, stop, starts: n }
-        slots[slot] = entry
-        entry.fiber = yield* Effect.scoped(
-          Effect.zipRight(
-            Worker.make({
-              queue,
-              id: incarnation.id,
-              handlers: [handlerFor(incarnation)],
-              concurrency: plan.concurrency,
-              receiveWaitMs: 5_000,
-              shutdownGraceMs: 2_000,
-              retry: { baseMs: 200, capMs: 3_000 },
-              unknownHandlerDelayMs: 1_000,
-              busyMarginMs: 100,
-              receiveErrorDelayMs: 500,
-              storeErrorDelayMs: 500
-            }),
-            Deferred.await(stop)
-          )
-        ).pipe(
-          Effect.provideService(Store.Store, store),
-          Effect.provideService(Transport.Transport, transport),
-          Effect.withClock(incarnation.clock),
-          Effect.forkDaemon
+const skewOf = (plan: Plan, slot: number): Skew => {
+  const s = plan.skews[slot]
+  return has(plan, "F12") && s !== undefined
+    ? { offsetMs: s.offsetMs, driftPpm: s.driftPpm, jumpAt: epoch + plan.faultPhaseMs / 2, jumpMs: s.jumpMs }
+    : noSkew
+}
+
+/** Start a new incarnation of the worker in `slot`: the real Worker, on its own clock, behind its own proxies. */
+const startWorker = (world: World, slot: number): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const { clock, history, plan, slots } = world
+    const n = (slots[slot]?.starts ?? 0) + 1
+    const incarnation = new Incarnation(slot, n, clock, skewOf(plan, slot))
+    history.push({ k: "life", t: clock.now, who: incarnation.id, what: "start", ms: null })
+    const { store, transport } = servicesOf(world, ofIncarnation(incarnation))
+    const stop = yield* Deferred.make<void>()
+    const entry: Slot = { incarnation, fiber: null, stop, starts: n }
+    slots[slot] = entry
+    entry.fiber = yield* Effect.scoped(
+      Effect.zipRight(
+        Worker.make({
+          queue,
+          id: incarnation.id,
+          handlers: [handlerFor(world, incarnation)],
+          concurrency: plan.concurrency,
+          receiveWaitMs: 5_000,
+          shutdownGraceMs: 2_000,
+          retry: { baseMs: 200, capMs: 3_000 },
+          unknownHandlerDelayMs: 1_000,
+          busyMarginMs: 100,
+          receiveErrorDelayMs: 500,
+          storeErrorDelayMs: 500
+        }),
+        Deferred.await(stop)
+      )
+    ).pipe(
+      Effect.provideService(Store.Store, store),
+      Effect.provideService(Transport.Transport, transport),
+      Effect.withClock(incarnation.clock),
+      Effect.forkDaemon
+    )
+  })
+
+function crashAndMaybeRestart(world: World, incarnation: Incarnation, restartAfterMs: number | null): void {
+  if (incarnation.dead) return
+  crash(incarnation)
+  world.history.push({ k: "life", t: world.clock.now, who: incarnation.id, what: "crash", ms: restartAfterMs })
+  if (restartAfterMs !== null) {
+    world.clock.schedule(restartAfterMs, () => {
+      const slot = world.slots[incarnation.slot]
+      if (slot !== undefined && slot.incarnation === incarnation) world.fork(startWorker(world, incarnation.slot))
+    })
+  }
+}
+
+/** Graceful shutdown of a live worker: close its scope (its leases are released) and wait for it, at most 10 s. */
+const shutdownWorker = (world: World, slot: number): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const entry = world.slots[slot]
+    if (entry === undefined || entry.incarnation.dead || entry.stop === null) return
+    world.history.push({ k: "life", t: world.clock.now, who: entry.incarnation.id, what: "shutdown", ms: null })
+    yield* Deferred.succeed(entry.stop, undefined)
+    if (entry.fiber !== null) yield* Effect.timeoutOption(Fiber.await(entry.fiber), 10_000)
+    entry.stop = null
+  })
+
+/** Sleep until `epoch + at` of true time (not at all when that has passed). */
+const until = (world: World, at: number): Effect.Effect<void> => {
+  const ms = epoch + at - world.clock.now
+  return ms > 0 ? world.clock.sleepMillis(ms) : Effect.void
+}
+
+/**
+ * The workload: each job submitted at its planned time (a submit that failed with a store error is tried again with
+ * the same key, up to six times), then the planned idempotent resubmits and one conflicting resubmit.
+ */
+const workload = (world: World): Effect.Effect<void> => {
+  const { clock, history, plan } = world
+  const services = servicesOf(world, actor("client", true), true)
+  const submitJob = (client: Client.ClientService, i: number, input: { n: number }, key: string) =>
+    Effect.gen(function* () {
+      const budget = plan.budgets[i % plan.budgets.length] ?? null
+      const hash = `${key}:${JSON.stringify(input)}`
+      for (let attempt = 0; attempt < 6; attempt++) {
+        const result = yield* Effect.either(
+          client.submit({
+            queue,
+            type: "sim.generate",
+            input,
+            requestKey: key,
+            maxAttempts: plan.maxAttempts,
+            ...(budget === null ? {} : { budgetCents: budget })
+          })
         )
-      })
+        if (Either.isRight(result)) {
+          const { created, job } = result.right
+          history.push({ k: "submit", t: clock.now, key, hash, ok: true, jobId: job.id, created, error: null })
+          return Option.some(job.id)
+        }
+        const tag = result.left._tag
+        history.push({ k: "submit", t: clock.now, key, hash, ok: false, jobId: null, created: null, error: tag })
+        if (tag !== "StoreError") return Option.none<JobId>()
+        yield* clock.sleepMillis(300)
+      }
+      return Option.none<JobId>()
+    })
+  return Effect.gen(function* () {
+    // The real Client, over the client's faulty view of the store and transport.
+    const client = yield* Client.make.pipe(
+      Effect.provideService(Store.Store, services.store),
+      Effect.provideService(Query.Query, world.query),
+      Effect.provideService(Transport.Transport, services.transport)
+    )
+    const at = (i: number) => plan.submitAt[i % plan.submitAt.length] ?? 0
+    const order = Array.from({ length: plan.jobs }, (_, i) => i).sort((a, b) => at(a) - at(b) || a - b)
+    for (const i of order) {
+      yield* until(world, at(i))
+      const id = yield* submitJob(client, i, { n: i }, `job-${i}`)
+      if (Option.isSome(id)) world.acknowledged.set(i, id.value)
+    }
+    // A resubmit acknowledges a job whose first submit never got a reply through.
+    for (const i of plan.resubmits) {
+      const id = yield* submitJob(client, i, { n: i }, `job-${i}`)
+      if (Option.isSome(id) && !world.acknowledged.has(i)) world.acknowledged.set(i, id.value)
+    }
+    if (plan.resubmits.length > 0) {
+      yield* submitJob(client, plan.resubmits[0]!, { n: -1 }, `job-${plan.resubmits[0]}`)
+    }
+  })
+}
 
-    function crashAndMaybeRestart(incarnation: Incarnation, restartAfterMs: number | null): void {
-      if (incarnation.dead) return
-      crash(incarnation)
-      history.push({ k: "life", t: clock.now, who: incarnation.id, what: "crash", ms: restartAfterMs })
-      if (restartAfterMs !== null) {
-        clock.schedule(restartAfterMs, () => {
-          const slot = slots[incarnation.slot]
-          if (slot !== undefined && slot.incarnation === incarnation) fork(start(incarnation.slot))
-        })
+/** The operator: cancels planned jobs at planned times, whatever state they are in. */
+const operator = (world: World): Effect.Effect<void> => {
+  const { store } = servicesOf(world, actor("operator", true))
+  return Effect.gen(function* () {
+    const cancels = [...world.plan.cancels].sort((a, b) => a.at - b.at || a.job - b.job)
+    for (const c of cancels) {
+      yield* until(world, c.at)
+      const jobId = world.acknowledged.get(c.job)
+      if (jobId === undefined) continue
+      const before = world.peek(jobId)?.state ?? null
+      const result = yield* Effect.either(store.cancel({ items: [{ jobId }] }))
+      const ok = Either.isRight(result) && result.right.results[0]?._tag === "Cancelled"
+      world.history.push({ k: "op", t: world.clock.now, what: "cancel", jobId, ok, before })
+    }
+  })
+}
+
+/** Scheduled process events of the fault phase: crashes, pauses, restarts and rolling (graceful) restarts. */
+const processes = (world: World): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const { clock, faults, history, plan, slots } = world
+    const events = [...plan.events].sort((a, b) => a.at - b.at || a.worker - b.worker)
+    for (const ev of events) {
+      yield* until(world, ev.at)
+      if (!faults.enabled) return
+      const entry = slots[ev.worker]
+      if (entry === undefined) continue
+      switch (ev.what) {
+        case "crash":
+          if (has(plan, "F10") || has(plan, "F18")) {
+            faults.note(has(plan, "F18") ? "F18" : "F10", entry.incarnation.id, "process crash (scheduled)")
+            crashAndMaybeRestart(world, entry.incarnation, has(plan, "F18") ? ev.ms : null)
+          }
+          break
+        case "pause":
+          if (has(plan, "F11") && !entry.incarnation.dead) {
+            faults.note("F11", entry.incarnation.id, "process pause (scheduled)")
+            history.push({ k: "life", t: clock.now, who: entry.incarnation.id, what: "pause", ms: ev.ms })
+            entry.incarnation.clock.pausedUntil = clock.now + ev.ms
+          }
+          break
+        case "restart":
+          if (entry.incarnation.dead) yield* startWorker(world, ev.worker)
+          break
+        case "shutdown":
+          yield* shutdownWorker(world, ev.worker)
+          yield* startWorker(world, ev.worker)
+          break
       }
     }
+  })
 
-    const shutdown = (slot: number): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        const entry = slots[slot]
-        if (entry === undefined || entry.incarnation.dead || entry.stop === null) return
-        history.push({ k: "life", t: clock.now, who: entry.incarnation.id, what: "shutdown", ms: null })
-        yield* Deferred.succeed(entry.stop, undefined)
-        if (entry.fiber !== null) yield* Effect.timeoutOption(Fiber.await(entry.fiber), 10_000)
-        entry.stop = null
+/** Wait (1 s steps) until every acknowledged job is terminal in the store, at most `limitMs`. */
+const awaitTerminal = (world: World, limitMs: number): Effect.Effect<void> => {
+  // The driver reads ground truth directly: these reads are the world's, not a participant's.
+  const allTerminal = (): boolean => {
+    for (const jobId of world.acknowledged.values()) {
+      const job = world.peek(jobId)
+      if (job === undefined || !isTerminal(job.state)) return false
+    }
+    return true
+  }
+  return Effect.gen(function* () {
+    const end = world.clock.now + limitMs
+    while (world.clock.now < end && !allTerminal()) yield* world.clock.sleepMillis(1_000)
+  })
+}
+
+/** The final record and charge-ledger sum of every acknowledged job, as the store holds them now. */
+const finalReads = (world: World, phase: "heal" | "final"): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const { clock, history } = world
+    history.push({ k: "phase", t: clock.now, name: phase })
+    for (const jobId of world.acknowledged.values()) {
+      const job = world.peek(jobId)
+      const charges = yield* Effect.orDie(world.query.charges({ jobId }))
+      if (job !== undefined) {
+        const ledger = charges.reduce((sum, c) => sum + c.amountCents, 0)
+        history.push({ k: "final", t: clock.now, jobId, snap: history.snapOf(job), ledger })
+      }
+    }
+  })
+
+/**
+ * Replay every acknowledged job that is a dead letter (the core's filtered replay: the Store's conditional write
+ * skips anything not failed) and publish each replayed job, as an operator would.
+ */
+const replayDeadLetters = (world: World): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const { clock, history } = world
+    history.push({ k: "phase", t: clock.now, name: "replay" })
+    const { store, transport } = servicesOf(world, actor("operator", false))
+    const targets = [...world.acknowledged.values()]
+    const before = new Map<string, Job["state"]>()
+    for (const jobId of targets) {
+      const job = world.peek(jobId)
+      if (job !== undefined) before.set(jobId, job.state)
+    }
+    const replayed = yield* Effect.either(Query.replay(store, world.query, { jobIds: targets }))
+    if (Either.isLeft(replayed)) return
+    for (const job of replayed.right.jobs) {
+      history.push({
+        k: "op",
+        t: clock.now,
+        what: "replay",
+        jobId: job.id,
+        ok: true,
+        before: before.get(job.id) ?? null
       })
+      yield* transport
+        .publish({
+          queue: job.queue,
+          message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority }
+        })
+        .pipe(Effect.ignore)
+    }
+  })
 
-    // Infrastructure: the sweeper (never faulted) and the client.
-    const sweeperActor = actor("sweeper")
-    const sweeperEnv = { actor: sweeperActor, history, faults, clock, crash: crashAndMaybeRestart, peek }
+const program = (
+  plan: Plan,
+  clock: VirtualClock,
+  history: History,
+  options: RunPlanOptions
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const world = yield* makeWorld(plan, clock, history, options)
+    // Infrastructure: the sweeper (store faults only, never a crash).
+    const sweeper = servicesOf(world, actor("sweeper", true))
     yield* Sweeper.make({
       queue,
       intervalMs: 2_000,
-      republishAfterMs: noRelay ? noRelayRepublishAfterMs : republishAfterMs
+      republishAfterMs: isNoRelay(plan) ? noRelayRepublishAfterMs : republishAfterMs
     }).pipe(
-      Effect.orDie,
-      Effect.provideService(Store.Store, SimStore.make(baseStore, sweeperEnv)),
-      Effect.provideService(Transport.Transport, SimTransport.make(baseTransport, { ...sweeperEnv, peek: peekOwner }))
+      Effect.provideService(Store.Store, sweeper.store),
+      Effect.provideService(Transport.Transport, sweeper.transport)
     )
-    const clientActor = actor("client")
-    const clientEnv = { actor: clientActor, history, faults, clock, crash: crashAndMaybeRestart, peek }
-    const clientStoreBase = SimStore.make(baseStore, clientEnv)
-    const clientStore: Store.Store["Type"] = {
-      ...clientStoreBase,
-      // The fault is rolled when the call runs, once per try (a retried submit rolls again).
-      submit: (options) =>
-        Effect.suspend(() =>
-          faults.roll(["F17"], "client", "store.submit") === "F17"
-            ? Effect.zipRight(
-                baseStore.submit(options),
-                new StoreError(
-                  { reason: "Timeout", operation: "submit", detail: "injected: reply lost" },
-                  { disableValidation: true }
-                )
-              )
-            : baseStore.submit(options)
-        )
-    }
-    const client = yield* Client.make.pipe(
-      Effect.orDie,
-      Effect.provideService(Store.Store, clientStore),
-      Effect.provideService(Transport.Transport, SimTransport.make(baseTransport, { ...clientEnv, peek: peekOwner }))
+    for (let slot = 0; slot < plan.workers; slot++) yield* startWorker(world, slot)
+    const background = yield* Effect.forkScoped(
+      Effect.all([workload(world), operator(world), processes(world)], { concurrency: 3 })
     )
-
-    for (let slot = 0; slot < plan.workers; slot++) yield* start(slot)
-
-    const acknowledged = new Map<number, JobId>()
-    const submitJob = (i: number, input: { n: number }, key: string) =>
-      Effect.gen(function* () {
-        for (let attempt = 0; attempt < 6; attempt++) {
-          const budget = plan.budgets[i % plan.budgets.length] ?? null
-          const result = yield* Effect.either(
-            client.submit({
-              queue,
-              type: "sim.generate",
-              input,
-              requestKey: key,
-              maxAttempts: plan.maxAttempts,
-              ...(budget === null ? {} : { budgetCents: budget })
-            })
-          )
-          const hash = `${key}:${JSON.stringify(input)}`
-          if (Either.isRight(result)) {
-            history.push({
-              k: "submit",
-              t: clock.now,
-              key,
-              hash,
-              ok: true,
-              jobId: result.right.job.id,
-              created: result.right.created,
-              error: null
-            })
-            return Option.some(result.right.job.id)
-          }
-          const tag = result.left._tag
-          history.push({ k: "submit", t: clock.now, key, hash, ok: false, jobId: null, created: null, error: tag })
-          if (tag !== "StoreError") return Option.none<JobId>()
-          yield* clock.sleepMillis(300)
-        }
-        return Option.none<JobId>()
-      })
-
-    const workload = Effect.gen(function* () {
-      const order = Array.from({ length: plan.jobs }, (_, i) => i).sort(
-        (a, b) =>
-          (plan.submitAt[a % plan.submitAt.length] ?? 0) - (plan.submitAt[b % plan.submitAt.length] ?? 0) || a - b
-      )
-      for (const i of order) {
-        const at = epoch + (plan.submitAt[i % plan.submitAt.length] ?? 0)
-        if (at > clock.now) yield* clock.sleepMillis(at - clock.now)
-        const id = yield* submitJob(i, { n: i }, `job-${i}`)
-        if (Option.isSome(id)) acknowledged.set(i, id.value)
-      }
-      for (const i of plan.resubmits) yield* submitJob(i, { n: i }, `job-${i}`)
-      if (plan.resubmits.length > 0) yield* submitJob(plan.resubmits[0]!, { n: -1 }, `job-${plan.resubmits[0]}`)
-    })
-
-    const operator = Effect.gen(function* () {
-      const cancels = [...plan.cancels].sort((a, b) => a.at - b.at || a.job - b.job)
-      for (const c of cancels) {
-        const at = epoch + c.at
-        if (at > clock.now) yield* clock.sleepMillis(at - clock.now)
-        const jobId = acknowledged.get(c.job)
-        if (jobId === undefined) continue
-        const before = yield* Effect.option(baseStore.get({ jobId }))
-        const result = yield* Effect.either(baseStore.cancel({ jobId }))
-        history.push({
-          k: "op",
-          t: clock.now,
-          what: "cancel",
-          jobId,
-          ok: Either.isRight(result),
-          before: Option.isSome(before) ? before.value.state : null
-        })
-      }
-    })
-
-    const processes = Effect.gen(function* () {
-      const events = [...plan.events].sort((a, b) => a.at - b.at || a.worker - b.worker)
-      for (const ev of events) {
-        const at = epoch + ev.at
-        if (at > clock.now) yield* clock.sleepMillis(at - clock.now)
-        if (!faults.enabled) return
-        const entry = slots[ev.worker]
-        if (entry === undefined) continue
-        switch (ev.what) {
-          case "crash":
-            if (has(plan, "F10") || has(plan, "F18")) {
-              faults.note(has(plan, "F18") ? "F18" : "F10", entry.incarnation.id, "process crash (scheduled)")
-              crashAndMaybeRestart(entry.incarnation, has(plan, "F18") ? ev.ms : null)
-            }
-            break
-          case "pause":
-            if (has(plan, "F11") && !entry.incarnation.dead) {
-              faults.note("F11", entry.incarnation.id, "process pause (scheduled)")
-              history.push({ k: "life", t: clock.now, who: entry.incarnation.id, what: "pause", ms: ev.ms })
-              entry.incarnation.clock.pausedUntil = clock.now + ev.ms
-            }
-            break
-          case "restart":
-            if (entry.incarnation.dead) yield* start(ev.worker)
-            break
-          case "shutdown":
-            yield* shutdown(ev.worker)
-            yield* start(ev.worker)
-            break
-        }
-      }
-    })
-
-    const background = yield* Effect.forkScoped(Effect.all([workload, operator, processes], { concurrency: 3 }))
-
-    // The driver reads ground truth directly: these reads are the world's, not a participant's.
-    const allTerminal = (): boolean => {
-      for (const jobId of acknowledged.values()) {
-        const job = peek(jobId)
-        if (job === undefined || !isTerminal(job.state)) return false
-      }
-      return true
-    }
-    const awaitTerminal = (limitMs: number) =>
-      Effect.gen(function* () {
-        const until = clock.now + limitMs
-        while (clock.now < until && !allTerminal()) yield* clock.sleepMillis(1_000)
-      })
-    const finalReads = (phase: "heal" | "final") =>
-      Effect.gen(function* () {
-        history.push({ k: "phase", t: clock.now, name: phase })
-        for (const jobId of acknowledged.values()) {
-          const job = peek(jobId)
-          const charges = yield* baseStore.charges({ jobId })
-          if (job !== undefined) {
-            history.push({
-              k: "final",
-              t: clock.now,
-              jobId,
-              snap: snap(job),
-              ledger: charges.reduce((sum, c) => sum + c.amountCents, 0)
-            })
-          }
-        }
-      })
 
     // Phase 1: workload and faults.
     yield* clock.sleepMillis(plan.faultPhaseMs)
     yield* Fiber.await(background)
     // Phase 2: heal. Faults off, paused processes resumed, crashed ones restarted.
-    faults.enabled = false
+    world.faults.enabled = false
     history.push({ k: "life", t: clock.now, who: "world", what: "heal", ms: null })
     for (let slot = 0; slot < plan.workers; slot++) {
-      const entry = slots[slot]!
+      const entry = world.slots[slot]!
       entry.incarnation.clock.pausedUntil = 0
-      if (entry.incarnation.dead || entry.stop === null) yield* start(slot)
+      if (entry.incarnation.dead || entry.stop === null) yield* startWorker(world, slot)
     }
-    yield* awaitTerminal(healWindowMs)
-    yield* finalReads("heal")
+    yield* awaitTerminal(world, healWindowMs)
+    yield* finalReads(world, "heal")
     // Phase 3: replay every dead letter; none may re-run a succeeded job.
-    history.push({ k: "phase", t: clock.now, name: "replay" })
-    const failed = [...acknowledged.values()]
-    const before = new Map<string, string>()
-    for (const jobId of failed) {
-      const job = peek(jobId)
-      if (job !== undefined) before.set(jobId, job.state)
-    }
-    const replayed = yield* Effect.either(client.replay({ jobIds: failed }))
-    if (Either.isRight(replayed)) {
-      for (const jobId of replayed.right.replayed) {
-        history.push({
-          k: "op",
-          t: clock.now,
-          what: "replay",
-          jobId,
-          ok: true,
-          before: (before.get(jobId) as never) ?? null
-        })
-      }
-    }
-    yield* awaitTerminal(healWindowMs)
+    yield* replayDeadLetters(world)
+    yield* awaitTerminal(world, healWindowMs)
     // Phase 4: graceful shutdown and final reads.
-    for (let slot = 0; slot < plan.workers; slot++) yield* shutdown(slot)
-    yield* finalReads("final")
-  }).pipe(Effect.orDie)
+    for (let slot = 0; slot < plan.workers; slot++) yield* shutdownWorker(world, slot)
+    yield* finalReads(world, "final")
+  })
 
 /**
  * Run one plan to completion on virtual time and return its recorded history.

@@ -64,9 +64,9 @@ export class VirtualClock implements Clock.Clock {
   }
 
   /** Sleep `ms` of virtual time, then run `next` in the sleeping fiber (one effect step fewer than a `zipRight`). */
-  sleepThen<A>(ms: number, next: Effect.Effect<A>): Effect.Effect<A> {
+  sleepThen<A, E = never>(ms: number, next: Effect.Effect<A, E>): Effect.Effect<A, E> {
     if (!Number.isFinite(ms)) return stuck
-    return Effect.async<A>((resume) => {
+    return Effect.async<A, E>((resume) => {
       this.push(ms, () => resume(next))
     })
   }

@@ -1,18 +1,37 @@
 /**
- * SimStore: a proxy around a real Store (the in-memory one) that records every accepted and rejected write with
- * its token and the job record before and after, and injects faults at named points: a clean failure before the
- * write (F5), an applied write whose reply is lost (F6 ambiguous, F15 partition), a slow call (F7), a crash of the
- * calling process after a write (F8, F10, F18), and targeted heartbeat failures (F1). Production code has no
- * switch for any of this: the proxy is the only place faults exist.
+ * SimStore: a proxy around a real Store (the in-memory one) that records every accepted and rejected write, one
+ * event per item, with its token and the job record before and after, and injects faults at named points
+ * (`store.claim`, `store.heartbeat`, `store.charge`, `store.settle`, `store.submit`, `store.cancel`, `store.replay`,
+ * `store.sweep`, `store.claimNext`): a clean failure before the write (F5), an applied write whose reply is lost (F6
+ * ambiguous, F15 partition, F17 a submit's reply), a slow call (F7), a crash of the calling process after a write (F8,
+ * F10, F18), and targeted heartbeat failures (F1). A lost reply of a batch of several items may follow a write of
+ * only its first items, as the Store contract allows. Production code has no switch for any of this: the proxy is
+ * the only place faults exist.
  *
  * @since 0.1.0
  */
 
 import { StoreError } from "@slowcall/core/Errors"
 import type { Job, JobId } from "@slowcall/core/Models"
-import type { Store } from "@slowcall/core/Store"
+import type { SubmitItem } from "@slowcall/core/Protocol"
+import type {
+  CancelItem,
+  CancelResult,
+  ChargeItem,
+  ChargeResult,
+  ClaimItem,
+  ClaimResult,
+  HeartbeatItem,
+  HeartbeatResult,
+  ReplayItemResult,
+  Reply,
+  SettleItem,
+  SettleResult,
+  Store,
+  SubmitOutcome
+} from "@slowcall/core/Store"
 import { Effect, Random } from "effect"
-import { type History, type Snap, snap, type WriteOp } from "./History.js"
+import type { History, OutcomeTag, Snap, WriteOp } from "./History.js"
 import { type Actor, type Faults, type Incarnation, passGate } from "./internal/world.js"
 import type { FaultKind } from "./Plan.js"
 import type { VirtualClock } from "./SimClock.js"
@@ -32,24 +51,30 @@ export interface SimStoreEnv {
   readonly crash: (incarnation: Incarnation, restartAfterMs: number | null) => void
   /** The job record in the world's store right now (ground truth, read without an effect). */
   readonly peek: (jobId: JobId) => Job | undefined
+  /** The actor is the submitting client: a submit's reply may also be lost on its way back (F17). */
+  readonly submitter?: boolean | undefined
 }
 
-const preFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15"]
-const crashAfter: Partial<Record<WriteOp, ReadonlyArray<FaultKind>>> = {
-  claim: ["F10", "F18"],
-  heartbeat: ["F10"],
-  complete: ["F8", "F18"],
-  fail: ["F8"],
-  retry: ["F8"],
-  abandon: ["F8"],
-  release: ["F8"]
-}
-const pointKinds = new Map<WriteOp, ReadonlyArray<FaultKind>>(
-  (["claim", "heartbeat", "charge", "complete", "fail", "retry", "abandon", "release"] as const).map((op) => [
-    op,
-    [...preFaults, ...(crashAfter[op] ?? [])]
-  ])
-)
+/** A fault point: the verb as the fault log names it (`store.<point>`). */
+type Point = "claim" | "claimNext" | "heartbeat" | "charge" | "settle" | "submit" | "cancel" | "replay" | "sweep"
+
+const storeFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15"]
+const kinds = (...extra: ReadonlyArray<FaultKind>): ReadonlyArray<FaultKind> => [...storeFaults, ...extra]
+/** Which faults a point may fire: store errors everywhere, crashes after the writes that a crash there tests. */
+const pointKinds = {
+  claim: kinds("F10", "F18"),
+  claimNext: kinds("F10", "F18"),
+  heartbeat: kinds("F10"),
+  charge: storeFaults,
+  settleComplete: kinds("F8", "F18"),
+  settle: kinds("F8"),
+  submit: storeFaults,
+  /** The client's submit: also a reply lost on its way back (F17), after which the client retries with its key. */
+  clientSubmit: kinds("F17"),
+  cancel: storeFaults,
+  replay: storeFaults,
+  sweep: storeFaults
+} as const
 
 /**
  * An injected store failure. Its fields are constants of this module, so the schema check the error class runs on
@@ -58,154 +83,419 @@ const pointKinds = new Map<WriteOp, ReadonlyArray<FaultKind>>(
 const injected = (reason: StoreError["reason"], operation: string, detail: string): StoreError =>
   new StoreError({ reason, operation, detail }, { disableValidation: true })
 
-/**
- * Wrap `inner` for one actor. Invariant: every write that reaches `inner` is recorded exactly once, in the order
- * `inner` applied it; a crashed actor's later calls never reach `inner` and never return.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
-  const { actor, clock, faults, history } = env
-  const peek = (jobId: JobId): Snap | null => {
-    const job = env.peek(jobId)
-    return job === undefined ? null : snap(job)
-  }
-  const gated = passGate(actor)
-
-  const write = <A, E>(
-    op: WriteOp,
-    jobId: JobId,
-    token: number | null,
-    effect: Effect.Effect<A, E>,
-    describe: (a: A) => { res: string; takeover?: boolean; resultToken?: number | null },
-    extra: { callId?: string; amount?: number; settled?: boolean } = {}
-  ): Effect.Effect<A, E | StoreError> =>
-    Effect.suspend(() => {
-      const start = clock.now
-      const record = (ok: boolean, res: string, before: Snap | null, after: Snap | null, more: object = {}) =>
-        history.push({
-          k: "write",
-          t: clock.now,
-          start,
-          op,
-          who: actor.id,
-          jobId,
-          token,
-          ok,
-          res,
-          takeover: false,
-          before,
-          after,
-          callId: extra.callId ?? null,
-          amount: extra.amount ?? null,
-          settled: extra.settled ?? null,
-          resultToken: null,
-          ...more
-        })
-      return gated((): Effect.Effect<A, E | StoreError> => {
-        const incarnation = actor.incarnation
-        let fault: FaultKind | undefined
-        if (incarnation !== null) {
-          const left = faults.enabled ? (faults.heartbeatFailures.get(incarnation.slot) ?? 0) : 0
-          if (op === "heartbeat" && left > 0) {
-            faults.heartbeatFailures.set(incarnation.slot, left - 1)
-            faults.note("F1", actor.id, "heartbeat fails (targeted)")
-            return Effect.fail(injected("Connection", op, "injected: heartbeat fails"))
-          }
-          fault = faults.roll(pointKinds.get(op)!, actor.id, `store.${op}`)
-        }
-        if (fault === "F5") {
-          const before = peek(jobId)
-          record(false, "StoreError", before, before)
-          return Effect.fail(injected("Connection", op, "injected: write not applied"))
-        }
-        const apply = (): Effect.Effect<A, E | StoreError> => {
-          const before = peek(jobId)
-          /** After the write: crash the caller if the plan says so, then answer it (or lose the answer). */
-          const reply = (answer: () => Effect.Effect<A, E | StoreError>): Effect.Effect<A, E | StoreError> => {
-            if (incarnation !== null && (fault === "F8" || fault === "F10" || fault === "F18")) {
-              env.crash(incarnation, fault === "F18" ? 500 : null)
-            }
-            return gated((): Effect.Effect<A, E | StoreError> => {
-              if (fault === "F6" || fault === "F15") {
-                const lost = injected(
-                  fault === "F6" ? "Ambiguous" : "Timeout",
-                  op,
-                  "injected: the write applied but the reply was lost"
-                )
-                return fault === "F15"
-                  ? Effect.zipRight(
-                      clock.sleepMillis(1_000),
-                      Effect.suspend(() => gated(() => Effect.fail(lost)))
-                    )
-                  : Effect.fail(lost)
-              }
-              return answer()
-            })
-          }
-          return Effect.matchEffect(effect, {
-            onSuccess: (value) => {
-              const d = describe(value)
-              record(true, d.res, before, peek(jobId), {
-                takeover: d.takeover ?? false,
-                resultToken: d.resultToken ?? null
-              })
-              return reply(() => Effect.succeed(value))
-            },
-            onFailure: (error) => {
-              record(false, (error as { _tag?: string })._tag ?? "error", before, peek(jobId))
-              return reply(() => Effect.fail(error))
-            }
-          })
-        }
-        return fault === "F7"
-          ? Effect.flatMap(Random.nextIntBetween(100, 2_000), (ms) =>
-              Effect.zipRight(
-                clock.sleepMillis(ms),
-                Effect.suspend(() => gated(apply))
-              )
-            )
-          : apply()
-      })
-    })
-
-  const fencedOutcome = <A extends { readonly state: string }, E>(
-    op: WriteOp,
-    options: { readonly jobId: JobId; readonly token: number },
-    effect: Effect.Effect<A, E>
-  ) => write(op, options.jobId, options.token, effect, (job) => ({ res: job.state }))
-
-  return {
-    ...inner,
-    claim: (options) =>
-      write("claim", options.jobId, null, inner.claim(options), (r) => ({
-        res: r._tag,
-        takeover: r._tag === "Claimed" && r.takeover
-      })),
-    heartbeat: (options) =>
-      write("heartbeat", options.jobId, options.token, inner.heartbeat(options), (r) => ({
-        res: r.cancelRequested ? "cancel" : "ok"
-      })),
-    charge: (options) =>
-      write("charge", options.jobId, options.token, inner.charge(options), () => ({ res: "ok" }), {
-        callId: options.callId,
-        amount: options.amountCents,
-        settled: options.settled
-      }),
-    complete: (options) =>
-      write("complete", options.jobId, options.token, inner.complete(options), (job) => ({
-        res: job.state,
-        resultToken: resultToken(options.result)
-      })),
-    fail: (options) => fencedOutcome("fail", options, inner.fail(options)),
-    retry: (options) => fencedOutcome("retry", options, inner.retry(options)),
-    abandon: (options) => fencedOutcome("abandon", options, inner.abandon(options)),
-    release: (options) => fencedOutcome("release", options, inner.release(options))
-  }
+/** What a recorded write says beyond the common fields (each defaults to false or null). */
+interface Detail {
+  readonly outcome?: OutcomeTag | undefined
+  readonly takeover?: boolean | undefined
+  readonly callId?: string | undefined
+  readonly amount?: number | undefined
+  readonly settled?: boolean | undefined
+  readonly resultToken?: number | null | undefined
 }
+
+/** What a fault point decided for one call: the fault that fires (F1 for a targeted heartbeat failure), if any. */
+type Decision = FaultKind | undefined
+
+const lostReply = (fault: Decision): boolean => fault === "F6" || fault === "F15" || fault === "F17"
+
+const tagOf = (error: unknown): string => (error as { _tag?: string })._tag ?? "error"
 
 const resultToken = (result: unknown): number | null =>
   typeof result === "object" && result !== null && typeof (result as { token?: unknown }).token === "number"
     ? (result as { token: number }).token
     : null
+
+/** Whether a batch names some job twice (each item then needs its own call to see its own record before it). */
+const repeats = (jobIds: ReadonlyArray<JobId>): boolean => jobIds.length > 1 && new Set(jobIds).size < jobIds.length
+
+/** The recording and fault injection of one actor's proxy; the verbs below are thin uses of it. */
+class Recorder {
+  readonly gated: <A, E>(next: () => Effect.Effect<A, E>) => Effect.Effect<A, E>
+
+  constructor(readonly env: SimStoreEnv) {
+    this.gated = passGate(env.actor)
+  }
+
+  /** The job's record in the store right now, as the history keeps it. */
+  peek(jobId: JobId): Snap | null {
+    const job = this.env.peek(jobId)
+    return job === undefined ? null : this.env.history.snapOf(job)
+  }
+
+  record(
+    op: WriteOp,
+    start: number,
+    jobId: JobId,
+    token: number | null,
+    ok: boolean,
+    res: string,
+    before: Snap | null,
+    after: Snap | null,
+    detail?: Detail
+  ): void {
+    this.env.history.push({
+      k: "write",
+      t: this.env.clock.now,
+      start,
+      op,
+      who: this.env.actor.id,
+      jobId,
+      token,
+      ok,
+      res,
+      outcome: detail?.outcome ?? null,
+      takeover: detail?.takeover ?? false,
+      before,
+      after,
+      callId: detail?.callId ?? null,
+      amount: detail?.amount ?? null,
+      settled: detail?.settled ?? null,
+      resultToken: detail?.resultToken ?? null
+    })
+  }
+
+  /** A write that names its job only afterwards: the record now, with the record the history last saw as `before`. */
+  named(op: WriteOp, start: number, jobId: JobId, res: string, detail?: Detail): void {
+    this.record(op, start, jobId, null, true, res, this.env.history.latest.get(jobId) ?? null, this.peek(jobId), detail)
+  }
+
+  /** Which fault fires at this call of `point` (one tape entry consumed when faults are on and one of `kinds` is). */
+  decide(point: Point, kinds: ReadonlyArray<FaultKind>): Decision {
+    const { actor, faults } = this.env
+    if (!actor.faulted) return undefined
+    const incarnation = actor.incarnation
+    if (point === "heartbeat" && incarnation !== null && faults.enabled) {
+      const left = faults.heartbeatFailures.get(incarnation.slot) ?? 0
+      if (left > 0) {
+        faults.heartbeatFailures.set(incarnation.slot, left - 1)
+        faults.note("F1", actor.id, "heartbeat fails (targeted)")
+        return "F1"
+      }
+    }
+    return faults.roll(kinds, actor.id, `store.${point}`, incarnation === null)
+  }
+
+  /** The failure of a call refused before the store saw it (F5, F1). */
+  refused(point: Point, fault: Decision): StoreError {
+    return injected("Connection", point, fault === "F1" ? "injected: heartbeat fails" : "injected: write not applied")
+  }
+
+  /** After the write: crash the caller if the plan says so, then hand it `answer` (or lose the answer). */
+  answer<A>(point: Point, fault: Decision, answer: Effect.Effect<A, StoreError>): Effect.Effect<A, StoreError> {
+    const incarnation = this.env.actor.incarnation
+    if (incarnation !== null && (fault === "F8" || fault === "F10" || fault === "F18")) {
+      this.env.crash(incarnation, fault === "F18" ? 500 : null)
+    }
+    const gated = this.gated
+    return gated((): Effect.Effect<A, StoreError> => {
+      if (!lostReply(fault)) return answer
+      const error = injected(
+        fault === "F6" ? "Ambiguous" : "Timeout",
+        point,
+        "injected: the write applied but the reply was lost"
+      )
+      return fault === "F15"
+        ? this.env.clock.sleepThen(
+            1_000,
+            Effect.suspend(() => gated(() => Effect.fail(error)))
+          )
+        : Effect.fail(error)
+    })
+  }
+
+  /** Runs `apply` after the fault point's delay: at once, or after a slow store's extra time (F7). */
+  delayed<A>(fault: Decision, apply: () => Effect.Effect<A, StoreError>): Effect.Effect<A, StoreError> {
+    if (fault !== "F7") return apply()
+    return Effect.flatMap(Random.nextIntBetween(100, 2_000), (ms) =>
+      this.env.clock.sleepThen(
+        ms,
+        Effect.suspend(() => this.gated(apply))
+      )
+    )
+  }
+
+  /**
+   * A batch verb whose items each name a job. Each item is recorded with the record before and after it. A lost reply
+   * of a batch of several items follows a write of a prefix of it (at least its first item).
+   */
+  items<I, R>(
+    verb: ItemVerb<I, R>,
+    items: ReadonlyArray<I>,
+    call: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, StoreError>
+  ): Effect.Effect<Reply<R>, StoreError> {
+    return Effect.suspend(() => {
+      const start = this.env.clock.now
+      return this.gated(() => {
+        const fault = this.decide(verb.point, verb.kinds(items, this.env))
+        if (fault === "F5" || fault === "F1") {
+          for (const item of items) {
+            const jobId = verb.jobIdOf(item)
+            const before = this.peek(jobId)
+            this.record(
+              verb.op,
+              start,
+              jobId,
+              verb.tokenOf(item),
+              false,
+              "StoreError",
+              before,
+              before,
+              verb.detailOf(item)
+            )
+          }
+          return Effect.fail(this.refused(verb.point, fault))
+        }
+        return this.delayed(fault, () =>
+          lostReply(fault) && items.length > 1
+            ? Effect.flatMap(Random.nextIntBetween(1, items.length + 1), (count) =>
+                this.send(verb, items.slice(0, count), call, start, fault)
+              )
+            : this.send(verb, items, call, start, fault)
+        )
+      })
+    })
+  }
+
+  /**
+   * Sends items in one call, records each with its record before and after, then answers through the fault point. A
+   * batch that names a job twice is sent one item at a time, so that each item's `before` is the record the store
+   * applied it to.
+   */
+  send<I, R>(
+    verb: ItemVerb<I, R>,
+    items: ReadonlyArray<I>,
+    call: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, StoreError>,
+    start: number,
+    fault: Decision
+  ): Effect.Effect<Reply<R>, StoreError> {
+    if (repeats(items.map(verb.jobIdOf))) {
+      const oneByOne = Effect.map(
+        Effect.forEach(items, (item) => this.send(verb, [item], call, start, undefined)),
+        (replies): Reply<R> => ({
+          now: replies[replies.length - 1]?.now ?? this.env.clock.now,
+          results: replies.flatMap((r) => r.results)
+        })
+      )
+      return Effect.matchEffect(oneByOne, {
+        onSuccess: (reply) => this.answer(verb.point, fault, Effect.succeed(reply)),
+        onFailure: (error) => this.answer(verb.point, fault, Effect.fail(error))
+      })
+    }
+    const befores = items.map((item) => this.peek(verb.jobIdOf(item)))
+    return Effect.matchEffect(call(items), {
+      onSuccess: (reply) => {
+        for (let i = 0; i < items.length; i++) verb.recordResult(this, items[i]!, befores[i]!, reply.results[i]!, start)
+        return this.answer(verb.point, fault, Effect.succeed(reply))
+      },
+      onFailure: (error) => {
+        for (let i = 0; i < items.length; i++) {
+          const item = items[i]!
+          const jobId = verb.jobIdOf(item)
+          const after = this.peek(jobId)
+          this.record(
+            verb.op,
+            start,
+            jobId,
+            verb.tokenOf(item),
+            false,
+            tagOf(error),
+            befores[i]!,
+            after,
+            verb.detailOf(item)
+          )
+        }
+        return this.answer(verb.point, fault, Effect.fail(error))
+      }
+    })
+  }
+
+  /** A verb that names the jobs it wrote only in its reply (`claimNext`, `sweep`): recorded by `written`. */
+  afterwards<A>(
+    point: Point,
+    kinds: ReadonlyArray<FaultKind>,
+    call: Effect.Effect<A, StoreError>,
+    written: (reply: A, start: number) => void
+  ): Effect.Effect<A, StoreError> {
+    return Effect.suspend(() => {
+      const start = this.env.clock.now
+      return this.gated(() => {
+        const fault = this.decide(point, kinds)
+        if (fault === "F5" || fault === "F1") return Effect.fail(this.refused(point, fault))
+        return this.delayed(fault, () =>
+          Effect.matchEffect(call, {
+            onSuccess: (reply) => {
+              written(reply, start)
+              return this.answer(point, fault, Effect.succeed(reply))
+            },
+            onFailure: (error) => this.answer(point, fault, Effect.fail(error))
+          })
+        )
+      })
+    })
+  }
+}
+
+/**
+ * How one batch verb names, records and faults its items. `recordResult` records one item from its result.
+ */
+interface ItemVerb<I, R> {
+  readonly op: WriteOp
+  readonly point: Point
+  readonly kinds: (items: ReadonlyArray<I>, env: SimStoreEnv) => ReadonlyArray<FaultKind>
+  readonly jobIdOf: (item: I) => JobId
+  readonly tokenOf: (item: I) => number | null
+  readonly detailOf: (item: I) => Detail | undefined
+  readonly recordResult: (rec: Recorder, item: I, before: Snap | null, result: R, start: number) => void
+}
+
+const noToken = (): null => null
+const noDetail = (): undefined => undefined
+
+const submitVerb: ItemVerb<SubmitItem, SubmitOutcome> = {
+  op: "submit",
+  point: "submit",
+  kinds: (_, env) => (env.submitter === true ? pointKinds.clientSubmit : pointKinds.submit),
+  jobIdOf: (item) => item.id,
+  tokenOf: noToken,
+  detailOf: noDetail,
+  recordResult: (rec, item, before, result, start) => {
+    switch (result._tag) {
+      case "Created":
+        return rec.record("submit", start, item.id, null, true, "Created", before, rec.peek(item.id))
+      case "Existing": {
+        const existing = rec.peek(result.job.id)
+        return rec.record("submit", start, result.job.id, null, true, "Existing", existing, existing)
+      }
+      case "KeyReused": {
+        const existing = rec.peek(result.existingJobId)
+        return rec.record("submit", start, result.existingJobId, null, false, "KeyReused", existing, existing)
+      }
+    }
+  }
+}
+
+const claimVerb: ItemVerb<ClaimItem, ClaimResult> = {
+  op: "claim",
+  point: "claim",
+  kinds: () => pointKinds.claim,
+  jobIdOf: (item) => item.jobId,
+  tokenOf: noToken,
+  detailOf: noDetail,
+  recordResult: (rec, { jobId }, before, result, start) =>
+    rec.record("claim", start, jobId, null, result._tag !== "NotFound", result._tag, before, rec.peek(jobId), {
+      takeover: result._tag === "Claimed" && result.takeover
+    })
+}
+
+const heartbeatVerb: ItemVerb<HeartbeatItem, HeartbeatResult> = {
+  op: "heartbeat",
+  point: "heartbeat",
+  kinds: () => pointKinds.heartbeat,
+  jobIdOf: (item) => item.jobId,
+  tokenOf: (item) => item.token,
+  detailOf: noDetail,
+  recordResult: (rec, item, before, result, start) => {
+    const jobId = item.jobId
+    const renewed = result._tag === "Renewed"
+    const res = renewed ? (result.cancelRequested ? "cancel" : "ok") : result._tag
+    rec.record("heartbeat", start, jobId, item.token, renewed, res, before, rec.peek(jobId))
+  }
+}
+
+const chargeDetail = (item: ChargeItem): Detail => ({
+  callId: item.callId,
+  amount: item.amountCents,
+  settled: item.settled
+})
+
+const chargeVerb: ItemVerb<ChargeItem, ChargeResult> = {
+  op: "charge",
+  point: "charge",
+  kinds: () => pointKinds.charge,
+  jobIdOf: (item) => item.jobId,
+  tokenOf: (item) => item.token,
+  detailOf: chargeDetail,
+  recordResult: (rec, item, before, result, start) => {
+    const jobId = item.jobId
+    const charged = result._tag === "Charged"
+    const res = charged ? "ok" : result._tag
+    rec.record("charge", start, jobId, item.token, charged, res, before, rec.peek(jobId), chargeDetail(item))
+  }
+}
+
+const settleDetail = (item: SettleItem): Detail => ({
+  outcome: item.outcome._tag,
+  resultToken: item.outcome._tag === "Complete" ? resultToken(item.outcome.result) : null
+})
+
+const settleVerb: ItemVerb<SettleItem, SettleResult> = {
+  op: "settle",
+  point: "settle",
+  kinds: (items) => (items[0]?.outcome._tag === "Complete" ? pointKinds.settleComplete : pointKinds.settle),
+  jobIdOf: (item) => item.jobId,
+  tokenOf: (item) => item.token,
+  detailOf: settleDetail,
+  recordResult: (rec, item, before, result, start) => {
+    const jobId = item.jobId
+    const settled = result._tag === "Settled"
+    const res = settled ? result.job.state : result._tag
+    rec.record("settle", start, jobId, item.token, settled, res, before, rec.peek(jobId), settleDetail(item))
+  }
+}
+
+const cancelVerb: ItemVerb<CancelItem, CancelResult> = {
+  op: "cancel",
+  point: "cancel",
+  kinds: () => pointKinds.cancel,
+  jobIdOf: (item) => item.jobId,
+  tokenOf: noToken,
+  detailOf: noDetail,
+  recordResult: (rec, { jobId }, before, result, start) =>
+    rec.record("cancel", start, jobId, null, result._tag === "Cancelled", result._tag, before, rec.peek(jobId))
+}
+
+const replayVerb: ItemVerb<{ readonly jobId: JobId }, ReplayItemResult> = {
+  op: "replay",
+  point: "replay",
+  kinds: () => pointKinds.replay,
+  jobIdOf: (item) => item.jobId,
+  tokenOf: noToken,
+  detailOf: noDetail,
+  recordResult: (rec, { jobId }, before, result, start) =>
+    rec.record("replay", start, jobId, null, result._tag === "Replayed", result._tag, before, rec.peek(jobId))
+}
+
+/**
+ * Wrap `inner` for one actor. Invariant: every write that reaches `inner` is recorded exactly once per item, in the
+ * order `inner` applied it; a crashed actor's later calls never reach `inner` and never return.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
+  const rec = new Recorder(env)
+  return {
+    now: Effect.suspend(() => rec.gated(() => inner.now)),
+    submit: (options) => rec.items(submitVerb, options.items, (items) => inner.submit({ ...options, items })),
+    claim: (options) => rec.items(claimVerb, options.items, (items) => inner.claim({ ...options, items })),
+    claimNext: (options) =>
+      rec.afterwards("claimNext", pointKinds.claimNext, inner.claimNext(options), (reply, start) => {
+        for (const result of reply.results) {
+          rec.named("claim", start, result.job.id, result._tag, {
+            takeover: result._tag === "Claimed" && result.takeover
+          })
+        }
+      }),
+    heartbeat: (options) => rec.items(heartbeatVerb, options.items, (items) => inner.heartbeat({ ...options, items })),
+    charge: (options) => rec.items(chargeVerb, options.items, (items) => inner.charge({ ...options, items })),
+    settle: (options) => rec.items(settleVerb, options.items, (items) => inner.settle({ ...options, items })),
+    cancel: (options) => rec.items(cancelVerb, options.items, (items) => inner.cancel({ ...options, items })),
+    replay: (options) => rec.items(replayVerb, options.items, (items) => inner.replay({ ...options, items })),
+    sweep: (options) =>
+      rec.afterwards("sweep", pointKinds.sweep, inner.sweep(options), (result, start) => {
+        for (const job of result.requeued) rec.named("sweep", start, job.id, "requeued")
+        for (const jobId of result.expiredFailed) rec.named("sweep", start, jobId, "expiredFailed")
+        for (const jobId of result.abandoned) rec.named("sweep", start, jobId, "abandoned")
+      })
+  }
+}

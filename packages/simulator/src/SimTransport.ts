@@ -4,7 +4,8 @@
  * a message handed to a second consumer (F2), redelivery after an ack (F2), a visibility shorter than asked so the
  * message returns while the first consumer still works (F3), a lost visibility extension (F3), and a crash right
  * after a receive (F10). Acks with superseded receipts (F4) and redrive after `maxReceiveCount` (F16) come from the
- * transport itself.
+ * transport itself. The proxy declares the capabilities of the transport it wraps: the worker and the sweeper see
+ * the same transport they would see without it.
  *
  * @since 0.1.0
  */
@@ -81,6 +82,7 @@ export const make = (inner: Transport["Type"], env: SimTransportEnv): Transport[
   const leave = (): Effect.Effect<void> => gated(() => Effect.void)
 
   return {
+    capabilities: inner.capabilities,
     publish: (options) =>
       call(() =>
         Effect.flatMap(inner.publish(options), () => {

@@ -40,6 +40,11 @@ export interface SimulateOptions extends RunPlanOptions {
   readonly shrinkBudget?: number | undefined
   /** Stop at the first failing run (mutant hunting). */
   readonly stopOnFailure?: boolean | undefined
+  /**
+   * Shrink a failure toward plans that still break one of these invariants, when the failing run broke any of them
+   * (a mutant's witness keeps failing on the invariant named for it). Default: any invariant the failing run broke.
+   */
+  readonly shrinkOn?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -128,7 +133,7 @@ export const timeline = (events: ReadonlyArray<Event>, jobIds: ReadonlySet<strin
       case "write":
         if (jobIds.has(e.jobId)) {
           lines.push(
-            `${at} ${e.who.padEnd(8)} ${e.op}${e.token === null ? "" : `(t${e.token})`} ${e.ok ? "ok" : "REJECTED"} ${e.res} ${e.before?.state ?? "-"}->${e.after?.state ?? "-"} token ${e.before?.token ?? "-"}->${e.after?.token ?? "-"}`
+            `${at} ${e.who.padEnd(8)} ${e.outcome === null ? e.op : `settle ${e.outcome}`}${e.token === null ? "" : `(t${e.token})`} ${e.ok ? "ok" : "REJECTED"} ${e.res} ${e.before?.state ?? "-"}->${e.after?.state ?? "-"} token ${e.before?.token ?? "-"}->${e.after?.token ?? "-"}`
           )
         }
         break
@@ -298,7 +303,9 @@ const failureReport = (
   originalVerdict: Verdict,
   options: SimulateOptions
 ): Failure => {
-  const invariants = new Set(originalVerdict.violations.map((v) => v.invariant))
+  const broken = new Set(originalVerdict.violations.map((v) => v.invariant))
+  const wanted = (options.shrinkOn ?? []).filter((invariant) => broken.has(invariant))
+  const invariants = wanted.length > 0 ? new Set(wanted) : broken
   const shrunk =
     options.shrink === false ? undefined : shrink(arbitrary, runSeed, invariants, options.shrinkBudget ?? 150, options)
   const plan = shrunk?.plan ?? original

@@ -46,6 +46,7 @@ const write = (
   token,
   ok: true,
   res: op === "claim" ? "Claimed" : after.state,
+  outcome: null,
   takeover: false,
   before,
   after,
@@ -98,14 +99,17 @@ const finals = (snap: Snap, ledger: number): Array<Event> => [
   { k: "final", t: 600, jobId: job, snap, ledger }
 ]
 
-/** A correct history: claim, reserve, call, settle, complete, ack. */
+/** A correct history: claim, reserve, call, settle the charge, settle the attempt (Complete), ack. */
 const happy: Array<Event> = [
   submit,
   write(10, "claim", "w0.1", null, base, running1),
   charge(10, "w0.1", 1, 2, false, 2),
   call(10, "w0.1", 1),
   charge(110, "w0.1", 1, 2, true, 2),
-  write(120, "complete", "w0.1", 1, s({ ...running1, costCents: 2, updatedAt: 110 }), done, { resultToken: 1 }),
+  write(120, "settle", "w0.1", 1, s({ ...running1, costCents: 2, updatedAt: 110 }), done, {
+    outcome: "Complete",
+    resultToken: 1
+  }),
   { k: "msg", t: 121, op: "ack", who: "w0.1", jobId: job, receipt: "r1", count: 1, state: "succeeded", owner: null },
   ...finals(done, 2)
 ]
@@ -152,6 +156,14 @@ describe("check", () => {
     )
     expect(excused.totals.duplicateGenerations).toEqual({ excused: 1, unexcused: 0 })
     expect(excused.violations.filter((v) => v.invariant === "I1")).toEqual([])
+    // A pause that began long before the first claim but ended just as it was made excuses it too.
+    const resumed = check(
+      [{ k: "life", t: -9_000, who: "w0.1", what: "pause", ms: 9_010 }, ...history],
+      plan,
+      "Done",
+      null
+    )
+    expect(resumed.totals.duplicateGenerations).toEqual({ excused: 1, unexcused: 0 })
   })
 
   it("I1: a call under the committing token after the commit is never excused", () => {
@@ -163,12 +175,33 @@ describe("check", () => {
   })
 
   it("I2: a write accepted under a superseded token is a stale write", () => {
-    const stale = write(120, "complete", "w0.1", 1, s({ ...running1, token: 2 }), s({ ...done, token: 2 }), {
+    const stale = write(120, "settle", "w0.1", 1, s({ ...running1, token: 2 }), s({ ...done, token: 2 }), {
+      outcome: "Complete",
       resultToken: 1
     })
     const verdict = check([...happy.slice(0, 5), stale, ...finals(done, 2)], plan, "Done", null)
     expect(verdict.violations.map((v) => v.invariant)).toContain("I2")
     expect(verdict.totals.staleWrites).toBe(1)
+  })
+
+  it("I1: a sweep that takes back a live lease is reported; one after the lease ended is not", () => {
+    const requeued = s({ state: "queued", token: 1, attempts: 1, runAfter: 2_000, updatedAt: 2_000 })
+    const early = write(2_000, "sweep", "sweeper", null, running1, requeued, { res: "requeued" })
+    const late = write(
+      3_001,
+      "sweep",
+      "sweeper",
+      null,
+      running1,
+      { ...requeued, updatedAt: 3_001 },
+      { res: "requeued" }
+    )
+    const messages = (sweep: Event) =>
+      check([...happy.slice(0, 2), sweep], plan, "Done", null)
+        .violations.filter((v) => v.invariant === "I1")
+        .map((v) => v.message)
+    expect(messages(early)).toEqual(["the sweep took back token 1's lease, live until 3000"])
+    expect(messages(late)).toEqual([])
   })
 
   it("I3: updatedAt going backwards is reported", () => {

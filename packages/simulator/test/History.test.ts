@@ -28,6 +28,7 @@ const history = (): Array<Event> => [
     token: null,
     ok: true,
     res: "Claimed",
+    outcome: null,
     takeover: false,
     before: { ...snap, state: "queued", token: 0, leaseOwner: null, leaseUntil: null },
     after: snap,
@@ -62,11 +63,77 @@ describe("hashEvents", () => {
     expect(new Set(hashes).size).toBe(hashes.length)
   })
 
-  it("tells values of different types apart (a number from its string, null from false)", () => {
-    const as = (value: unknown) => hashEvents([{ k: "phase", t: value, name: "heal" } as unknown as Event])
-    expect(as(1)).not.toBe(as("1"))
-    expect(as(null)).not.toBe(as(false))
-    expect(as(0)).not.toBe(as(-0))
+  it("mixes every field of every event kind: changing any one field, nested or not, changes the hash", () => {
+    // Arrange: one event of each kind, every nullable field holding a value.
+    const write = history()[1]! as Extract<Event, { k: "write" }>
+    const samples: Array<[Event, nullable: ReadonlyArray<string>]> = [
+      [
+        { k: "submit", t: 1, key: "job-1", hash: "job-1:{}", ok: true, jobId: "j", created: true, error: "E" },
+        ["jobId", "created", "error"]
+      ],
+      [
+        { ...write, token: 1, outcome: "Complete", callId: "c", amount: 2, settled: true, resultToken: 1 },
+        ["token", "outcome", "before", "after", "callId", "amount", "settled", "resultToken"]
+      ],
+      [
+        {
+          k: "call",
+          t: 1,
+          end: 2,
+          who: "w0.1",
+          jobId: "j",
+          token: 1,
+          callId: "c",
+          cents: 2,
+          outcome: "ok",
+          spentAtStart: 0,
+          budget: 5,
+          attemptsAtStart: 1,
+          maxAttempts: 3
+        },
+        ["budget"]
+      ],
+      [
+        { k: "msg", t: 1, op: "ack", who: "w0.1", jobId: "j", receipt: "r", count: 1, state: "running", owner: "o" },
+        ["receipt", "count", "state", "owner"]
+      ],
+      [{ k: "fault", t: 1, id: "F5", who: "w0.1", point: "store.claim" }, []],
+      [{ k: "life", t: 1, who: "w0.1", what: "pause", ms: 5 }, ["ms"]],
+      [{ k: "op", t: 1, what: "cancel", jobId: "j", ok: true, before: "running" }, ["before"]],
+      [{ k: "phase", t: 1, name: "heal" }, []],
+      [{ k: "final", t: 1, jobId: "j", snap: { ...snap, budgetCents: 4, abandonReason: "budget" }, ledger: 2 }, []]
+    ]
+    const nullableInSnap = ["leaseOwner", "leaseUntil", "budgetCents", "abandonReason"]
+    /** Every variant of `value` with exactly one leaf changed: a number moved, a string, a flag flipped, a null. */
+    const variants = (
+      value: Record<string, unknown>,
+      nullable: ReadonlyArray<string>
+    ): Array<Record<string, unknown>> =>
+      Object.entries(value).flatMap(([key, leaf]) => {
+        const changed: Array<unknown> =
+          typeof leaf === "number"
+            ? [leaf + 1, -leaf - 0.5]
+            : typeof leaf === "string"
+              ? [`${leaf}x`]
+              : typeof leaf === "boolean"
+                ? [!leaf]
+                : leaf !== null && typeof leaf === "object"
+                  ? variants(leaf as Record<string, unknown>, nullableInSnap)
+                  : []
+        const nulled = nullable.includes(key) && leaf !== null ? [null] : []
+        return [...changed, ...nulled].map((v) => ({ ...value, [key]: v }))
+      })
+    for (const [event, nullable] of samples) {
+      const base = hashEvents([event])
+      // Act
+      const hashes = variants(event as unknown as Record<string, unknown>, nullable).map((v) =>
+        hashEvents([v as unknown as Event])
+      )
+      // Assert: each variant differs from the event and from every other variant.
+      expect(hashes.length).toBeGreaterThan(2)
+      for (const hash of hashes) expect(hash).not.toBe(base)
+      expect(new Set(hashes).size).toBe(hashes.length)
+    }
   })
 
   it("hashAll folds run hashes in order", () => {

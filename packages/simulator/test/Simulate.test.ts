@@ -8,9 +8,12 @@ import * as Simulate from "../src/Simulate.js"
 const underCount = (store: Store["Type"]): Store["Type"] => ({
   ...store,
   charge: (options) =>
-    store.charge(
-      options.settled && options.amountCents > 0 ? { ...options, amountCents: options.amountCents - 1 } : options
-    )
+    store.charge({
+      ...options,
+      items: options.items.map((item) =>
+        item.settled && item.amountCents > 0 ? { ...item, amountCents: item.amountCents - 1 } : item
+      )
+    })
 })
 
 const size = (plan: Plan.Plan): number =>

@@ -38,15 +38,22 @@ export class Incarnation {
   }
 }
 
-/** A participant that is never faulted (the client's retries, the sweeper, the operator). @internal */
+/**
+ * A participant of the world: a worker incarnation, or a process that never crashes or pauses (the client, the
+ * sweeper, the operator, the run's driver). `faulted` says whether store faults are injected into its calls (the
+ * driver's final reads and replays are never faulted); process faults need an incarnation.
+ *
+ * @internal
+ */
 export interface Actor {
   readonly id: string
   readonly gate: Effect.Effect<void>
   readonly incarnation: Incarnation | null
+  readonly faulted: boolean
 }
 
 /** @internal */
-export const actor = (id: string): Actor => ({ id, gate: Effect.void, incarnation: null })
+export const actor = (id: string, faulted: boolean): Actor => ({ id, gate: Effect.void, incarnation: null, faulted })
 
 /**
  * Runs `next` once the actor's gate lets it through: at once (no effect step) when the actor is never faulted or its
@@ -63,18 +70,24 @@ export const passGate =
 export const ofIncarnation = (incarnation: Incarnation): Actor => ({
   id: incarnation.id,
   gate: incarnation.gate,
-  incarnation
+  incarnation,
+  faulted: true
 })
 
 /**
  * Reads the fault tape: one entry per fault point reached while faults are on. Invariant: the same plan and the
  * same schedule consume the same entries, so a fault fires at the same point on every replay.
  *
+ * Worker processes read the tape from its start; the infrastructure (client, sweeper, operator) reads it from its end,
+ * backwards, so its fault points do not use up the entries of the processes under test (shrinking the tape still
+ * removes faults of both).
+ *
  * @internal
  */
 export class Faults {
   enabled = true
   private pos = 0
+  private infraPos = 0
   /** Targeted heartbeat failures left, per worker slot. */
   heartbeatFailures = new Map<number, number>()
   constructor(
@@ -85,14 +98,16 @@ export class Faults {
     if (plan.targeted._tag === "HeartbeatFailsK") heartbeatFailures(this, plan.targeted.worker, plan.targeted.k)
   }
 
-  /** Which of `kinds` fires at this point, if any (one tape entry consumed). */
-  roll(kinds: ReadonlyArray<FaultKind>, who: string, point: string): FaultKind | undefined {
+  /** Which of `kinds` fires at this point, if any (one tape entry consumed, from the start or for `infra` the end). */
+  roll(kinds: ReadonlyArray<FaultKind>, who: string, point: string, infra = false): FaultKind | undefined {
     if (!this.enabled) return undefined
     const on = kinds.filter((kind) => has(this.plan, kind))
     if (on.length === 0) return undefined
-    const entry = this.plan.tape[this.pos]
+    const tape = this.plan.tape
+    const entry = infra ? tape[tape.length - 1 - this.infraPos] : tape[this.pos]
     if (entry === undefined) return undefined
-    this.pos++
+    if (infra) this.infraPos++
+    else this.pos++
     if (entry < 1000 - this.plan.faultRate) return undefined
     const kind = on[entry % on.length]!
     this.note(kind, who, point)

@@ -1,0 +1,193 @@
+import { describe, expect, it } from "@effect/vitest"
+import type { StoreError } from "@slowcall/core/Errors"
+import type { JobId } from "@slowcall/core/Models"
+import * as Store from "@slowcall/core/Store"
+import { Effect, Either } from "effect"
+import * as fc from "fast-check"
+import { type Event, History } from "../src/History.js"
+import { Faults, Incarnation, ofIncarnation } from "../src/internal/world.js"
+import * as Plan from "../src/Plan.js"
+import { noSkew, VirtualClock } from "../src/SimClock.js"
+import * as SimRuntime from "../src/SimRuntime.js"
+import * as SimStore from "../src/SimStore.js"
+
+type Write = Extract<Event, { k: "write" }>
+
+const basePlan = fc.sample(Plan.arbitrary({ jobs: 2, workers: 1, faults: ["F5"] }), { seed: 2, numRuns: 1 })[0]!
+
+/** A plan whose fault points fire on every tape entry, with exactly `faults` on. */
+const planWith = (faults: ReadonlyArray<Plan.FaultKind>, tape: ReadonlyArray<number>): Plan.Plan => ({
+  ...basePlan,
+  faults,
+  faultRate: 1000,
+  tape,
+  targeted: { _tag: "None" }
+})
+
+const jobIds = ["019b76da-0000-7000-8000-000000000001", "019b76da-0000-7000-8000-000000000002"] as Array<JobId>
+
+const item = (id: JobId, n: number) => ({
+  id,
+  queue: "q",
+  type: "t",
+  version: 1,
+  requestKey: `k${n}`,
+  inputHash: `h${n}`,
+  input: { n },
+  maxAttempts: 3
+})
+
+/**
+ * Runs `body` against a proxy of a fresh memory store (on the virtual clock) for one worker process, and returns what
+ * it returned with the writes the proxy recorded.
+ */
+const withProxy = <A>(
+  plan: Plan.Plan,
+  body: (store: Store.Store["Type"]) => Effect.Effect<A, StoreError>
+): { readonly value: A; readonly writes: ReadonlyArray<Write>; readonly events: ReadonlyArray<Event> } => {
+  const clock = new VirtualClock(1_000_000)
+  const history = new History()
+  const program = Effect.gen(function* () {
+    const { peek, store: memory } = yield* Store.makeMemory
+    const faults = new Faults(plan, history, clock)
+    const store = SimStore.make(memory, {
+      actor: ofIncarnation(new Incarnation(0, 1, clock, noSkew)),
+      history,
+      faults,
+      clock,
+      crash: () => undefined,
+      peek
+    })
+    return yield* Effect.orDie(body(store))
+  })
+  const outcome = SimRuntime.run(program, { seed: 1, clock })
+  if (outcome._tag !== "Done" || outcome.exit._tag !== "Success") throw new Error(`run ended ${outcome._tag}`)
+  const writes = history.events.filter((e): e is Write => e.k === "write")
+  return { value: outcome.exit.value, writes, events: history.events }
+}
+
+describe("Faults", () => {
+  it("lets the infrastructure read the tape from its end, leaving the processes' entries alone", () => {
+    // Arrange: only the entry 999 fires.
+    const clock = new VirtualClock(0)
+    const faults = new Faults({ ...planWith(["F5"], [0, 999]), faultRate: 1 }, new History(), clock)
+    // Act: process and infrastructure points, interleaved.
+    const rolls = [
+      faults.roll(["F5"], "w0.1", "store.claim"),
+      faults.roll(["F5"], "sweeper", "store.sweep", true),
+      faults.roll(["F5"], "w0.1", "store.settle"),
+      faults.roll(["F5"], "sweeper", "store.sweep", true),
+      faults.roll(["F5"], "w0.1", "store.claim")
+    ]
+    // Assert: each lane reads every entry once, in its own order; the tape then runs out.
+    expect(rolls).toEqual([undefined, "F5", "F5", undefined, undefined])
+  })
+})
+
+describe("SimStore", () => {
+  it("records one write per item with the record before and after, and a settle's outcome", () => {
+    // Arrange: no fault is on.
+    const plan = planWith([], [])
+    // Act: two jobs submitted, claimed and settled in batches, then one settle under a superseded token.
+    const { value, writes } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0), item(jobIds[1]!, 1)] })
+        yield* store.claim({ items: jobIds.map((jobId) => ({ jobId, owner: "w0.1/a", leaseMs: 5_000 })) })
+        yield* store.settle({
+          items: [
+            { jobId: jobIds[0]!, token: 1, outcome: { _tag: "Complete", result: { token: 1 } } },
+            { jobId: jobIds[1]!, token: 1, outcome: { _tag: "Retry", delayMs: 500, errorClass: "timeout", error: "x" } }
+          ]
+        })
+        return yield* store.settle({ items: [{ jobId: jobIds[1]!, token: 1, outcome: { _tag: "Release" } }] })
+      })
+    )
+    // Assert
+    expect(writes.map((w) => [w.op, w.jobId, w.ok, w.res, w.outcome])).toEqual([
+      ["submit", jobIds[0], true, "Created", null],
+      ["submit", jobIds[1], true, "Created", null],
+      ["claim", jobIds[0], true, "Claimed", null],
+      ["claim", jobIds[1], true, "Claimed", null],
+      ["settle", jobIds[0], true, "succeeded", "Complete"],
+      ["settle", jobIds[1], true, "queued", "Retry"],
+      ["settle", jobIds[1], false, "LeaseLost", "Release"]
+    ])
+    expect(value.results[0]?._tag).toBe("LeaseLost")
+    const [submitted, , claimed, , completed] = writes
+    expect(submitted?.before).toBeNull()
+    expect(submitted?.after?.state).toBe("queued")
+    expect(claimed?.before?.state).toBe("queued")
+    expect(claimed?.after).toMatchObject({ state: "running", token: 1, leaseOwner: "w0.1/a" })
+    expect(completed?.resultToken).toBe(1)
+    expect(completed?.token).toBe(1)
+  })
+
+  it("sends a batch that names a job twice one item at a time, so each item's record before is its own", () => {
+    const { value, writes } = withProxy(planWith([], []), (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0)] })
+        return yield* store.claim({
+          items: [
+            { jobId: jobIds[0]!, owner: "w0.1/a", leaseMs: 5_000 },
+            { jobId: jobIds[0]!, owner: "w1.1/b", leaseMs: 5_000 }
+          ]
+        })
+      })
+    )
+    expect(value.results.map((r) => r._tag)).toEqual(["Claimed", "Busy"])
+    const [, first, second] = writes
+    expect(first?.before?.state).toBe("queued")
+    expect(second?.res).toBe("Busy")
+    expect(second?.before).toEqual(first?.after)
+  })
+
+  it("F5: refuses the whole call before the store sees it and records every item as refused", () => {
+    // Arrange: the submit passes (its tape entry falls below the threshold), the claim hits F5.
+    const plan = { ...planWith(["F5"], [0, 999]), faultRate: 1 }
+    const { value, writes, events } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0), item(jobIds[1]!, 1)] })
+        return yield* Effect.either(
+          store.claim({ items: jobIds.map((jobId) => ({ jobId, owner: "w0.1/a", leaseMs: 5_000 })) })
+        )
+      })
+    )
+    expect(Either.isLeft(value) && value.left.reason).toBe("Connection")
+    const claims = writes.filter((w) => w.op === "claim")
+    expect(claims.map((w) => [w.ok, w.res, w.before?.state, w.after?.state])).toEqual([
+      [false, "StoreError", "queued", "queued"],
+      [false, "StoreError", "queued", "queued"]
+    ])
+    expect(events.filter((e) => e.k === "fault").map((e) => e.k === "fault" && e.point)).toEqual(["store.claim"])
+  })
+
+  it("F6: applies a prefix of the batch, records what applied, and loses the reply", () => {
+    const plan = planWith(["F6"], [0])
+    const { value, writes } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        const submitted = yield* Effect.either(store.submit({ items: [item(jobIds[0]!, 0), item(jobIds[1]!, 1)] }))
+        return submitted
+      })
+    )
+    expect(Either.isLeft(value) && value.left.reason).toBe("Ambiguous")
+    // Whatever prefix applied is exactly what was recorded, each as created.
+    expect(writes.length).toBeGreaterThanOrEqual(1)
+    expect(writes.map((w) => [w.jobId, w.res])).toEqual(jobIds.slice(0, writes.length).map((id) => [id, "Created"]))
+  })
+
+  it("records the jobs a sweep and a store-selected claim wrote, against the record last seen", () => {
+    const { writes } = withProxy(planWith([], []), (store) =>
+      Effect.gen(function* () {
+        const { now } = yield* store.submit({ items: [item(jobIds[0]!, 0), item(jobIds[1]!, 1)] })
+        yield* store.claimNext({ queue: "q", max: 1, owner: "w0.1/a", leaseMs: 1_000 })
+        return yield* store.sweep({ queue: "q", now: now + 5_000 })
+      })
+    )
+    const [, , claimed, swept] = writes
+    expect(claimed).toMatchObject({ op: "claim", jobId: jobIds[0], res: "Claimed" })
+    expect(claimed?.before?.state).toBe("queued")
+    expect(swept).toMatchObject({ op: "sweep", jobId: jobIds[0], res: "requeued" })
+    expect(swept?.before).toEqual(claimed?.after)
+    expect(swept?.after?.state).toBe("queued")
+  })
+})
