@@ -1,8 +1,8 @@
 /**
  * Batch summarisation fan-out: 2,000 support tickets summarised overnight. The work outlives any session, so the
- * batch is the unit: one job per item, each with an idempotency key derived from the batch and the item, so
- * submitting the batch again (a retried cron run, a double click) creates nothing twice. Progress is a count of
- * the batch's jobs by state, read from the Store.
+ * batch is the unit: one job per item, all submitted in one bulk write, each with an idempotency key derived from
+ * the batch and the item, so submitting the batch again (a retried cron run, a double click) creates nothing twice.
+ * Progress is a count of the batch's jobs by state, read from the Store.
  *
  * Run: npx tsx examples/batch-summarize.ts
  */
@@ -44,27 +44,27 @@ const summarize = Handler.make({
       .pipe(Effect.map((reply) => ({ ticket: input.ticket, summary: reply.text })))
 })
 
-/** Submits every item of the batch; returns how many jobs were created (0 for a batch already submitted). */
+/**
+ * Submits every item of the batch in one bulk write; returns how many jobs were created (0 for a batch already
+ * submitted: each item's key names its job, so the repeat is `Existing` and publishes nothing).
+ */
 const submitBatch = Effect.gen(function* () {
   const client = yield* Client.Client
-  const results = yield* Effect.forEach(
-    Array.from({ length: items }, (_, i) => i + 1),
-    (ticket) =>
-      client.submit({
-        queue,
-        type: "ticket.summarize",
-        input: { batchId, ticket, text: `Ticket ${ticket}: customer reports issue number ${ticket % 37}` },
-        requestKey: `${batchId}:${ticket}`,
-        maxAttempts: 5
-      }),
-    { concurrency: 16 }
+  const { results } = yield* client.submitMany(
+    Array.from({ length: items }, (_, i) => i + 1).map((ticket) => ({
+      queue,
+      type: "ticket.summarize",
+      input: { batchId, ticket, text: `Ticket ${ticket}: customer reports issue number ${ticket % 37}` },
+      requestKey: `${batchId}:${ticket}`,
+      maxAttempts: 5
+    }))
   )
-  return results.filter((r) => r.created).length
+  return results.filter((r) => r._tag === "Created").length
 })
 
 const progress = Effect.gen(function* () {
-  const store = yield* Store.Store
-  const stats = yield* store.stats({ queue, failedSince: 0 })
+  const client = yield* Client.Client
+  const { stats } = yield* client.stats({ queue })
   return stats.byState
 })
 
@@ -96,8 +96,8 @@ const program = Effect.gen(function* () {
   )
 
   const byState = yield* progress
-  const store = yield* Store.Store
-  const done = yield* store.list({ queue, state: "succeeded", limit: items })
+  const client = yield* Client.Client
+  const done = yield* client.list({ queue, state: "succeeded", limit: items })
   const cost = done.reduce((sum, job) => sum + job.costCents, 0)
   const retried = done.filter((job) => job.attempts > 1).length
   console.log(

@@ -101,10 +101,9 @@ const program = Effect.gen(function* () {
       ),
     { concurrency: "unbounded" }
   )
-  const store = yield* Store.Store
   for (const job of finals) {
     const result = job.result as { readonly documentId?: string; readonly vector?: ReadonlyArray<number> } | null
-    const attempts = yield* store.attempts({ jobId: job.id })
+    const attempts = yield* client.attempts(job.id)
     const history = attempts.map((a) => (a.errorClass === null ? a.outcome : `${a.outcome}(${a.errorClass})`))
     console.log(
       `${result?.documentId ?? job.id}: ${job.state}, attempts [${history.join(", ")}], ` +

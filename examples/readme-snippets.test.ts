@@ -3,7 +3,7 @@
  * written next to the repository's sources (so `@slowcall/*` resolves), run with tsx from an empty temporary
  * directory, and must exit 0. A README with no runnable block fails too.
  */
-import { spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
@@ -14,6 +14,32 @@ import { describe, expect, it } from "vitest"
 const root = resolve(import.meta.dirname, "..")
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
 const scratch = join(root, ".scratch", "readme-snippets")
+
+/**
+ * Runs a Node process to its end without blocking this test worker (a blocked worker misses its own runner's
+ * heartbeats when a slow machine makes the child take long).
+ */
+const node = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; readonly env?: NodeJS.ProcessEnv; readonly timeoutMs: number }
+) =>
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: options.cwd, env: options.env ?? process.env })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk
+    })
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs)
+    child.on("error", reject)
+    child.on("close", (status) => {
+      clearTimeout(timer)
+      resolve({ status, stdout, stderr })
+    })
+  })
 
 const runnableBlocks = (markdown: string): Array<string> => {
   const blocks: Array<string> = []
@@ -32,7 +58,7 @@ describe("package README snippets run", () => {
     expect(runnableBlocks("x\n<!-- runs -->\n```ts\nconst a = 1\n```\n```ts\nno\n```")).toEqual(["const a = 1"])
   })
 
-  it("the root README's embedding example type-checks", () => {
+  it("the root README's embedding example type-checks", async () => {
     const readme = readFileSync(join(root, "README.md"), "utf8")
     const block = /## Embedding[\s\S]*?```ts\n([\s\S]*?)\n```/.exec(readme)?.[1]
     expect(block, "README.md has an Embedding ts block").toBeDefined()
@@ -54,34 +80,32 @@ describe("package README snippets run", () => {
         include: ["embedding.ts"]
       })
     )
-    const tsc = spawnSync(process.execPath, [createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", dir], {
-      encoding: "utf8",
-      timeout: 120_000
+    const tsc = await node([createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", dir], {
+      timeoutMs: 120_000
     })
     expect(tsc.status, `${tsc.stdout}\n${tsc.stderr}`).toBe(0)
   }, 180_000)
 
   for (const pkg of packages) {
-    it(`@slowcall/${pkg}`, () => {
+    it(`@slowcall/${pkg}`, async () => {
       const blocks = runnableBlocks(readFileSync(join(root, "packages", pkg, "README.md"), "utf8"))
       expect(blocks.length, `packages/${pkg}/README.md has no <!-- runs --> ts block`).toBeGreaterThan(0)
       mkdirSync(scratch, { recursive: true })
-      blocks.forEach((code, i) => {
+      for (const [i, code] of blocks.entries()) {
         const file = join(scratch, `${pkg}-${i}.ts`)
         writeFileSync(file, code)
         const cwd = mkdtempSync(join(tmpdir(), "slowcall-readme-"))
         try {
-          const run = spawnSync(process.execPath, ["--import", tsxLoader, file], {
+          const run = await node(["--import", tsxLoader, file], {
             cwd,
-            encoding: "utf8",
-            timeout: 90_000,
+            timeoutMs: 90_000,
             env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" }
           })
           expect(run.status, `${pkg} block ${i}:\n${run.stdout}\n${run.stderr}`).toBe(0)
         } finally {
           rmSync(cwd, { recursive: true, force: true })
         }
-      })
+      }
     }, 180_000)
   }
 })

@@ -12,7 +12,6 @@ import * as Canonical from "@slowcall/core/Canonical"
 import * as Client from "@slowcall/core/Client"
 import * as Handler from "@slowcall/core/Handler"
 import * as Ids from "@slowcall/core/Ids"
-import * as Store from "@slowcall/core/Store"
 import * as Worker from "@slowcall/core/Worker"
 import { Effect, Layer, Option, Random, Schema, Stream } from "effect"
 import * as Model from "./lib/simulatedModel.js"
@@ -43,7 +42,7 @@ const summarizeOrder = Handler.make({
 const placeOrder = (db: PGlite, order: { readonly id: string; readonly text: string }, failAfterSubmit: boolean) =>
   Effect.gen(function* () {
     const input = { orderId: order.id, text: order.text }
-    const options = {
+    const item = {
       id: yield* Ids.makeJobId,
       queue: "orders",
       type: "order.summarize",
@@ -56,9 +55,12 @@ const placeOrder = (db: PGlite, order: { readonly id: string; readonly text: str
     return yield* Effect.tryPromise(() =>
       db.transaction(async (tx) => {
         await tx.query("INSERT INTO orders (id, text) VALUES ($1, $2)", [order.id, order.text])
-        const { job } = await Effect.runPromise(PgStore.submitInTransaction(tx, options))
+        // A batch of one job; its outcome is Created, or Existing when this order was submitted before.
+        const { results } = await Effect.runPromise(PgStore.submitInTransaction(tx, { items: [item] }))
+        const outcome = results[0]
+        if (outcome === undefined || outcome._tag === "KeyReused") throw new Error(`order ${order.id}: key reused`)
         if (failAfterSubmit) throw new Error(`payment declined for ${order.id}`)
-        return job
+        return outcome.job
       })
     ).pipe(
       Effect.map(Option.some),
@@ -96,8 +98,7 @@ const program = (db: PGlite) =>
       return yield* Effect.fail(new Error("the job of order A-1 did not succeed"))
     }
     console.log(`order A-1: job ${final.value.state}, result ${JSON.stringify(final.value.result)}`)
-    const store = yield* Store.Store
-    const orphans = yield* store.list({ queue: "orders", limit: 100 })
+    const orphans = yield* client.list({ queue: "orders", limit: 100 })
     if (orders !== 1 || jobs !== 1 || orphans.length !== 1) {
       return yield* Effect.fail(new Error("expected exactly one order and one job"))
     }

@@ -1,11 +1,12 @@
 /**
- * Which Store and Transport a command runs on: a Postgres server when a database URL is given, embedded PGlite
+ * Which Store, Query and Transport a command runs on: a Postgres server when a database URL is given, embedded PGlite
  * under a data directory otherwise, or the in-memory store for throwaway runs.
  *
  * @since 0.1.0
  */
 import { mkdirSync } from "node:fs"
 import * as PgStore from "@slowcall/adapter-postgres/PgStore"
+import type * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import { Layer } from "effect"
@@ -47,12 +48,16 @@ const redactUrl = (url: string): string => {
 }
 
 /**
- * The Store and Transport layer for the options; migrations run when it is built.
+ * The protocol Store, its Query and a Transport over the same data for the options; migrations run when it is
+ * built. On Postgres (a server or PGlite) this is the adapter's whole-adapter layer: Store, Query and the
+ * table-backed transport on one connection.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: BackendOptions): Layer.Layer<Store.Store | Transport.Transport, unknown> => {
+export const layer = (
+  options: BackendOptions
+): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
   if (options.memory) return Layer.merge(Store.layerMemory, Transport.layerMemory())
   if (options.databaseUrl) {
     return PgStore.layer({ connectionString: options.databaseUrl, schema: options.schema })

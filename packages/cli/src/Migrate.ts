@@ -6,8 +6,8 @@
 
 import { mkdirSync } from "node:fs"
 import { Command, Options } from "@effect/cli"
+import * as PgDriver from "@slowcall/adapter-postgres/PgDriver"
 import { migrate } from "@slowcall/adapter-postgres/PgMigrator"
-import { acquirePgDriver, acquirePgliteDriver } from "@slowcall/adapter-postgres/PgStore"
 import { Config, Console, Effect, Option } from "effect"
 import { CliError } from "./CliError.js"
 import { json } from "./Jobs.js"
@@ -33,13 +33,13 @@ export const migrateCommand = Command.make(
     Effect.scoped(
       Effect.gen(function* () {
         const driver = Option.isSome(databaseUrl)
-          ? yield* acquirePgDriver({
+          ? yield* PgDriver.acquire({
               connectionString: databaseUrl.value,
               connectionTimeoutMs: 5_000,
               queryTimeoutMs: 30_000
             })
           : yield* Effect.sync(() => mkdirSync(dataDir, { recursive: true })).pipe(
-              Effect.zipRight(acquirePgliteDriver({ dataDir }))
+              Effect.zipRight(PgDriver.acquirePglite({ dataDir }))
             )
         const result = yield* migrate(driver, { schema })
         yield* Console.log(

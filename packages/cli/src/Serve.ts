@@ -1,5 +1,5 @@
 /**
- * `slowcall serve`: the HTTP API and dashboard over a Store, and with `--demo` the demo job types with an
+ * `slowcall serve`: the HTTP API and dashboard over a Store and its Query, and with `--demo` the demo job types with an
  * in-process worker and sweeper. This is what `npm start` runs.
  *
  * @since 0.1.0

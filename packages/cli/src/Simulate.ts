@@ -24,6 +24,17 @@ const parseFaults = (text: string): ReadonlyArray<Plan.FaultKind> => {
   return kinds as ReadonlyArray<Plan.FaultKind>
 }
 
+/** The plan of a saved corpus entry, or a one-line error naming the file. */
+const planOf = (file: string, text: string): Effect.Effect<Plan.Plan, CliError> => {
+  const notAPlan = new CliError({ message: `${file} is not a saved plan (a corpus entry with a plan)` })
+  try {
+    const entry = JSON.parse(text) as Partial<Report.CorpusEntry> | null
+    return typeof entry?.plan === "object" && entry.plan !== null ? Effect.succeed(entry.plan) : Effect.fail(notAPlan)
+  } catch {
+    return Effect.fail(notAPlan)
+  }
+}
+
 const options = {
   seed: Options.integer("seed").pipe(Options.withDescription("seed of the run set"), Options.withDefault(1)),
   runs: Options.integer("runs").pipe(Options.withDescription("number of simulated runs"), Options.withDefault(100)),
@@ -62,15 +73,11 @@ export const simulateCommand = Command.make("simulate", options, (flags) =>
     })
     let report: Simulator.Report
     if (Option.isSome(flags.replay)) {
+      const file = flags.replay.value
       const text = yield* fs
-        .readFileString(flags.replay.value)
-        .pipe(
-          Effect.mapError(
-            () => new CliError({ message: `cannot read ${flags.replay.pipe(Option.getOrElse(() => ""))}` })
-          )
-        )
-      const entry = JSON.parse(text) as Report.CorpusEntry
-      report = Simulator.replayPlan(entry.plan)
+        .readFileString(file)
+        .pipe(Effect.mapError(() => new CliError({ message: `cannot read ${file}` })))
+      report = Simulator.replayPlan(yield* planOf(file, text))
     } else {
       report = Simulator.simulate({
         seed: flags.seed,

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { JobId } from "@slowcall/core/Models"
+import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import { Effect, Layer } from "effect"
@@ -45,23 +46,23 @@ describe("slowcall jobs and dlq against a running server", () => {
   it("jobs get prints the job, and --json prints the API's view", async () => {
     const job = await submit({ text: "get me" })
     const text = await slowcall(["jobs", "get", job.id, "--url", url])
-    expect(text.code).toBe(0)
+    expect(text.code, text.stderr).toBe(0)
     expect(text.stdout).toContain(`id           ${job.id}`)
     expect(text.stdout).toMatch(/state\s+queued/)
     const json = await slowcall(["jobs", "get", job.id, "--json", "--url", url])
-    expect(json.code).toBe(0)
+    expect(json.code, json.stderr).toBe(0)
     expect(JSON.parse(json.stdout)).toMatchObject({ id: job.id, state: "queued", type: "test.work" })
   })
 
   it("jobs list and jobs cancel", async () => {
     const job = await submit({ text: "cancel me" })
     const list = await slowcall(["jobs", "list", "--state", "queued", "--json", "--url", url])
-    expect(list.code).toBe(0)
+    expect(list.code, list.stderr).toBe(0)
     expect(JSON.parse(list.stdout).map((j: any) => j.id)).toContain(job.id)
     const table = await slowcall(["jobs", "list", "--url", url])
     expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+TYPE\s+STATE/)
     const cancel = await slowcall(["jobs", "cancel", job.id, "--url", url])
-    expect(cancel.code).toBe(0)
+    expect(cancel.code, cancel.stderr).toBe(0)
     expect(cancel.stdout.trim()).toBe(`cancelled ${job.id}`)
     const again = await slowcall(["jobs", "cancel", job.id, "--url", url])
     expect(again.code).not.toBe(0)
@@ -85,13 +86,13 @@ describe("slowcall jobs and dlq against a running server", () => {
     const jobs = await Promise.all([1, 2, 3, 4, 5].map(() => submit({ text: "poison" })))
     for (const job of jobs) await server.run(failJob(job.id, "auth", 1))
     const list = await slowcall(["dlq", "list", "--error-class", "auth", "--url", url])
-    expect(list.code).toBe(0)
+    expect(list.code, list.stderr).toBe(0)
     expect(list.stdout).toMatch(/^auth\s+[0-9a-f]{16}\s+5\s+5¢$/m)
     const json = await slowcall(["dlq", "list", "--json", "--url", url])
     expect(JSON.parse(json.stdout).groups[0]).toMatchObject({ errorClass: "auth", count: 5 })
 
     const replay = await slowcall(["dlq", "replay", "--error-class", "auth", "--batch", "2", "--url", url])
-    expect(replay.code).toBe(0)
+    expect(replay.code, replay.stderr).toBe(0)
     expect(replay.stdout.trim()).toBe("replayed 5 dead letters, skipped 0")
     // Three batches of at most two, each drawn as a progress bar.
     expect(replay.stderr.trim().split("\n")).toEqual([
@@ -100,11 +101,8 @@ describe("slowcall jobs and dlq against a running server", () => {
       expect.stringMatching(/^\[#{30}\] 5\/5 replayed 5, skipped 0$/)
     ])
     const states = await server.run(
-      Effect.forEach(jobs, (job) =>
-        Effect.map(
-          Effect.flatMap(Store.Store, (store) => store.get({ jobId: job.id as JobId })),
-          (j) => j.state
-        )
+      Effect.flatMap(Query.Query, (query) =>
+        Effect.forEach(jobs, (job) => Effect.map(query.get({ jobId: job.id as JobId }), (j) => j.state))
       )
     )
     expect(states).toEqual(["queued", "queued", "queued", "queued", "queued"])
@@ -116,7 +114,7 @@ describe("slowcall jobs and dlq against a running server", () => {
     const bad = await slowcall(["jobs", "list", "--state", "bogus", "--url", url])
     expect(bad.code).not.toBe(0)
     const help = await slowcall(["--help"])
-    expect(help.code).toBe(0)
+    expect(help.code, help.stderr).toBe(0)
     for (const name of ["serve", "migrate", "jobs", "dlq", "advise", "simulate"]) expect(help.stdout).toContain(name)
   })
 })
@@ -131,7 +129,7 @@ describe("slowcall migrate", () => {
 
   it("creates the schema in embedded PGlite, then reports it up to date", async () => {
     const first = await slowcall(["migrate", "--data-dir", join(dir, "db"), "--json"])
-    expect(first.code).toBe(0)
+    expect(first.code, first.stderr).toBe(0)
     const result = JSON.parse(first.stdout)
     expect(result.schema).toBe("slowcall")
     expect(result.applied.length).toBeGreaterThan(0)
@@ -141,7 +139,7 @@ describe("slowcall migrate", () => {
 
   it("migrates a Postgres server given by --database-url", async () => {
     const first = await slowcall(["migrate", "--database-url", DATABASE_URL, "--schema", schema])
-    expect(first.code).toBe(0)
+    expect(first.code, first.stderr).toBe(0)
     expect(first.stdout).toMatch(new RegExp(`^applied migrations? [0-9, ]+ to schema ${schema}\\n$`))
     const second = await slowcall(["migrate", "--schema", schema], { DATABASE_URL })
     expect(second.stdout.trim()).toBe(`schema ${schema} is up to date`)
