@@ -6,13 +6,12 @@
 //
 // What it drives, all on the Postgres adapter with a database of its own (`anchors_slowcall` on ANCHORS_PG_URL):
 // - enqueue:     Client.submit, one call per job, each awaited (validate + hash, one INSERT, one publish UPDATE).
-// - enqueueBulk: the Store has no bulk submit verb. The fastest path the API offers is the Postgres adapter's
-//                transactional enqueue: the PgStore service's submitInTransaction for every job, the chunk split
-//                over up to BULK_CONCURRENCY concurrent transactions of at least BULK_MIN_SLICE jobs (one round trip
-//                per job, one commit and one wake-up per slice; the inserted rows are PgTransport's messages, so
-//                nothing is published). SLOWCALL_BENCH_BULK=concurrent measures the generic path instead:
-//                Client.submit x chunk, BULK_CONCURRENCY at once.
-// - worker:      the core Worker (receive from PgTransport -> claim -> handler -> fenced complete -> ack) with one
+// - enqueueBulk: the Postgres adapter's transactional enqueue: one PgStore submitInTransaction batch per slice,
+//                the chunk split over up to BULK_CONCURRENCY concurrent transactions of at least BULK_MIN_SLICE jobs
+//                (one statement, one commit and one wake-up per slice; the inserted rows are PgTransport's
+//                messages, so nothing is published). SLOWCALL_BENCH_BULK=concurrent measures the one-job path
+//                instead: Client.submit x chunk, BULK_CONCURRENCY at once.
+// - worker:      the core Worker (receive from PgTransport -> claim -> handler -> fenced settle -> ack) with one
 //                handler made by Handler.make that awaits the harness's handler.
 // The TypeScript sources are loaded as they are, through tsx's ESM loader; nothing is built first.
 import { register } from "tsx/esm/api"
@@ -83,7 +82,7 @@ export default function create(options = {}) {
 
   const runPromise = (effect) => Effect.runPromise(Effect.provide(effect, context))
 
-  /** Every job of `jobs` through PgStore.submitInTransaction inside one transaction on one pooled connection. */
+  /** Every job of `jobs` through one PgStore.submitInTransaction batch inside one transaction on one connection. */
   async function submitAllInTransaction(jobs) {
     const conn = await pool.connect()
     // The adapter's own driver prepares its statements once per connection; do the same for the SqlClient handed
@@ -93,20 +92,19 @@ export default function create(options = {}) {
     }
     try {
       await conn.query("BEGIN")
-      for (const input of jobs) {
-        await Effect.runPromise(
-          Effect.flatMap(Effect.all({ id: Ids.makeJobId, inputHash: Canonical.inputHash(input) }), (o) =>
-            store.submitInTransaction(sql, {
-              ...o,
-              queue: QUEUE,
-              type: TYPE,
-              version: 1,
-              input,
-              maxAttempts: 3
-            })
-          )
+      const items = await Effect.runPromise(
+        Effect.forEach(jobs, (input) =>
+          Effect.map(Effect.all({ id: Ids.makeJobId, inputHash: Canonical.inputHash(input) }), (o) => ({
+            ...o,
+            queue: QUEUE,
+            type: TYPE,
+            version: 1,
+            input,
+            maxAttempts: 3
+          }))
         )
-      }
+      )
+      await Effect.runPromise(store.submitInTransaction(sql, { items }))
       await conn.query("COMMIT")
     } catch (error) {
       await conn.query("ROLLBACK").catch(() => {})
@@ -125,11 +123,11 @@ export default function create(options = {}) {
       enqueue: "client.submit({ queue, type, input })",
       enqueueBulk:
         BULK === "transaction"
-          ? "store.submitInTransaction(conn, job) x chunk, over concurrent transactions of >= 100 jobs (no bulk submit verb)"
-          : `client.submit x chunk, ${BULK_CONCURRENCY} concurrent (no bulk submit verb)`,
+          ? "store.submitInTransaction(conn, { items: chunk }), one batch per transaction of >= 100 jobs"
+          : `client.submit x chunk, ${BULK_CONCURRENCY} concurrent`,
       worker:
-        "Worker.make({ queue, concurrency, handlers: [Handler.make(...)] }) on PgStore.layer (PgTransport receive -> claim -> complete)",
-      workerShort: "Worker.make (receive -> claim -> complete)"
+        "Worker.make({ queue, concurrency, handlers: [Handler.make(...)] }) on PgStore.layer (PgTransport receive -> claim -> settle)",
+      workerShort: "Worker.make (receive -> claim -> settle)"
     },
 
     async setup({ fresh, role }) {

@@ -47,6 +47,7 @@ export default defineConfig({
           text: "How jobs run",
           items: [
             { text: "Getting started", link: "/guide/getting-started" },
+            { text: "Architecture: the seam", link: "/guide/architecture" },
             { text: "The job state machine", link: "/guide/state-machine" },
             { text: "Claim before call: leases and fencing", link: "/guide/leases" },
             { text: "Spend accounting and budgets", link: "/guide/spend" },

@@ -1,6 +1,7 @@
 import * as Canonical from "@slowcall/core/Canonical"
 import * as Ids from "@slowcall/core/Ids"
 import * as Metrics from "@slowcall/core/Metrics"
+import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import { Effect } from "effect"
 
@@ -8,7 +9,7 @@ import { Effect } from "effect"
 const failOne = Effect.gen(function* () {
   const store = yield* Store.Store
   const input = { document: "the-whole-wiki.txt" }
-  const { job } = yield* store.submit({
+  const item = {
     id: yield* Ids.makeJobId,
     queue: "docs",
     type: "summarize",
@@ -16,20 +17,26 @@ const failOne = Effect.gen(function* () {
     inputHash: yield* Canonical.inputHash(input),
     input,
     maxAttempts: 3
-  })
-  const claim = yield* store.claim({ jobId: job.id, owner: "worker-a", leaseMs: 60_000 })
-  if (claim._tag !== "Claimed") return yield* Effect.dieMessage("expected a claim")
-  yield* store.charge({ jobId: job.id, callId: `${job.id}:1:1`, token: 1, amountCents: 12, settled: true })
-  return yield* store.fail({ jobId: job.id, token: 1, errorClass: "context_length", error: "prompt is too long" })
+  }
+  const [submitted] = (yield* store.submit({ items: [item] })).results
+  if (submitted?._tag !== "Created") return yield* Effect.dieMessage("expected a new job")
+  const jobId = submitted.job.id
+  const [claim] = (yield* store.claim({ items: [{ jobId, owner: "worker-a", leaseMs: 60_000 }] })).results
+  if (claim?._tag !== "Claimed") return yield* Effect.dieMessage("expected a claim")
+  const token = claim.job.leaseToken
+  yield* store.charge({ items: [{ jobId, callId: `${jobId}:1:1`, token, amountCents: 12, settled: true }] })
+  const outcome = { _tag: "Fail", errorClass: "context_length", error: "prompt is too long" } as const
+  return yield* store.settle({ items: [{ jobId, token, outcome }] })
 })
 
 // #region dlq
 const program = Effect.gen(function* () {
   const store = yield* Store.Store
+  const query = yield* Query.Query
   yield* Effect.repeatN(failOne, 2)
 
   // One query answers "what did this cost" and "which inputs caused it".
-  const { groups, jobs } = yield* store.deadLetters({ queue: "docs" })
+  const { groups, jobs } = yield* query.deadLetters({ queue: "docs" })
   console.log(jobs.length, groups) // 3 [{ errorClass: "context_length", inputHash: "…", count: 3, costCents: 36 }]
 
   // Alert on the arrival rate into failed, not on depth: refresh the gauges from the Store.
@@ -39,8 +46,8 @@ const program = Effect.gen(function* () {
 
   // Replay moves failed -> queued through one conditional write per job: a job in any other state is skipped,
   // so replaying a filter twice, or a list that contains a succeeded job, never re-runs anything twice.
-  const first = yield* store.replay({ queue: "docs", errorClass: "context_length" })
-  const second = yield* store.replay({ jobIds: first.replayed })
+  const first = yield* Query.replay(store, query, { queue: "docs", errorClass: "context_length" })
+  const second = yield* Query.replay(store, query, { jobIds: first.replayed })
   console.log(first.replayed.length, second.replayed.length, second.skipped.length) // 3 0 3
 })
 // #endregion dlq

@@ -12,66 +12,52 @@ const heartbeatMs = Lease.heartbeatIntervalFor(leaseMs) // a third of the lease:
 // #endregion lease
 
 // #region story
-// Store time is passed explicitly here (the `now` option exists for tests) so the story is reproducible.
+// Store time is passed explicitly here (the `now` option exists for tests) so the story is reproducible. Every Store
+// verb takes a batch of items and answers one result per item; this story writes one item at a time.
 const story = Effect.gen(function* () {
   const store = yield* Store.Store
   const input = { document: "contract.pdf" }
-  const { job } = yield* store.submit({
+  const item = {
     id: yield* Ids.makeJobId,
     queue: "docs",
     type: "summarize",
     version: 1,
     inputHash: yield* Canonical.inputHash(input),
     input,
-    maxAttempts: 3,
-    now: 0
-  })
+    maxAttempts: 3
+  }
+  const [submitted] = (yield* store.submit({ items: [item], now: 0 })).results
+  if (submitted?._tag !== "Created") return yield* Effect.dieMessage("expected a new job")
+  const jobId = submitted.job.id
 
-  // Worker A claims: token 1, lease until 198 s.
-  const a = yield* store.claim({ jobId: job.id, owner: "worker-a", leaseMs, now: 1_000 })
-  if (a._tag !== "Claimed") return yield* Effect.dieMessage("expected a claim")
+  // Worker A claims: token 1, lease until 199 s.
+  const [a] = (yield* store.claim({ items: [{ jobId, owner: "worker-a", leaseMs }], now: 1_000 })).results
+  if (a?._tag !== "Claimed") return yield* Effect.dieMessage("expected a claim")
   // A reserves the call's estimate, then calls the model... and stalls (a long GC pause, a partition).
-  yield* store.charge({
-    jobId: job.id,
-    callId: "call-a",
-    token: a.job.leaseToken,
-    amountCents: 3,
-    settled: false,
-    now: 1_000
-  })
+  const reserve = { jobId, callId: "call-a", token: a.job.leaseToken, amountCents: 3, settled: false }
+  yield* store.charge({ items: [reserve], now: 1_000 })
 
   // A duplicate delivery while A's lease is live costs one round trip: Busy, no model call.
-  const dup = yield* store.claim({ jobId: job.id, owner: "worker-c", leaseMs, now: 50_000 })
-  console.log(dup._tag) // "Busy"
+  const [dup] = (yield* store.claim({ items: [{ jobId, owner: "worker-c", leaseMs }], now: 50_000 })).results
+  console.log(dup?._tag) // "Busy"
 
   // A's lease lapses without a heartbeat; worker B takes over with token 2 and runs the job.
-  const b = yield* store.claim({ jobId: job.id, owner: "worker-b", leaseMs, now: 200_000 })
-  if (b._tag !== "Claimed") return yield* Effect.dieMessage("expected a takeover")
+  const [b] = (yield* store.claim({ items: [{ jobId, owner: "worker-b", leaseMs }], now: 200_000 })).results
+  if (b?._tag !== "Claimed") return yield* Effect.dieMessage("expected a takeover")
   console.log(b.takeover, b.job.leaseToken) // true 2
 
-  // A wakes up with its result. Its write carries token 1 and is rejected: it can never commit.
-  const stale = yield* store
-    .complete({ jobId: job.id, token: a.job.leaseToken, result: { summary: "from A" }, now: 201_000 })
-    .pipe(Effect.flip)
-  if (stale._tag === "LeaseLost") console.log(stale._tag, stale.currentToken) // "LeaseLost" 2
+  // A wakes up with its result. Its settle carries token 1 and is fenced: it can never commit.
+  const complete = (token: number, summary: string, now: number) =>
+    store.settle({ items: [{ jobId, token, outcome: { _tag: "Complete", result: { summary } } }], now })
+  const [stale] = (yield* complete(a.job.leaseToken, "from A", 201_000)).results
+  if (stale?._tag === "LeaseLost") console.log(stale._tag, stale.currentToken) // "LeaseLost" 2
 
   // But the money A spent is recorded: charges are accepted from stale tokens.
-  yield* store.charge({
-    jobId: job.id,
-    callId: "call-a",
-    token: a.job.leaseToken,
-    amountCents: 4,
-    settled: true,
-    now: 201_000
-  })
+  yield* store.charge({ items: [{ ...reserve, amountCents: 4, settled: true }], now: 201_000 })
 
-  const done = yield* store.complete({
-    jobId: job.id,
-    token: b.job.leaseToken,
-    result: { summary: "from B" },
-    now: 230_000
-  })
-  console.log(done.state, done.result, done.costCents) // "succeeded" { summary: "from B" } 4
+  const [done] = (yield* complete(b.job.leaseToken, "from B", 230_000)).results
+  // "succeeded" { summary: "from B" } 4
+  if (done?._tag === "Settled") console.log(done.job.state, done.job.result, done.job.costCents)
 })
 // #endregion story
 

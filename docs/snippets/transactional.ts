@@ -10,7 +10,7 @@ const pool = new pg.Pool({ connectionString: "postgres://postgres@127.0.0.1:5432
 export const placeOrder = (order: { readonly id: string; readonly text: string }) =>
   Effect.gen(function* () {
     const input = { orderId: order.id }
-    const options = {
+    const item = {
       id: yield* Ids.makeJobId,
       queue: "orders",
       type: "order.summarize",
@@ -25,9 +25,12 @@ export const placeOrder = (order: { readonly id: string; readonly text: string }
     return yield* Effect.gen(function* () {
       yield* Effect.promise(() => client.query("BEGIN"))
       yield* Effect.promise(() => client.query("INSERT INTO orders (id, text) VALUES ($1, $2)", [order.id, order.text]))
-      const { job } = yield* PgStore.submitInTransaction(client, options)
+      // A batch of one job: Created, or Existing when this order was submitted before (nothing written).
+      const { results } = yield* PgStore.submitInTransaction(client, { items: [item] })
+      const outcome = results[0]
+      if (outcome === undefined || outcome._tag === "KeyReused") return yield* Effect.dieMessage("key reused")
       yield* Effect.promise(() => client.query("COMMIT"))
-      return job
+      return outcome.job
     }).pipe(
       Effect.tapErrorCause(() => Effect.promise(() => client.query("ROLLBACK"))),
       Effect.ensuring(Effect.sync(() => client.release()))
