@@ -6,10 +6,10 @@
  */
 import { ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { simulateCommand } from "@slowcall/simulator/Command"
 import { Cause, Console, Effect } from "effect"
 import { adviseCommand } from "./Advise.js"
 import * as Cli from "./Cli.js"
-import { simulateCommand } from "./Simulate.js"
 
 const run = Cli.make([adviseCommand, simulateCommand]) as (
   argv: ReadonlyArray<string>

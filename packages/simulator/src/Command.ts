@@ -1,16 +1,25 @@
 /**
- * `slowcall simulate`: run the deterministic simulator over a run set and report. Exit status 0 when every
- * invariant holds, 1 otherwise. `--replay FILE` runs one saved plan (a corpus entry) once.
+ * The `simulate` command (`slowcall simulate`, and `npm run simulate` through the simulator's own script): run the
+ * deterministic simulator over a run set and report. Exit status 0 when every invariant holds, 1 otherwise.
+ * `--replay FILE` runs one saved plan (a corpus entry) once. It lives beside the simulator so that the CLI and the
+ * script share one definition without the simulator depending on the CLI.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
-import * as Plan from "@slowcall/simulator/Plan"
-import * as Report from "@slowcall/simulator/Report"
-import * as Simulator from "@slowcall/simulator/Simulate"
-import { Console, Effect, Option } from "effect"
-import { CliError } from "./CliError.js"
+import { Console, Data, Effect, Option } from "effect"
+import * as Plan from "./Plan.js"
+import * as Report from "./Report.js"
+import * as Simulator from "./Simulate.js"
+
+/**
+ * A failure the user can act on; the command line prints `slowcall: <message>` and exits with status 1.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class SimulateError extends Data.TaggedError("SimulateError")<{ readonly message: string }> {}
 
 const parseFaults = (text: string): ReadonlyArray<Plan.FaultKind> => {
   if (text === "all") return Plan.faultKinds
@@ -25,8 +34,8 @@ const parseFaults = (text: string): ReadonlyArray<Plan.FaultKind> => {
 }
 
 /** The plan of a saved corpus entry, or a one-line error naming the file. */
-const planOf = (file: string, text: string): Effect.Effect<Plan.Plan, CliError> => {
-  const notAPlan = new CliError({ message: `${file} is not a saved plan (a corpus entry with a plan)` })
+const planOf = (file: string, text: string): Effect.Effect<Plan.Plan, SimulateError> => {
+  const notAPlan = new SimulateError({ message: `${file} is not a saved plan (a corpus entry with a plan)` })
   try {
     const entry = JSON.parse(text) as Partial<Report.CorpusEntry> | null
     return typeof entry?.plan === "object" && entry.plan !== null ? Effect.succeed(entry.plan) : Effect.fail(notAPlan)
@@ -69,14 +78,14 @@ export const simulateCommand = Command.make("simulate", options, (flags) =>
     const fs = yield* FileSystem.FileSystem
     const faults = yield* Effect.try({
       try: () => parseFaults(flags.faults),
-      catch: (error) => new CliError({ message: (error as Error).message })
+      catch: (error) => new SimulateError({ message: (error as Error).message })
     })
     let report: Simulator.Report
     if (Option.isSome(flags.replay)) {
       const file = flags.replay.value
       const text = yield* fs
         .readFileString(file)
-        .pipe(Effect.mapError(() => new CliError({ message: `cannot read ${file}` })))
+        .pipe(Effect.mapError(() => new SimulateError({ message: `cannot read ${file}` })))
       report = Simulator.replayPlan(yield* planOf(file, text))
     } else {
       report = Simulator.simulate({
@@ -105,7 +114,7 @@ export const simulateCommand = Command.make("simulate", options, (flags) =>
     }
     yield* Console.log(flags.json ? JSON.stringify(Report.toJson(report)) : Report.format(report))
     if (report.violations.length > 0) {
-      return yield* new CliError({
+      return yield* new SimulateError({
         message: `${report.violations.length} invariant violation(s); first: ${report.violations[0]!.invariant}`
       })
     }
