@@ -8,7 +8,7 @@
 import * as Client from "@slowcall/core/Client"
 import * as Decide from "@slowcall/core/Decide"
 import * as Handler from "@slowcall/core/Handler"
-import type { Job } from "@slowcall/core/Models"
+import type { Job } from "@slowcall/core/Job"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"

@@ -1,5 +1,5 @@
 import * as Client from "@slowcall/core/Client"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import { Effect } from "effect"
 
 export const cancel = (jobId: JobId) =>

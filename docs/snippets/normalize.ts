@@ -1,4 +1,4 @@
-import * as ErrorClasses from "@slowcall/core/ErrorClasses"
+import * as ErrorClass from "@slowcall/core/ErrorClass"
 import * as Normalize from "@slowcall/core/Normalize"
 import * as Retry from "@slowcall/core/Retry"
 import { Effect } from "effect"
@@ -31,5 +31,5 @@ console.log(reset.errorClass) // "network"
 // The delay before the next attempt: full-jitter backoff from the class policy, never below a Retry-After the
 // class honours. Randomness comes from Effect's Random, so a seeded run replays the same delays.
 const delay = Retry.delayFor(n, 2) // attempt 2 of an overloaded call: max(uniform[0, 10 s], 20 s)
-Effect.runPromise(delay).then((ms) => console.log(n.errorClass, ErrorClasses.policy(n.errorClass).baseMs, ms))
+Effect.runPromise(delay).then((ms) => console.log(n.errorClass, ErrorClass.policy(n.errorClass).baseMs, ms))
 // #endregion delay

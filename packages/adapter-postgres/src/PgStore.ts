@@ -17,7 +17,7 @@
  */
 import type { PGlite } from "@electric-sql/pglite"
 import type { StoreError, TransportError } from "@slowcall/core/Errors"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import { Query } from "@slowcall/core/Query"
 import { type Reply, Store, type SubmitOutcome } from "@slowcall/core/Store"

@@ -29,7 +29,7 @@
  * @since 0.1.0
  */
 import { TransportError } from "@slowcall/core/Errors"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import { type Delivery, Transport, type TransportCapabilities } from "@slowcall/core/Transport"
 import { Clock, Context, Deferred, Effect, Layer, Ref, type Scope } from "effect"
 import type { Driver } from "./internal/driver.js"

@@ -7,7 +7,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { makeJobId } from "@slowcall/core/Ids"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import * as Store from "@slowcall/core/Store"
 import { Effect, type Layer, Option } from "effect"
 import * as PgStore from "../src/PgStore.js"

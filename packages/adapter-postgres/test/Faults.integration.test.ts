@@ -6,7 +6,7 @@
  */
 import { expect, it } from "@effect/vitest"
 import { makeJobId } from "@slowcall/core/Ids"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import type { Query } from "@slowcall/core/Query"
 import * as FaultProxy from "@slowcall/testing/FaultProxy"
 import { Effect } from "effect"

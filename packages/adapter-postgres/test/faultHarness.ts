@@ -4,7 +4,7 @@
  * retry on store errors, wait out a live lease) without transports, heartbeats or handlers, so the outcome of a
  * fault test is a property of the Store alone.
  */
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import type { Store } from "@slowcall/core/Store"
 import { Duration, Effect, Queue, Ref } from "effect"
 

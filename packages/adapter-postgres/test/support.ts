@@ -3,7 +3,7 @@
  * seam, submit items, and single-item shorthands over the batch verbs.
  */
 import { randomBytes } from "node:crypto"
-import type { Job, JobId } from "@slowcall/core/Models"
+import type { Job, JobId } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import type { Reply } from "@slowcall/core/Store"
 import { Effect, Layer } from "effect"

@@ -5,8 +5,9 @@
  *
  * @since 0.1.0
  */
+
+import { ErrorClass } from "@slowcall/core/ErrorClass"
 import * as Handler from "@slowcall/core/Handler"
-import { ErrorClass } from "@slowcall/core/Models"
 import { Duration, Effect, Random, Schema } from "effect"
 
 /**

@@ -51,12 +51,9 @@ const tree = (options: {
   for (const [name, manifest] of Object.entries(packages)) {
     write(`packages/${name}/package.json`, JSON.stringify({ name: `@slowcall/${name}`, ...manifest }))
   }
-  write("packages/core/src/Models.ts", 'import { Schema } from "effect"\nexport const Id = Schema.String\n')
-  write("packages/testing/src/Suite.ts", 'import * as Models from "@slowcall/core/Models"\nexport const m = Models\n')
-  write(
-    "packages/simulator/src/Simulate.ts",
-    'import * as Models from "@slowcall/core/Models"\nexport const m = Models\n'
-  )
+  write("packages/core/src/Job.ts", 'import { Schema } from "effect"\nexport const Id = Schema.String\n')
+  write("packages/testing/src/Suite.ts", 'import * as Job from "@slowcall/core/Job"\nexport const m = Job\n')
+  write("packages/simulator/src/Simulate.ts", 'import * as Job from "@slowcall/core/Job"\nexport const m = Job\n')
   write("packages/cli/src/Simulate.ts", 'import * as Sim from "@slowcall/simulator/Simulate"\nexport const s = Sim\n')
   for (const [path, text] of Object.entries(options.files ?? {})) write(path, text)
   return root

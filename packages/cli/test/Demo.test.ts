@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ErrorClass } from "@slowcall/core/Models"
+import { ErrorClass } from "@slowcall/core/ErrorClass"
 import { normalize } from "@slowcall/core/Normalize"
 import { Effect, Random } from "effect"
 import * as Demo from "../src/Demo.js"

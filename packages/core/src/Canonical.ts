@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto"
 import { Effect, Either } from "effect"
 import { InvalidInput } from "./Errors.js"
-import type { Json } from "./Models.js"
+import type { Json } from "./Job.js"
 
 const isPlainObject = (value: object): boolean => {
   const proto = Object.getPrototypeOf(value)

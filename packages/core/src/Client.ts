@@ -19,7 +19,7 @@ import { Context, Duration, Effect, Either, Layer, Schedule, Stream } from "effe
 import * as Canonical from "./Canonical.js"
 import { AlreadyTerminal, IdempotencyKeyReused, InvalidInput, JobNotFound, type StoreError } from "./Errors.js"
 import * as Ids from "./Ids.js"
-import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Models.js"
+import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Job.js"
 import type { SubmitItem } from "./Protocol.js"
 import * as QueryModule from "./Query.js"
 import { type DeadLetterOptions, type DeadLetters, type ListOptions, Query, type StoreStats } from "./Query.js"

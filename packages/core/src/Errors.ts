@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
-import { JobId, JobState } from "./Models.js"
+import { JobId, JobState } from "./Job.js"
 
 /**
  * A fenced write (heartbeat, progress, complete, fail, retry, abandon, release) whose token is no longer the

@@ -9,8 +9,8 @@
  */
 import { Data, type Effect, type Schema } from "effect"
 import type { StoreError } from "./Errors.js"
+import type { JobId } from "./Job.js"
 import { type AttemptPolicy, leaseFor } from "./Lease.js"
-import type { JobId } from "./Models.js"
 
 /**
  * A model call whose estimate would take the job's spend past its budget. Nothing was reserved and nothing was

@@ -8,7 +8,7 @@
  */
 import { Duration, Effect, Metric, MetricState, Schedule, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
-import type { JobState } from "./Models.js"
+import type { JobState } from "./Job.js"
 import { Query } from "./Query.js"
 import { Store } from "./Store.js"
 

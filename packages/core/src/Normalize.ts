@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import { Cause, Clock, Effect } from "effect"
-import { policy } from "./ErrorClasses.js"
-import type { ErrorClass } from "./Models.js"
+import type { ErrorClass } from "./ErrorClass.js"
+import { policy } from "./ErrorClass.js"
 
 /**
  * The normalised view of a failure. `retryable` always equals `policy(errorClass).retryable`; `retryAfterMs` is

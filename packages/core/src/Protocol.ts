@@ -10,8 +10,10 @@
  *
  * @since 0.2.0
  */
-import type { AbandonReason, AttemptOutcome, ErrorClass, Job, JobId, Json } from "./Models.js"
-import { attemptsLeft, isTerminal } from "./Models.js"
+
+import type { ErrorClass } from "./ErrorClass.js"
+import type { AbandonReason, AttemptOutcome, Job, JobId, Json } from "./Job.js"
+import { attemptsLeft, isTerminal } from "./Job.js"
 import * as StateMachine from "./StateMachine.js"
 
 /**

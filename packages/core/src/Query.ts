@@ -7,8 +7,9 @@
  * @since 0.2.0
  */
 import { Context, Effect } from "effect"
+import type { ErrorClass } from "./ErrorClass.js"
 import type { JobNotFound, StoreError } from "./Errors.js"
-import type { Attempt, Charge, ErrorClass, Job, JobId, JobState } from "./Models.js"
+import type { Attempt, Charge, Job, JobId, JobState } from "./Job.js"
 import type { ReplayFilter } from "./Protocol.js"
 import type { Store } from "./Store.js"
 

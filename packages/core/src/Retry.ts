@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Effect, Random } from "effect"
-import { type ClassPolicy, policy as classPolicy } from "./ErrorClasses.js"
+import { type ClassPolicy, policy as classPolicy } from "./ErrorClass.js"
 import type { Normalized } from "./Normalize.js"
 
 /**

@@ -13,7 +13,7 @@
  */
 import { Effect } from "effect"
 import { InvalidTransition } from "./Errors.js"
-import type { JobState } from "./Models.js"
+import type { JobState } from "./Job.js"
 
 /**
  * Everything that can happen to a job.

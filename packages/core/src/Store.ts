@@ -24,7 +24,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { IdempotencyKeyReused, InvalidInput, StoreError } from "./Errors.js"
 import * as internalMemoryStore from "./internal/memoryStore.js"
-import type { Job, JobId, JobState } from "./Models.js"
+import type { Job, JobId, JobState } from "./Job.js"
 import type { Outcome, ReplayFilter, SubmitItem } from "./Protocol.js"
 import { Query } from "./Query.js"
 

@@ -9,8 +9,8 @@
  */
 import { Duration, Effect, Layer, Metric, Schedule, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
+import type { Job } from "./Job.js"
 import * as Metrics from "./Metrics.js"
-import type { Job } from "./Models.js"
 import { Store, type SweepResult } from "./Store.js"
 import { Transport } from "./Transport.js"
 

@@ -16,7 +16,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { TransportError } from "./Errors.js"
 import * as internalMemoryTransport from "./internal/memoryTransport.js"
-import type { JobId } from "./Models.js"
+import type { JobId } from "./Job.js"
 
 /**
  * What a publish carries: the job id plus routing hints, so a worker can skip a type or version it does not

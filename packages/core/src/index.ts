@@ -12,20 +12,20 @@ export * as Canonical from "./Canonical.js"
 export * as Client from "./Client.js"
 /** @since 0.1.0 */
 export * as Decide from "./Decide.js"
-/** @since 0.1.0 */
-export * as ErrorClasses from "./ErrorClasses.js"
+/** @since 0.2.0 */
+export * as ErrorClass from "./ErrorClass.js"
 /** @since 0.1.0 */
 export * as Errors from "./Errors.js"
 /** @since 0.1.0 */
 export * as Handler from "./Handler.js"
 /** @since 0.1.0 */
 export * as Ids from "./Ids.js"
+/** @since 0.2.0 */
+export * as Job from "./Job.js"
 /** @since 0.1.0 */
 export * as Lease from "./Lease.js"
 /** @since 0.1.0 */
 export * as Metrics from "./Metrics.js"
-/** @since 0.1.0 */
-export * as Models from "./Models.js"
 /** @since 0.1.0 */
 export * as Normalize from "./Normalize.js"
 /** @since 0.2.0 */

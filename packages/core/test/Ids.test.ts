@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Random, Schema, TestClock } from "effect"
 import { jobIdMillis, makeId, makeJobId } from "../src/Ids.js"
-import { JobId } from "../src/Models.js"
+import { JobId } from "../src/Job.js"
 
 const seeded = <A>(seed: string, effect: Effect.Effect<A>) => Effect.withRandom(effect, Random.make(seed))
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Random, TestClock } from "effect"
 import { makeJobId } from "../src/Ids.js"
-import type { JobId } from "../src/Models.js"
+import type { JobId } from "../src/Job.js"
 import * as Transport from "../src/Transport.js"
 
 const message = (priority?: number) =>

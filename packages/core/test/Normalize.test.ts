@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, FiberId, TestClock } from "effect"
+import type { ErrorClass } from "../src/ErrorClass.js"
 import { LeaseLost } from "../src/Errors.js"
-import type { ErrorClass } from "../src/Models.js"
 import { maxEvidenceLength, normalize, normalizeWithClock, redact, truncate } from "../src/Normalize.js"
 
 const errno = (code: string, message = `connect ${code}`) => Object.assign(new Error(message), { code })

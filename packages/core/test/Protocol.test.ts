@@ -3,8 +3,8 @@
  * (`newJob`, `claimTransition`) and, where a state is hard to reach, by patching a field of such a record.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Job, JobId } from "../src/Models.js"
-import { attemptsLeft } from "../src/Models.js"
+import type { Job, JobId } from "../src/Job.js"
+import { attemptsLeft } from "../src/Job.js"
 import * as Protocol from "../src/Protocol.js"
 
 const ID = "01890a5d-ac96-774b-bcce-b302099a8057" as JobId

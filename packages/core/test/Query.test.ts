@@ -3,7 +3,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import type { ErrorClass, Job } from "../src/Models.js"
+import type { ErrorClass } from "../src/ErrorClass.js"
+import type { Job } from "../src/Job.js"
 import * as QueryModule from "../src/Query.js"
 import type { Store } from "../src/Store.js"
 import * as StoreModule from "../src/Store.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Random } from "effect"
-import { policy } from "../src/ErrorClasses.js"
+import { policy } from "../src/ErrorClass.js"
 import * as Retry from "../src/Retry.js"
 
 const seeded = <A>(seed: string, effect: Effect.Effect<A>) => Effect.withRandom(effect, Random.make(seed))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import fc from "fast-check"
-import type { JobState } from "../src/Models.js"
+import type { JobState } from "../src/Job.js"
 import { type Event, isLegal, next, table, transition } from "../src/StateMachine.js"
 
 const states: ReadonlyArray<JobState> = ["queued", "running", "succeeded", "failed", "abandoned"]

@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Logger, ParseResult, Schema, Scope, TestClock } from "effect"
 import { StoreError } from "../src/Errors.js"
 import * as Handler from "../src/Handler.js"
-import type { JobId, JobState } from "../src/Models.js"
+import type { JobId, JobState } from "../src/Job.js"
 import type { Store } from "../src/Store.js"
 import * as fixtures from "./fixtures.js"
 

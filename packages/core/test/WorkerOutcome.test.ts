@@ -4,7 +4,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { StopReason } from "../src/internal/workerControl.js"
 import { decide, type Ended } from "../src/internal/workerOutcome.js"
-import type { Job, JobId } from "../src/Models.js"
+import type { Job, JobId } from "../src/Job.js"
 import type { Normalized } from "../src/Normalize.js"
 import * as Protocol from "../src/Protocol.js"
 

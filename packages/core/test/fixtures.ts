@@ -6,7 +6,7 @@
 import { Clock, Effect, TestClock } from "effect"
 import { inputHash } from "../src/Canonical.js"
 import { makeJobId } from "../src/Ids.js"
-import type { Job, JobId, JobState, Json } from "../src/Models.js"
+import type { Job, JobId, JobState, Json } from "../src/Job.js"
 import type { Outcome, SubmitItem } from "../src/Protocol.js"
 import * as StoreModule from "../src/Store.js"
 import { Store } from "../src/Store.js"

@@ -7,7 +7,8 @@
  * @since 0.1.0
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema } from "@effect/platform"
-import { ErrorClass, JobState } from "@slowcall/core/Models"
+import { ErrorClass } from "@slowcall/core/ErrorClass"
+import { JobState } from "@slowcall/core/Job"
 import { Context, Schema } from "effect"
 import { JobDetail, JobView } from "./View.js"
 

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { type Attempt, type Charge, isTerminal, type Job, JobState } from "@slowcall/core/Models"
+import { type Attempt, type Charge, isTerminal, type Job, JobState } from "@slowcall/core/Job"
 import { redact, truncate } from "@slowcall/core/Normalize"
 import { Schema } from "effect"
 

@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import { Query } from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { StoreError } from "@slowcall/core/Errors"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import { Query } from "@slowcall/core/Query"
 import * as StoreModule from "@slowcall/core/Store"
 import { Store } from "@slowcall/core/Store"

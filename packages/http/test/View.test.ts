@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import type { Attempt, Charge, Job, JobId } from "@slowcall/core/Models"
+import type { Attempt, Charge, Job, JobId } from "@slowcall/core/Job"
 import { etag, etagMatches, jobDetail, jobView, redactEvidence, retryAfterSeconds, revision } from "../src/View.js"
 
 const t0 = Date.UTC(2026, 0, 2, 3, 4, 5)

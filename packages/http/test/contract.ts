@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Client from "@slowcall/core/Client"
-import type { Job, JobId, Json } from "@slowcall/core/Models"
+import type { Job, JobId, Json } from "@slowcall/core/Job"
 import type { Outcome } from "@slowcall/core/Protocol"
 import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
-import type { AbandonReason, Job, JobState } from "@slowcall/core/Models"
+import type { AbandonReason, Job, JobState } from "@slowcall/core/Job"
 import type { Outcome } from "@slowcall/core/Protocol"
 
 /**

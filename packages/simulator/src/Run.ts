@@ -7,8 +7,8 @@
  */
 import * as Client from "@slowcall/core/Client"
 import * as Handler from "@slowcall/core/Handler"
+import { isTerminal, type Job, type JobId } from "@slowcall/core/Job"
 import { leaseFor } from "@slowcall/core/Lease"
-import { isTerminal, type Job, type JobId } from "@slowcall/core/Models"
 import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"

@@ -12,7 +12,7 @@
  */
 
 import { StoreError } from "@slowcall/core/Errors"
-import type { Job, JobId } from "@slowcall/core/Models"
+import type { Job, JobId } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import type {
   CancelItem,

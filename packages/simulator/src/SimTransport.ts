@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import type { JobState } from "@slowcall/core/Models"
+import type { JobState } from "@slowcall/core/Job"
 import type { Delivery, Transport } from "@slowcall/core/Transport"
 import { Effect } from "effect"
 import type { History } from "./History.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { StoreError } from "@slowcall/core/Errors"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import * as Store from "@slowcall/core/Store"
 import { Effect, Either } from "effect"
 import * as fc from "fast-check"

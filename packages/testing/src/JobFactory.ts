@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto"
 import { inputHash } from "@slowcall/core/Canonical"
 import { makeJobId } from "@slowcall/core/Ids"
-import type { JobId, Json } from "@slowcall/core/Models"
+import type { JobId, Json } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import { Effect, Random } from "effect"
 

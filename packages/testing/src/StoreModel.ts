@@ -10,8 +10,10 @@
  *
  * @since 0.2.0
  */
+
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { StoreError } from "@slowcall/core/Errors"
-import type { Attempt, Charge, ErrorClass, Job, JobId, JobState } from "@slowcall/core/Models"
+import type { Attempt, Charge, Job, JobId, JobState } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
 import type {
   DeadLetterGroup,

@@ -17,7 +17,7 @@
  * @since 0.2.0
  */
 import { inputHash } from "@slowcall/core/Canonical"
-import type { Json } from "@slowcall/core/Models"
+import type { Json } from "@slowcall/core/Job"
 import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
 import { Effect, type Layer, ManagedRuntime } from "effect"

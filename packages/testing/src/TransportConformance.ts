@@ -12,7 +12,7 @@
  */
 
 import { expect, layer } from "@effect/vitest"
-import type { JobId } from "@slowcall/core/Models"
+import type { JobId } from "@slowcall/core/Job"
 import { type Delivery, type Message, Transport } from "@slowcall/core/Transport"
 import { Duration, Effect, Fiber, type Layer, TestClock } from "effect"
 import { makeJobFactory } from "./JobFactory.js"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { inputHash } from "@slowcall/core/Canonical"
-import { JobId } from "@slowcall/core/Models"
+import { JobId } from "@slowcall/core/Job"
 import { Effect, Schema } from "effect"
 import { makeJobFactory } from "../src/JobFactory.js"
 

@@ -3,8 +3,10 @@
  *
  * @internal
  */
+
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobNotFound } from "@slowcall/core/Errors"
-import type { ErrorClass, JobState } from "@slowcall/core/Models"
+import type { JobState } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
 import type { Query } from "@slowcall/core/Query"
 import { Effect } from "effect"

@@ -4,17 +4,9 @@
  *
  * @internal
  */
-import type {
-  AbandonReason,
-  Attempt,
-  AttemptOutcome,
-  Charge,
-  ErrorClass,
-  Job,
-  JobId,
-  JobState,
-  Json
-} from "@slowcall/core/Models"
+
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import type { AbandonReason, Attempt, AttemptOutcome, Charge, Job, JobId, JobState, Json } from "@slowcall/core/Job"
 
 /** @internal */
 export type Row = Record<string, unknown>

@@ -8,7 +8,7 @@
  * @internal
  */
 import { StoreError } from "@slowcall/core/Errors"
-import type { Job, JobId } from "@slowcall/core/Models"
+import type { Job, JobId } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
 import type {
   CancelItem,

@@ -9,8 +9,9 @@
  * @internal
  */
 import { Effect } from "effect"
+import type { ErrorClass } from "../ErrorClass.js"
 import { JobNotFound, StoreError } from "../Errors.js"
-import type { Attempt, Charge, ErrorClass, Job, JobId, JobState } from "../Models.js"
+import type { Attempt, Charge, Job, JobId, JobState } from "../Job.js"
 import * as Protocol from "../Protocol.js"
 import type { DeadLetterGroup, Query, StoreStats } from "../Query.js"
 import type {

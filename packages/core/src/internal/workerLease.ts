@@ -6,9 +6,9 @@
  * @internal
  */
 import { Clock, Effect, Metric } from "effect"
+import type { Job } from "../Job.js"
 import * as Lease from "../Lease.js"
 import * as Metrics from "../Metrics.js"
-import type { Job } from "../Models.js"
 import type { Store } from "../Store.js"
 import type { Delivery, Transport } from "../Transport.js"
 import * as Control from "./workerControl.js"

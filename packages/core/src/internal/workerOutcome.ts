@@ -6,8 +6,8 @@
  *
  * @internal
  */
-import type { Job, Json } from "../Models.js"
-import { attemptsLeft } from "../Models.js"
+import type { Job, Json } from "../Job.js"
+import { attemptsLeft } from "../Job.js"
 import type { Normalized } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { StopReason } from "./workerControl.js"

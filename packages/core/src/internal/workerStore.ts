@@ -8,7 +8,7 @@
  */
 import { Effect } from "effect"
 import { LeaseLost, StoreError } from "../Errors.js"
-import type { Job } from "../Models.js"
+import type { Job } from "../Job.js"
 import type {
   ChargeItem,
   ClaimItem,

@@ -6,7 +6,7 @@
  */
 import { HttpApp, HttpServerResponse } from "@effect/platform"
 import type { InvalidInput, StoreError } from "@slowcall/core/Errors"
-import { type Job, JobId } from "@slowcall/core/Models"
+import { type Job, JobId } from "@slowcall/core/Job"
 import { Context, Effect, Option, Schema } from "effect"
 import type { Issue } from "../Api.js"
 import { etag, retryAfterSeconds } from "../View.js"

@@ -6,7 +6,7 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Client } from "@slowcall/core/Client"
-import { JobId } from "@slowcall/core/Models"
+import { JobId } from "@slowcall/core/Job"
 import { Effect, Option, Schema } from "effect"
 import { type DeadLetterParams, type ReplayBody, SlowcallApi, Tenant } from "../Api.js"
 import { jobView } from "../View.js"

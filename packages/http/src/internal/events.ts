@@ -10,7 +10,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Client } from "@slowcall/core/Client"
-import type { Job } from "@slowcall/core/Models"
+import type { Job } from "@slowcall/core/Job"
 import { Effect, identity, Option, Schedule, Stream } from "effect"
 import { Tenant } from "../Api.js"
 import { jobView, revision } from "../View.js"

@@ -7,8 +7,8 @@
  */
 import { HttpApiBuilder, OpenApi } from "@effect/platform"
 import { Client } from "@slowcall/core/Client"
+import { JobState } from "@slowcall/core/Job"
 import * as Metrics from "@slowcall/core/Metrics"
-import { JobState } from "@slowcall/core/Models"
 import { Effect } from "effect"
 import { SlowcallApi, Tenant } from "../Api.js"
 import { html as dashboardHtml } from "../Dashboard.js"

@@ -8,7 +8,7 @@
  * @internal
  */
 import { describe, expect } from "@effect/vitest"
-import { attemptsLeft } from "@slowcall/core/Models"
+import { attemptsLeft } from "@slowcall/core/Job"
 import type { Outcome } from "@slowcall/core/Protocol"
 import { Effect } from "effect"
 import { type Area, expectTag, LEASE, only, outcome } from "./fixture.js"

@@ -9,7 +9,8 @@
  * @internal
  */
 import { expect, type Vitest } from "@effect/vitest"
-import type { AbandonReason, Attempt, Charge, ErrorClass, Job, JobId, Json } from "@slowcall/core/Models"
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import type { AbandonReason, Attempt, Charge, Job, JobId, Json } from "@slowcall/core/Job"
 import type { Outcome, ReplayFilter, SubmitItem } from "@slowcall/core/Protocol"
 import { Query } from "@slowcall/core/Query"
 import {

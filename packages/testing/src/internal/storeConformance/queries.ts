@@ -8,7 +8,8 @@
  * @internal
  */
 import { describe, expect } from "@effect/vitest"
-import { attemptsLeft, type ErrorClass, type JobId } from "@slowcall/core/Models"
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import { attemptsLeft, type JobId } from "@slowcall/core/Job"
 import * as Query from "@slowcall/core/Query"
 import { Effect } from "effect"
 import { type Area, outcome } from "./fixture.js"

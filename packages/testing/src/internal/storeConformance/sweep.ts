@@ -8,7 +8,7 @@
  * @internal
  */
 import { describe, expect } from "@effect/vitest"
-import type { Job } from "@slowcall/core/Models"
+import type { Job } from "@slowcall/core/Job"
 import { Effect } from "effect"
 import { type Area, outcome } from "./fixture.js"
 

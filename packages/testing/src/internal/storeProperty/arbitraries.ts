@@ -6,7 +6,9 @@
  *
  * @internal
  */
-import type { ErrorClass, JobState } from "@slowcall/core/Models"
+
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import type { JobState } from "@slowcall/core/Job"
 import fc from "fast-check"
 import { type FilterSpec, type OutcomeSpec, type Specs, Step, type SubmitSpec } from "./commands.js"
 import type { JobRef } from "./world.js"

@@ -7,7 +7,9 @@
  *
  * @internal
  */
-import type { AbandonReason, ErrorClass, JobId, JobState, Json } from "@slowcall/core/Models"
+
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import type { AbandonReason, JobId, JobState, Json } from "@slowcall/core/Job"
 import type { Outcome } from "@slowcall/core/Protocol"
 import * as Query from "@slowcall/core/Query"
 import { Effect } from "effect"

@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import type { JobId, Json } from "@slowcall/core/Models"
+import type { JobId, Json } from "@slowcall/core/Job"
 import type { Query } from "@slowcall/core/Query"
 import type { Store } from "@slowcall/core/Store"
 import type { Effect } from "effect"

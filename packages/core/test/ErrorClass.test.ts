@@ -1,12 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as ErrorClasses from "../src/ErrorClasses.js"
-import { ErrorClass } from "../src/Models.js"
+import { all, ErrorClass, isRetryable, policy } from "../src/ErrorClass.js"
 
-describe("ErrorClasses", () => {
+describe("ErrorClass", () => {
   it("has exactly one policy per error class, keyed by its own class", () => {
-    expect([...ErrorClasses.all].sort()).toEqual([...ErrorClass.literals].sort())
+    expect([...all].sort()).toEqual([...ErrorClass.literals].sort())
     for (const c of ErrorClass.literals) {
-      expect(ErrorClasses.policy(c).errorClass).toBe(c)
+      expect(policy(c).errorClass).toBe(c)
     }
   })
 
@@ -24,14 +23,14 @@ describe("ErrorClasses", () => {
   const retryable = ["rate_limited", "overloaded", "timeout", "network", "server_error", "lease_expired", "unknown"]
 
   it.each(permanent)("%s is permanent with no delay", (c) => {
-    const p = ErrorClasses.policy(c)
+    const p = policy(c)
     expect(p.retryable).toBe(false)
-    expect(ErrorClasses.isRetryable(c)).toBe(false)
+    expect(isRetryable(c)).toBe(false)
     expect(p.baseMs).toBe(0)
   })
 
   it.each(retryable)("%s is retryable with a positive base under its cap", (c) => {
-    const p = ErrorClasses.policy(c as ErrorClass)
+    const p = policy(c as ErrorClass)
     expect(p.retryable).toBe(true)
     expect(p.baseMs).toBeGreaterThan(0)
     expect(p.capMs).toBeGreaterThanOrEqual(p.baseMs)
@@ -42,8 +41,8 @@ describe("ErrorClasses", () => {
   })
 
   it("honours Retry-After for rate limits, and backs off longer when overloaded", () => {
-    expect(ErrorClasses.policy("rate_limited").honoursRetryAfter).toBe(true)
-    expect(ErrorClasses.policy("overloaded").baseMs).toBeGreaterThan(ErrorClasses.policy("rate_limited").baseMs)
-    expect(ErrorClasses.policy("overloaded").baseMs).toBeGreaterThan(ErrorClasses.policy("server_error").baseMs)
+    expect(policy("rate_limited").honoursRetryAfter).toBe(true)
+    expect(policy("overloaded").baseMs).toBeGreaterThan(policy("rate_limited").baseMs)
+    expect(policy("overloaded").baseMs).toBeGreaterThan(policy("server_error").baseMs)
   })
 })

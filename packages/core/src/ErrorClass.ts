@@ -1,10 +1,41 @@
 /**
- * The retry policy of every normalised error class. The class, never a vendor string, decides whether a job is
+ * The normalised error classes and the retry policy of each. The class, never a vendor string, decides whether a job is
  * attempted again and how long it waits first; attempts, deadline and spend still cap every retry.
  *
  * @since 0.1.0
  */
-import { ErrorClass } from "./Models.js"
+import { Schema } from "effect"
+
+/**
+ * Normalised error classes: stable codes that never carry a vendor string, so dashboards and dead-letter groups
+ * stay meaningful across providers. `policies` below gives each its retry policy.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ErrorClass = Schema.Literal(
+  "rate_limited",
+  "overloaded",
+  "timeout",
+  "network",
+  "server_error",
+  "invalid_request",
+  "auth",
+  "quota_exhausted",
+  "content_filtered",
+  "context_length",
+  "cancelled",
+  "lease_lost",
+  "lease_expired",
+  "invalid_input",
+  "unknown_job_version",
+  "unknown"
+)
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ErrorClass = typeof ErrorClass.Type
 
 /**
  * How an error class is retried. `retryable: false` means the job fails at once (the same input would fail the
@@ -53,7 +84,7 @@ const permanent = <C extends ErrorClass>(
 })
 
 /**
- * The policy table: exactly one entry per `ErrorClass`, so adding a class to `Models.ts` without a policy is a
+ * The policy table: exactly one entry per `ErrorClass`, so adding a class to the `ErrorClass` literal without a policy is a
  * type error here.
  *
  * - Transient provider trouble (`rate_limited`, `overloaded`, `timeout`, `network`, `server_error`) is retried;
@@ -104,7 +135,7 @@ export const policy = (errorClass: ErrorClass): ClassPolicy => policies[errorCla
 export const isRetryable = (errorClass: ErrorClass): boolean => policies[errorClass].retryable
 
 /**
- * Every error class, in the order of the `ErrorClass` literal of `Models.ts`.
+ * Every error class, in the order of the `ErrorClass` literal.
  *
  * @since 0.1.0
  * @category models
