@@ -494,16 +494,23 @@ const runHeld = <R>(env: Env<R>, delivery: Delivery, job: Job, takeover: boolean
 /** Claim the delivery's job and act on the verdict: run it, defer it, or ack a settled duplicate. */
 const claimAndRun = <R>(env: Env<R>, delivery: Delivery, handler: Handler.Handler<any, any, R>) =>
   Effect.gen(function* () {
-    const sentAt = yield* Clock.currentTimeMillis
     // A retried claim whose first try applied but lost its reply finds the job Busy under this very tag.
     const claimOwner = `${env.owner}/${env.instance}.${++env.claims}`
+    const item = {
+      jobId: delivery.jobId,
+      owner: claimOwner,
+      leaseMs: handler.leaseMs,
+      estimateCents: typeof handler.estimateCents === "number" ? handler.estimateCents : undefined
+    }
+    // Each try notes its send time: a lease runs from the send of the try that was granted it, never from the
+    // reply (which may arrive late) and never from an earlier try that did not apply.
+    const sent = { first: -1, last: -1 }
     const claimed = yield* Effect.either(
       retryStore(
-        claimOne(env.store, {
-          jobId: delivery.jobId,
-          owner: claimOwner,
-          leaseMs: handler.leaseMs,
-          estimateCents: typeof handler.estimateCents === "number" ? handler.estimateCents : undefined
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          if (sent.first < 0) sent.first = now
+          sent.last = now
+          return claimOne(env.store, item)
         })
       )
     )
@@ -519,12 +526,13 @@ const claimAndRun = <R>(env: Env<R>, delivery: Delivery, handler: Handler.Handle
         yield* Metric.increment(Metrics.duplicateDeliveriesDropped)
         return yield* ackDelivery(env, delivery)
       case "Busy":
-        if (result.job.leaseOwner === claimOwner) return yield* runHeld(env, delivery, result.job, false, sentAt)
+        // Granted by an earlier try whose reply was lost: which one is unknown, so the lease runs from the first send.
+        if (result.job.leaseOwner === claimOwner) return yield* runHeld(env, delivery, result.job, false, sent.first)
         return yield* deferDelivery(env, delivery, result.until - now + env.busyMarginMs)
       case "NotDue":
         return yield* deferDelivery(env, delivery, result.until - now)
       case "Claimed":
-        return yield* runHeld(env, delivery, result.job, result.takeover, sentAt)
+        return yield* runHeld(env, delivery, result.job, result.takeover, sent.last)
     }
   })
 

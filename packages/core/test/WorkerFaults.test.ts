@@ -7,6 +7,7 @@ import { Clock, Effect, Exit, Fiber, Logger, ParseResult, Schema, Scope, TestClo
 import { StoreError } from "../src/Errors.js"
 import * as Handler from "../src/Handler.js"
 import type { JobId, JobState } from "../src/Job.js"
+import * as Metrics from "../src/Metrics.js"
 import type { Store } from "../src/Store.js"
 import * as fixtures from "./fixtures.js"
 
@@ -121,6 +122,171 @@ describe("Worker: claims", () => {
         leaseOwner: "w1"
       })
       expect(counter.calls).toBe(0)
+    })
+  )
+})
+
+describe("Worker: a claim's lease runs from the send that was granted it", () => {
+  const LEASE = 4_000
+  const slowFailure = (ms: number, applied: boolean) => {
+    let claims = 0
+    return (store: Store["Type"]): Store["Type"] => ({
+      ...store,
+      // The first claim takes `ms` and then fails: cleanly (nothing written) or after applying (reply lost).
+      claim: (options) =>
+        Effect.suspend(() =>
+          ++claims > 1
+            ? store.claim(options)
+            : Effect.zipRight(
+                applied ? store.claim(options) : Effect.void,
+                Effect.zipRight(
+                  Effect.sleep(ms),
+                  Effect.fail(
+                    new StoreError({ reason: applied ? "Ambiguous" : "Connection", operation: "claim", detail: "slow" })
+                  )
+                )
+              )
+        )
+    })
+  }
+
+  it.scoped("a retry granted after a slow failed try runs at once: the lease counts from the retry's send", () =>
+    Effect.gen(function* () {
+      const t = yield* harness(slowFailure(LEASE + 500, false))
+      const counter = { calls: 0 }
+      const id = yield* t.submit({ maxAttempts: 1 })
+      yield* t.start({ queue: "q", id: "w1", handlers: [oneCall(counter, 100)] })
+
+      const job = yield* t.reaches(id, terminal)
+
+      // Counted from the failed try's send, the lease would have looked over: the attempt would run nothing and
+      // the job's only attempt would be spent.
+      expect({ state: job.state, attempts: job.attempts, calls: counter.calls }).toEqual({
+        state: "succeeded",
+        attempts: 1,
+        calls: 1
+      })
+    })
+  )
+
+  it.scoped("a lease granted by a try whose reply was lost counts from the first send: no call after it ends", () =>
+    Effect.gen(function* () {
+      const unreachable = new StoreError({ reason: "Connection", operation: "heartbeat", detail: "refused" })
+      let claims = 0
+      // The first claim reaches the store after 3 s, applies, and its reply is lost 1.5 s later; a retry then finds
+      // the job Busy under the worker's own tag. Heartbeats never reach the store, so no lease is ever renewed.
+      const t = yield* harness((store) => ({
+        ...store,
+        heartbeat: () => Effect.fail(unreachable),
+        claim: (options) =>
+          Effect.suspend(() =>
+            ++claims > 1
+              ? store.claim(options)
+              : Effect.sleep(3_000).pipe(
+                  Effect.zipRight(store.claim(options)),
+                  Effect.zipRight(Effect.sleep(1_500)),
+                  Effect.zipRight(
+                    Effect.fail(new StoreError({ reason: "Ambiguous", operation: "claim", detail: "reply lost" }))
+                  )
+                )
+          )
+      }))
+      const starts: Array<{ readonly at: number; readonly token: number; readonly leaseUntil: number | null }> = []
+      const id = yield* t.submit({ maxAttempts: 3 })
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [
+          Handler.make({
+            type: "t",
+            version: 1,
+            input: Input,
+            result: Output,
+            attempt: { timeoutMs: 3_000 },
+            // Three seconds of preparation, then the call; the store's view of the lease is taken as it starts.
+            run: (_input, ctx) =>
+              Effect.zipRight(
+                Effect.sleep(3_000),
+                Effect.map(
+                  ctx.call({
+                    estimateCents: 1,
+                    run: Effect.flatMap(t.now, (at) => {
+                      starts.push({ at, token: ctx.token, leaseUntil: t.peek(ctx.jobId)?.leaseUntil ?? null })
+                      return Effect.as(Effect.sleep(100), "reply")
+                    }),
+                    cost: () => 1
+                  }),
+                  (text) => ({ text })
+                )
+              )
+          })
+        ]
+      })
+
+      const job = yield* t.reaches(id, terminal)
+
+      // Measured from the retry's send, the first attempt would have called at 7.55 s on a lease the store ended at
+      // 7 s. Measured from the first send, it ran nothing; the call came under the next claim, inside its lease.
+      expect(job.state).toBe("succeeded")
+      expect(starts.length).toBe(1)
+      for (const start of starts) expect(start.at).toBeLessThan(start.leaseUntil!)
+      expect(starts[0]!.token).toBeGreaterThan(1)
+    })
+  )
+})
+
+describe("Worker: the lease gate", () => {
+  it.scoped("no model call starts past the local lease end, even where the watchdog cannot interrupt", () =>
+    Effect.gen(function* () {
+      const unreachable = new StoreError({ reason: "Connection", operation: "heartbeat", detail: "refused" })
+      // Heartbeats cannot reach the store, and the reservation's write takes 5 s: longer than the 4 s lease.
+      const t = yield* harness((store) => ({
+        ...store,
+        heartbeat: () => Effect.fail(unreachable),
+        charge: (options) =>
+          options.items.some((item) => !item.settled)
+            ? Effect.zipRight(Effect.sleep(5_000), store.charge(options))
+            : store.charge(options)
+      }))
+      const counter = { calls: 0 }
+      const id = yield* t.submit({ maxAttempts: 1 })
+      const before = yield* Metrics.snapshot
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [
+          Handler.make({
+            type: "t",
+            version: 1,
+            input: Input,
+            result: Output,
+            attempt: { timeoutMs: 3_000 },
+            // The call runs where the watchdog's interruption cannot reach it: only the gate can stop it.
+            run: (_input, ctx) =>
+              Effect.uninterruptible(
+                Effect.map(ctx.call({ estimateCents: 2, run: modelCall(counter, 100), cost: () => 2 }), (text) => ({
+                  text
+                }))
+              )
+          })
+        ]
+      })
+      // The only attempt self-fences; once its lease has ended the returning message finds the attempts spent.
+      const job = yield* t.reaches(id, terminal, 30_000)
+
+      expect(counter.calls).toBe(0)
+      const charges = yield* t.query.charges({ jobId: id })
+      // The reservation was written and then settled at 0: nothing was spent.
+      expect(charges.map((c) => [c.amountCents, c.settled])).toEqual([[0, true]])
+      expect({ state: job.state, result: job.result, costCents: job.costCents }).toEqual({
+        state: "failed",
+        result: null,
+        costCents: 0
+      })
+      const after = yield* Metrics.snapshot
+      expect(
+        Metrics.read(after, "slowcall_self_fenced_total") - Metrics.read(before, "slowcall_self_fenced_total")
+      ).toBe(1)
     })
   )
 })

@@ -8,21 +8,24 @@
  * 4. `deadline`: the reservation's reply carries store time; at or past the job's deadline the reservation is
  *    settled at 0 and the call fails with `DeadlineExceeded` (no model call starts after the deadline);
  * 5. `admit`: the worker's admission hook wraps the call (fleet-wide concurrency and rate limits);
- * 6. `call`, then `settle`: the actual cost (or the handler's cost for errors) settles the reservation.
+ * 6. `lease`: at the instant the call would start, the local lease end (send time of the last granted claim or
+ *    renewal, plus the lease) must still be ahead; else the reservation is settled at 0, the attempt stops as
+ *    self-fenced and no call starts (a call now could overlap the next holder's);
+ * 7. `call`, then `settle`: the actual cost (or the handler's cost for errors) settles the reservation.
  * The budget check, the call numbering and the reservation run under the attempt's ledger lock, so parallel calls of
  * one handler never reserve past the budget together; the settlement of a call that returned runs uninterruptibly,
  * so a cancel or a lost lease cannot drop the actual cost.
  *
  * @internal
  */
-import { Effect, Metric } from "effect"
+import { Clock, Effect, Metric } from "effect"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
 import type { Job } from "../Job.js"
 import * as Metrics from "../Metrics.js"
 import * as Protocol from "../Protocol.js"
 import type { Store } from "../Store.js"
-import type { Control } from "./workerControl.js"
+import * as Control from "./workerControl.js"
 import { chargeOne, retryStore } from "./workerStore.js"
 
 /**
@@ -40,7 +43,7 @@ export type AroundCall = <A, E, R>(
 export const make = (options: {
   readonly store: Store["Type"]
   readonly job: Job
-  readonly control: Control
+  readonly control: Control.Control
   readonly aroundCall?: AroundCall | undefined
 }): HandlerContext => {
   const { aroundCall, control, job, store } = options
@@ -96,6 +99,21 @@ export const make = (options: {
       })
     )
 
+  /**
+   * The lease gate, run where the call would start: past the local lease end, the reservation is settled at 0 and
+   * the attempt is stopped as self-fenced before anything is sent to the provider.
+   */
+  const leaseGate = (callId: string): Effect.Effect<void> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      now < control.localLeaseEnd
+        ? Effect.void
+        : settle(callId, () => 0).pipe(
+            Effect.zipRight(Control.stop(control, "self_fenced")),
+            Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
+            Effect.zipRight(Effect.interrupt)
+          )
+    )
+
   const call = <A, E, R>(
     call: CallOptions<A, E, R>
   ): Effect.Effect<A, E | BudgetExceeded | DeadlineExceeded | StoreError, R> =>
@@ -104,7 +122,8 @@ export const make = (options: {
       const estimateCents = Math.max(0, call.estimateCents)
       const callId = yield* reserve(estimateCents)
       yield* Metric.increment(Metrics.modelCalls)
-      const run = aroundCall === undefined ? call.run : aroundCall({ job, estimateCents }, call.run)
+      const gated = Effect.zipRight(leaseGate(callId), call.run)
+      const run = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
       return yield* Effect.uninterruptibleMask((restore) =>
         restore(run).pipe(
           Effect.tapError((error) => settle(callId, () => call.costOnError?.(error))),
