@@ -358,6 +358,51 @@ export const makeMemory: Effect.Effect<{
 }> = internalMemoryStore.make
 
 /**
+ * Options of `makeMemoryWith`. `interleave` is consulted as each write reaches the store; an effect it returns runs
+ * before the write is applied, and other fibers run meanwhile (a networked store's round trip between reading a row
+ * and writing it). The write still checks and applies in one synchronous step at the end, against the record as it
+ * is then: a correct store gives the same replies however long the window. The simulator uses it to open windows
+ * inside writes, where a store that checked before the window and wrote after it would be caught.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface MemoryOptions {
+  readonly interleave?: ((verb: WriteVerb) => Effect.Effect<void> | undefined) | undefined
+}
+
+/**
+ * The Store verbs that write, by name.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type WriteVerb =
+  | "submit"
+  | "claim"
+  | "claimNext"
+  | "heartbeat"
+  | "charge"
+  | "settle"
+  | "cancel"
+  | "replay"
+  | "sweep"
+
+/**
+ * `makeMemory` with options (see `MemoryOptions`).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const makeMemoryWith = (
+  options: MemoryOptions
+): Effect.Effect<{
+  readonly store: Store["Type"]
+  readonly query: Query["Type"]
+  readonly peek: (jobId: JobId) => Job | undefined
+}> => internalMemoryStore.makeWith(options)
+
+/**
  * A Layer with a fresh in-memory Store and its Query (see `makeMemory`). Cheap to build: for tests, examples and
  * the simulator, which builds thousands of them. Not durable.
  *

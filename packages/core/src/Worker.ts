@@ -257,8 +257,9 @@ const retryWrite = <A>(write: Effect.Effect<A, LeaseLost | StoreError>, held: He
 
 /**
  * The one persist step: write a settlement (fenced, retried on retryable store errors), then ack a job that is
- * terminal or defer a queued one until it is due (`deferMs` overrides that wait). A lost lease defers the message at
- * once; a write that could not be made leaves the message to return.
+ * terminal or defer a queued one until it is due (`deferMs` overrides that wait). A lost lease stops the attempt's
+ * lease keeping at once (no fenced write follows a `LeaseLost`) and defers the message; a write that could not be
+ * made leaves the message to return.
  */
 const persist = <R>(
   env: Env<R>,
@@ -271,7 +272,8 @@ const persist = <R>(
     Effect.matchEffect({
       onFailure: (error) =>
         error._tag === "LeaseLost"
-          ? Metric.increment(Metrics.fencedWritesRejected).pipe(
+          ? (held === undefined ? Effect.void : Control.stop(held.control, "lease_lost")).pipe(
+              Effect.zipRight(Metric.increment(Metrics.fencedWritesRejected)),
               Effect.zipRight(Effect.logWarning("outcome rejected: lease lost", error)),
               Effect.zipRight(deferDelivery(env, delivery, 0))
             )

@@ -8,7 +8,7 @@
  *
  * @internal
  */
-import { Effect } from "effect"
+import { type Clock, Effect } from "effect"
 import type { ErrorClass } from "../ErrorClass.js"
 import { JobNotFound, StoreError } from "../Errors.js"
 import type { Attempt, Charge, Job, JobId, JobState } from "../Job.js"
@@ -20,10 +20,13 @@ import type {
   ClaimResult,
   Fenced,
   HeartbeatResult,
+  MemoryOptions,
   ReplayItemResult,
+  Reply,
   SettleResult,
   Store,
-  SubmitOutcome
+  SubmitOutcome,
+  WriteVerb
 } from "../Store.js"
 
 interface Row {
@@ -68,13 +71,24 @@ export interface Made {
   readonly peek: (jobId: JobId) => Job | undefined
 }
 
-/** @internal */
-export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
+/** The store over one clock: `makeWith` reads the clock in scope. */
+const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
   const rows = new Map<JobId, Row>()
   const requestKeys = new Map<string, JobId>()
   let seq = 0
 
   const storeNow = (now: number | undefined): number => now ?? clock.unsafeCurrentTimeMillis()
+
+  const interleave = options.interleave
+  /** One write: its check and its apply in one synchronous step, after the interleaving window when there is one. */
+  const write: <A>(verb: WriteVerb, apply: () => A) => Effect.Effect<A> =
+    interleave === undefined
+      ? (_verb, apply) => Effect.sync(apply)
+      : (verb, apply) =>
+          Effect.suspend(() => {
+            const window = interleave(verb)
+            return window === undefined ? Effect.sync(apply) : Effect.zipRight(window, Effect.sync(apply))
+          })
 
   /** Stores a transition: the new record, the attempt row it ends or starts, the failure time. */
   const apply = (row: Row, now: number, transition: Protocol.Transition): Job => {
@@ -152,48 +166,54 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
     now: Effect.sync(() => clock.unsafeCurrentTimeMillis()),
 
     submit: (options) =>
-      Effect.suspend(() => {
-        const now = storeNow(options.now)
-        const fresh = new Set<JobId>()
-        for (const item of options.items) {
-          if (rows.has(item.id) || fresh.has(item.id)) {
-            return Effect.fail(
-              new StoreError({ reason: "Constraint", operation: "submit", detail: `job id ${item.id} already exists` })
-            )
+      Effect.flatten(
+        write("submit", (): Effect.Effect<Reply<SubmitOutcome>, StoreError> => {
+          const now = storeNow(options.now)
+          const fresh = new Set<JobId>()
+          for (const item of options.items) {
+            if (rows.has(item.id) || fresh.has(item.id)) {
+              return Effect.fail(
+                new StoreError({
+                  reason: "Constraint",
+                  operation: "submit",
+                  detail: `job id ${item.id} already exists`
+                })
+              )
+            }
+            fresh.add(item.id)
           }
-          fresh.add(item.id)
-        }
-        const results: Array<SubmitOutcome> = []
-        for (const item of options.items) {
-          const requestKey = item.requestKey ?? null
-          const key = requestKey === null ? null : keyOf(item.queue, item.tenant ?? null, requestKey)
-          const existingId = key === null ? undefined : requestKeys.get(key)
-          const existing = existingId === undefined ? undefined : rows.get(existingId)
-          if (existing !== undefined) {
-            results.push(
-              Protocol.submitVerdict(existing.job, item) === "Existing"
-                ? { _tag: "Existing", job: existing.job }
-                : { _tag: "KeyReused", requestKey: requestKey!, existingJobId: existing.job.id }
-            )
-            continue
+          const results: Array<SubmitOutcome> = []
+          for (const item of options.items) {
+            const requestKey = item.requestKey ?? null
+            const key = requestKey === null ? null : keyOf(item.queue, item.tenant ?? null, requestKey)
+            const existingId = key === null ? undefined : requestKeys.get(key)
+            const existing = existingId === undefined ? undefined : rows.get(existingId)
+            if (existing !== undefined) {
+              results.push(
+                Protocol.submitVerdict(existing.job, item) === "Existing"
+                  ? { _tag: "Existing", job: existing.job }
+                  : { _tag: "KeyReused", requestKey: requestKey!, existingJobId: existing.job.id }
+              )
+              continue
+            }
+            const job = Protocol.newJob(item, now)
+            rows.set(job.id, {
+              job,
+              seq: seq++,
+              failedAt: null,
+              republishedAt: null,
+              attempts: [],
+              charges: new Map()
+            })
+            if (key !== null) requestKeys.set(key, job.id)
+            results.push({ _tag: "Created", job })
           }
-          const job = Protocol.newJob(item, now)
-          rows.set(job.id, {
-            job,
-            seq: seq++,
-            failedAt: null,
-            republishedAt: null,
-            attempts: [],
-            charges: new Map()
-          })
-          if (key !== null) requestKeys.set(key, job.id)
-          results.push({ _tag: "Created", job })
-        }
-        return Effect.succeed({ now, results })
-      }),
+          return Effect.succeed({ now, results })
+        })
+      ),
 
     claim: (options) =>
-      Effect.sync(() => {
+      write("claim", () => {
         const now = storeNow(options.now)
         const results = options.items.map((item): ClaimResult => {
           const row = rows.get(item.jobId)
@@ -203,7 +223,7 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
       }),
 
     claimNext: (options) =>
-      Effect.sync(() => {
+      write("claimNext", () => {
         const now = storeNow(options.now)
         const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
         for (const row of dueInQueue(options.queue, now)) {
@@ -215,7 +235,7 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
       }),
 
     heartbeat: (options) =>
-      Effect.sync(() => {
+      write("heartbeat", () => {
         const now = storeNow(options.now)
         const results = options.items.map((item): HeartbeatResult => {
           const row = rows.get(item.jobId)
@@ -232,7 +252,7 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
       }),
 
     charge: (options) =>
-      Effect.sync(() => {
+      write("charge", () => {
         const now = storeNow(options.now)
         const results = options.items.map((item): ChargeResult => {
           const row = rows.get(item.jobId)
@@ -248,7 +268,7 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
       }),
 
     settle: (options) =>
-      Effect.sync(() => {
+      write("settle", () => {
         const now = storeNow(options.now)
         const results = options.items.map((item): SettleResult => {
           const row = rows.get(item.jobId)
@@ -259,7 +279,7 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
       }),
 
     cancel: (options) =>
-      Effect.sync(() => {
+      write("cancel", () => {
         const now = storeNow(options.now)
         const results = options.items.map((item): CancelResult => {
           const row = rows.get(item.jobId)
@@ -280,7 +300,7 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
       }),
 
     replay: (options) =>
-      Effect.sync(() => {
+      write("replay", () => {
         const now = storeNow(options.now)
         const results = options.items.map((item): ReplayItemResult => {
           const row = rows.get(item.jobId)
@@ -293,7 +313,7 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
       }),
 
     sweep: (options) =>
-      Effect.sync(() => {
+      write("sweep", () => {
         const now = storeNow(options.now)
         const republishAfterMs = options.republishAfterMs ?? Protocol.defaults.republishAfterMs
         // One budget for the whole pass: expired leases first, then overdue queued jobs, then republish marks.
@@ -421,4 +441,11 @@ export const make: Effect.Effect<Made> = Effect.map(Effect.clock, (clock) => {
   }
 
   return { store, query, peek: (jobId) => rows.get(jobId)?.job }
-})
+}
+
+/** @internal */
+export const makeWith = (options: MemoryOptions): Effect.Effect<Made> =>
+  Effect.map(Effect.clock, (clock) => build(clock, options))
+
+/** @internal */
+export const make: Effect.Effect<Made> = makeWith({})

@@ -35,6 +35,8 @@ const heartbeatLoop = (options: {
         .extend({ delivery, visibilityMs: leaseMs })
         .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error)))
   const beat = Effect.gen(function* () {
+    // A write of this attempt already learned the lease is lost: nothing more is written under its token.
+    if (Control.leaseGone(control.stopReason)) return
     const progress = control.pendingProgress
     control.pendingProgress = undefined
     const sentAt = yield* Clock.currentTimeMillis
