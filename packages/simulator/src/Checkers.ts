@@ -8,7 +8,7 @@
  */
 import { isLegal } from "@slowcall/core/StateMachine"
 import type { Event, Snap } from "./History.js"
-import type { Plan } from "./Plan.js"
+import { has, oneCall, type Plan } from "./Plan.js"
 
 /**
  * One broken invariant in one run.
@@ -114,6 +114,15 @@ const fencedOps = new Set(["heartbeat", "settle"])
 const terminalStates = new Set(["succeeded", "failed", "abandoned"])
 const absorbing = new Set(["succeeded", "abandoned"])
 
+/**
+ * How far apart two store times may be and still count as one: epoch milliseconds near 1.8e12 carry about a quarter
+ * of a microsecond of float precision, less than the store's microsecond step.
+ */
+const timeSlack = 0.0005
+
+/** The most a store's step past the previous `updatedAt` adds: up to the next whole microsecond after it, plus one. */
+const microStep = 0.0015
+
 const changed = (before: Snap, after: Snap): boolean =>
   before.state !== after.state ||
   before.token !== after.token ||
@@ -144,7 +153,10 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
 
   const writesByJob = new Map<string, Array<Write>>()
   const callsByJob = new Map<string, Array<Call>>()
-  const faultsByWho = new Map<string, Array<number>>()
+  /** Per process, the intervals in which a fault acted on it: an injected fault or a crash at an instant, a pause for its length. */
+  const faultsByWho = new Map<string, Array<readonly [number, number]>>()
+  /** When each process first learned that its lease under a token was lost: `who|jobId|token` -> time. */
+  const learnedLost = new Map<string, number>()
   const replays = new Map<string, Array<number>>()
   const healFinal = new Map<string, Snap>()
   const lastFinal = new Map<string, { snap: Snap; ledger: number }>()
@@ -170,7 +182,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       case "fault": {
         faultsFired[e.id] = (faultsFired[e.id] ?? 0) + 1
         const list = faultsByWho.get(e.who) ?? []
-        list.push(e.t)
+        list.push([e.t, e.t])
         faultsByWho.set(e.who, list)
         if (e.id === "F6" || e.id === "F15") coverage.ambiguousWrite++
         if (e.id === "F8") coverage.crashAfterPersist++
@@ -179,11 +191,15 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       case "life": {
         if (e.what === "crash" || e.what === "pause") {
           const list = faultsByWho.get(e.who) ?? []
-          list.push(e.t)
-          // A pause acts until the process resumes (on beliefs it formed before): it counts at both ends.
-          if (e.what === "pause" && e.ms !== null) list.push(e.t + e.ms)
+          // A pause acts for its whole length (the process resumes on beliefs it formed before): an interval.
+          list.push([e.t, e.what === "pause" && e.ms !== null ? e.t + e.ms : e.t])
           faultsByWho.set(e.who, list)
         }
+        break
+      }
+      case "lost": {
+        const key = `${e.who}|${e.jobId}|${e.token}`
+        if (!learnedLost.has(key)) learnedLost.set(key, e.t)
         break
       }
       case "submit": {
@@ -228,8 +244,12 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
   }
 
   const faultedBetween = (who: string, from: number, to: number): boolean =>
-    (faultsByWho.get(who) ?? []).some((t) => t >= from && t <= to)
+    (faultsByWho.get(who) ?? []).some(([start, end]) => start <= to && end >= from)
   const faultFree = plan.faults.length === 0 && plan.targeted._tag === "None"
+  // A skewed, drifting or jumping clock (F12) is the one fault under which a correct worker may measure its lease
+  // past the store's: a call after the store's lease end is excused only there.
+  const skewed = has(plan, "F12")
+  const shape = plan.handler ?? oneCall
   // Faults that delayed a claim (lost replies, retries, a pause while it was in flight) count for the attempt they
   // delayed: the window opens at the job's previous claim, or one lease before this one.
   const windowStart = (claim: Write, claims: ReadonlyArray<Write>): number => {
@@ -242,11 +262,31 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
     let lastUpdated = -Infinity
     const granted = new Map<number, Write>()
     for (const w of writes) {
+      // I11: once a process learned its lease under a token is lost, it sends no fenced write under that token.
+      if (fencedOps.has(w.op) && w.token !== null) {
+        const learned = learnedLost.get(`${w.who}|${jobId}|${w.token}`)
+        if (learned !== undefined && w.start > learned) {
+          violate(
+            "I11",
+            jobId,
+            `${w.op} under token ${w.token} by ${w.who} sent after it learned at ${learned} that the lease was lost`,
+            [w]
+          )
+        }
+      }
       if (!w.ok) {
         if (w.res === "LeaseLost") coverage.fencedWriteRejected++
         continue
       }
-      if (w.op === "submit" && w.after !== null) lastUpdated = Math.max(lastUpdated, w.after.updatedAt)
+      if (w.op === "submit" && w.after !== null) {
+        lastUpdated = Math.max(lastUpdated, w.after.updatedAt)
+        // I3: a created record is stamped with store time at its write.
+        if (w.res === "Created" && w.after.updatedAt !== w.t) {
+          violate("I3", jobId, `created with updatedAt ${w.after.updatedAt}, not the store time ${w.t} of the write`, [
+            w
+          ])
+        }
+      }
       if (w.op === "claim") {
         if (w.res === "Busy") coverage.duplicateDelivery++
         if (w.res === "Settled") {
@@ -291,9 +331,17 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         }
         granted.set(after.token, w)
       }
-      // I3: updatedAt strictly increasing per job.
+      // I3: updatedAt strictly increasing per job, and a moved updatedAt is store time at the write: the store's
+      // clock (w.t), or the previous value's next whole microsecond when that is not yet behind it.
       if (after.updatedAt < lastUpdated || (didChange && after.updatedAt <= before.updatedAt)) {
         violate("I3", jobId, `updatedAt did not move forward (${before.updatedAt} -> ${after.updatedAt})`, [w])
+      } else if (
+        after.updatedAt !== before.updatedAt &&
+        (after.updatedAt < w.t - timeSlack || after.updatedAt > Math.max(w.t, before.updatedAt + microStep) + timeSlack)
+      ) {
+        violate("I3", jobId, `${w.op} stamped updatedAt ${after.updatedAt}, not the store time ${w.t} of the write`, [
+          w
+        ])
       }
       lastUpdated = Math.max(lastUpdated, after.updatedAt)
       // I7: no claim once the attempt budget or the spend budget is exhausted.
@@ -328,7 +376,42 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
     const claims = writes.filter((w) => w.ok && w.op === "claim" && w.res === "Claimed")
     const tokens = [...new Set(calls.map((c) => c.token))].sort((a, b) => a - b)
     const commit = writes.find((w) => w.ok && w.after?.state === "succeeded" && w.before?.state !== "succeeded")
+    /** The store's lease end of `token` as of `at`: its claim's lease, or the latest renewal applied by then. */
+    const leaseEndAt = (token: number, at: number): number | undefined => {
+      let end: number | undefined
+      for (const w of writes) {
+        if (w.t > at) break
+        if (!w.ok || w.after === null || w.after.leaseUntil === null) continue
+        const grants =
+          (w.op === "claim" && w.res === "Claimed" && w.after.token === token) ||
+          (w.op === "heartbeat" && w.token === token)
+        if (grants) end = Math.max(end ?? 0, w.after.leaseUntil)
+      }
+      return end
+    }
     for (const call of calls) {
+      // I1: a call starts only while its lease is live in the store. A correct worker measures its lease from the
+      // send of the write that granted or renewed it, so its own end is never past the store's (unless its clock
+      // is skewed); a call asked for before a pause and sent after it is the pause's doing.
+      const leaseEnd = leaseEndAt(call.token, call.asked)
+      if (leaseEnd !== undefined && call.asked >= leaseEnd && !skewed) {
+        violate(
+          "I1",
+          jobId,
+          `model call under token ${call.token} by ${call.who} asked at ${call.asked}, after its lease ended at ${leaseEnd}`,
+          [...writes.filter((w) => w.ok && w.after?.token === call.token && w.t <= call.asked).slice(-3), call]
+        )
+      }
+      // I10: no call under a token once its process learned that the token's lease is lost.
+      const learned = learnedLost.get(`${call.who}|${jobId}|${call.token}`)
+      if (learned !== undefined && call.asked > learned) {
+        violate(
+          "I10",
+          jobId,
+          `model call under token ${call.token} by ${call.who} after it learned at ${learned} that the lease was lost`,
+          [call]
+        )
+      }
       if (commit !== undefined && call.t > commit.t) {
         // After a commit, only a stale holder (an older token) that a fault hit since its claim may still call.
         const claim = claims.find((w) => w.after?.token === call.token)
@@ -369,8 +452,13 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         }
       }
     }
-    if (faultFree && calls.length > 1) {
-      violate("I1", jobId, `a fault-free run made ${calls.length} model calls for one job`, calls)
+    if (faultFree && (tokens.length > 1 || calls.length > shape.steps)) {
+      violate(
+        "I1",
+        jobId,
+        `a fault-free run made ${calls.length} model calls for one job under ${tokens.length} tokens`,
+        calls
+      )
     }
     for (let i = 1; i < tokens.length; i++) {
       const e1 = tokens[i - 1]!

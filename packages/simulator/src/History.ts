@@ -115,7 +115,10 @@ export type Event =
     }
   | {
       readonly k: "call"
+      /** When the call started: its process was running (not paused) and sent the request. */
       readonly t: number
+      /** When the handler asked for the call; before `t` only when its process was paused in between. */
+      readonly asked: number
       readonly end: number
       readonly who: string
       readonly jobId: string
@@ -143,6 +146,15 @@ export type Event =
       readonly owner: string | null
     }
   | { readonly k: "fault"; readonly t: number; readonly id: string; readonly who: string; readonly point: string }
+  | {
+      /** A fenced write's reply reached `who` saying its lease under `token` is lost (a `LeaseLost` item). */
+      readonly k: "lost"
+      readonly t: number
+      readonly who: string
+      readonly op: string
+      readonly jobId: string
+      readonly token: number
+    }
   | {
       readonly k: "life"
       readonly t: number
@@ -242,6 +254,7 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.numOrNull(e.resultToken)
       return
     case "call":
+      h.num(e.asked)
       h.num(e.end)
       h.str(e.who)
       h.str(e.jobId)
@@ -267,6 +280,12 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.str(e.id)
       h.str(e.who)
       h.str(e.point)
+      return
+    case "lost":
+      h.str(e.who)
+      h.str(e.op)
+      h.str(e.jobId)
+      h.num(e.token)
       return
     case "life":
       h.str(e.who)

@@ -31,7 +31,9 @@ export const faultKinds = [
   "F15",
   "F16",
   "F17",
-  "F18"
+  "F18",
+  "F19",
+  "F20"
 ] as const
 
 /**
@@ -64,6 +66,50 @@ export type Targeted =
   | { readonly _tag: "PauseLeasePlusEpsilon"; readonly worker: number; readonly epsilonMs: number }
   | { readonly _tag: "LatencyLeaseMinusDelta"; readonly deltaMs: number }
   | { readonly _tag: "HeartbeatFailsK"; readonly worker: number; readonly k: number }
+  /** The first claim of worker `worker` applies at once; its reply reaches the worker lease + `extraMs` later. */
+  | { readonly _tag: "LateClaimReply"; readonly worker: number; readonly extraMs: number }
+
+/**
+ * The simulated handler's shape: a chain of `steps` model calls per attempt; a call that fails with a retryable
+ * error is tried again inside the attempt up to `retries` times (after an SDK-style backoff); a call that still
+ * fails is replaced once by a call to a fallback model when `fallback` is set.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface HandlerShape {
+  readonly steps: number
+  readonly retries: number
+  readonly fallback: boolean
+}
+
+/**
+ * The shape of plans saved before handlers had several calls: one call per attempt.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const oneCall: HandlerShape = { steps: 1, retries: 0, fallback: false }
+
+/**
+ * The sweeper's settings in a plan.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SweeperSettings {
+  readonly intervalMs: number
+  /** How long a queued job waits before the relay republishes it (relay on). */
+  readonly republishAfterMs: number
+}
+
+/**
+ * The sweeper settings of plans saved before they were drawn per plan.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const defaultSweeper: SweeperSettings = { intervalMs: 2_000, republishAfterMs: 4_000 }
 
 /**
  * One run's plan. Invariant: every field is plain JSON, so a plan can be saved to the corpus and replayed.
@@ -81,8 +127,12 @@ export interface Plan {
   readonly faultRate: number
   /** Fault tape: one entry per fault point reached, in order; a point fires when `entry >= 1000 - faultRate`. */
   readonly tape: ReadonlyArray<number>
-  /** The handler's call timeout; the lease is derived from it by the core's lease sizing. */
+  /** The handler's call timeout; the lease is derived from it (and the handler's shape) by the core's lease sizing. */
   readonly callTimeoutMs: number
+  /** The handler's calls per attempt; a plan saved without it makes one call (`oneCall`). */
+  readonly handler?: HandlerShape | undefined
+  /** The sweeper's interval and republish age; a plan saved without them uses `defaultSweeper`. */
+  readonly sweeper?: SweeperSettings | undefined
   readonly model: {
     readonly medianMs: number
     /** Pareto shape of the latency tail (smaller = heavier). */
@@ -204,6 +254,11 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
       _tag: fc.constant("HeartbeatFailsK" as const),
       worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
       k: fc.integer({ min: 1, max: 4 })
+    }),
+    fc.record({
+      _tag: fc.constant("LateClaimReply" as const),
+      worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
+      extraMs: fc.integer({ min: 1, max: 500 })
     })
   )
   // Targeted scenarios are faults too: fault-free plans get none.
@@ -221,7 +276,18 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
     faults,
     faultRate: fc.integer({ min: 20, max: 250 }),
     tape: fc.array(tapeEntry, { minLength: 40, maxLength: 300, size: "max" }),
-    callTimeoutMs: fc.integer({ min: 1_000, max: 4_000 }),
+    callTimeoutMs: fc.integer({ min: 1_000, max: 6_000 }),
+    // Shrinks toward one call per attempt, no retries, no fallback.
+    handler: fc.record({
+      steps: fc.integer({ min: 1, max: 3 }),
+      retries: fc.integer({ min: 0, max: 2 }),
+      fallback: fc.boolean()
+    }),
+    // Leases (2 to 7 s and more) reach past the republish age, and the sweep interval varies around them.
+    sweeper: fc.record({
+      intervalMs: fc.integer({ min: 500, max: 4_000 }),
+      republishAfterMs: fc.integer({ min: 1_000, max: 8_000 })
+    }),
     model: fc.record({
       medianMs: fc.integer({ min: 50, max: 800 }),
       tailAlpha: fc.double({ min: 1.1, max: 3, noNaN: true }),

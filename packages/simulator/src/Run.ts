@@ -17,7 +17,7 @@ import * as Worker from "@slowcall/core/Worker"
 import { Deferred, Effect, Either, Exit, Fiber, Logger, LogLevel, Option, Runtime, Schema, type Scope } from "effect"
 import { type Event, History, hashEvents } from "./History.js"
 import { type Actor, actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
-import { has, isNoRelay, type Plan } from "./Plan.js"
+import { defaultSweeper, type HandlerShape, has, isNoRelay, oneCall, type Plan } from "./Plan.js"
 import { noSkew, type Skew, VirtualClock } from "./SimClock.js"
 import * as SimModel from "./SimModel.js"
 import * as SimRuntime from "./SimRuntime.js"
@@ -44,8 +44,6 @@ export interface RunResult {
 const epoch = 1_767_225_600_000
 const queue = "sim"
 const healWindowMs = 120_000
-/** How long a queued job waits before the sweeper republishes it, with the relay on. */
-const republishAfterMs = 4_000
 /** With the relay off: later than any run lasts (fault phase, heal and replay windows), so it never fires. */
 const noRelayRepublishAfterMs = 3_600_000
 /** Redrive after this many receives when F16 is on and the relay too. */
@@ -90,13 +88,23 @@ interface World {
   readonly slots: Array<Slot>
   /** Acknowledged submits: job index -> job id. */
   readonly acknowledged: Map<number, JobId>
+  /** The interleaving window (F19) the next write of the store opens, in ms; 0: none. */
+  window: number
   readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 }
 
 const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: RunPlanOptions): Effect.Effect<World> =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
-    const { peek, query, store: memory } = yield* Store.makeMemory
+    // A window a proxy opened (F19) is taken by the next write the store applies: that proxy's own call, which it
+    // makes at once after opening it. Without F19 the store has no window to consult.
+    const interleave = () => {
+      const ms = world.window
+      if (ms === 0) return undefined
+      world.window = 0
+      return clock.sleepMillis(ms)
+    }
+    const { peek, query, store: memory } = yield* Store.makeMemoryWith(has(plan, "F19") ? { interleave } : {})
     const noRelay = isNoRelay(plan)
     // Without the relay, the redrive policy matches the attempt cap: a correct worker takes one receive per attempt.
     const memoryTransport = yield* Transport.makeMemory({
@@ -104,7 +112,7 @@ const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: R
       // Long polls wake on the world clock's own timers: no sleeping fiber per waiting receive.
       timer: (ms, task) => clock.schedule(ms, task).cancel
     })
-    const lease = leaseFor({ timeoutMs: plan.callTimeoutMs })
+    const lease = leaseFor(attemptPolicy(plan))
     const model = SimModel.make(
       {
         medianMs: plan.model.medianMs,
@@ -119,11 +127,11 @@ const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: R
       history,
       clock
     )
-    return {
+    const world: World = {
       plan,
       clock,
       history,
-      faults: new Faults(plan, history, clock),
+      faults: new Faults(plan, history, clock, lease),
       store: options.decorateStore === undefined ? memory : options.decorateStore(memory),
       query,
       peek,
@@ -132,8 +140,10 @@ const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: R
       lease,
       slots: [],
       acknowledged: new Map(),
+      window: 0,
       fork: Runtime.runFork(runtime)
     }
+    return world
   })
 
 /** The store and transport one participant sees: proxies that record its calls and inject its faults. */
@@ -146,7 +156,10 @@ const servicesOf = (world: World, who: Actor, submitter = false) => {
     crash: (incarnation: Incarnation, restartAfterMs: number | null) =>
       crashAndMaybeRestart(world, incarnation, restartAfterMs),
     peek: world.peek,
-    submitter
+    submitter,
+    openWindow: (ms: number) => {
+      world.window = ms
+    }
   }
   const peekOwner = (jobId: string) => {
     const job = world.peek(jobId as JobId)
@@ -158,9 +171,34 @@ const servicesOf = (world: World, who: Actor, submitter = false) => {
   }
 }
 
-/** The simulated job type: one model call per attempt, whose request the provider sees with the job's store state. */
+/** The handler's shape in a plan (plans saved before it existed make one call per attempt). */
+const shapeOf = (plan: Plan): HandlerShape => plan.handler ?? oneCall
+
+/** The attempt policy the handler declares: its calls' timeout, in-attempt retries and fallback, per step. */
+const attemptPolicy = (plan: Plan) => {
+  const shape = shapeOf(plan)
+  return {
+    timeoutMs: plan.callTimeoutMs * shape.steps,
+    retries: shape.retries,
+    fallbacks: shape.fallback ? 1 : 0
+  }
+}
+
+/** Backoff of the handler's in-attempt retry `n` (0-based), as a provider SDK would wait. */
+const inAttemptBackoffMs = (n: number): number => 400 * 2 ** n
+
+/** Errors the handler retries inside its attempt (the provider said try again). */
+const retryableInAttempt = (error: unknown): boolean =>
+  error instanceof SimModel.SimModelError && (error.status === 503 || error.status === 429)
+
+/**
+ * The simulated job type: per attempt, a chain of `steps` model calls, each retried inside the attempt on a
+ * retryable provider error and replaced once by a fallback call when the plan says so. The provider sees each
+ * request with the job's store state at its start (ground truth for the checkers).
+ */
 const handlerFor = (world: World, incarnation: Incarnation) => {
   const { clock, faults, history, lease, model, plan } = world
+  const shape = shapeOf(plan)
   /** The targeted scenario "pause = lease + epsilon": the first call of its worker freezes the process. */
   const onStart = () => {
     incarnation.calls++
@@ -182,11 +220,12 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
     input: SimInput,
     result: SimResult,
     estimateCents: plan.model.priceCents,
-    attempt: { timeoutMs: plan.callTimeoutMs },
-    run: (_input, ctx) =>
-      ctx.call({
+    attempt: attemptPolicy(plan),
+    run: (_input, ctx) => {
+      // Calls of this attempt in the order they were sent: the n-th matches the worker's n-th reservation.
+      let sent = 0
+      const call = ctx.call({
         estimateCents: plan.model.priceCents,
-        // The provider sees the job as the store holds it when the call starts (ground truth for the checkers).
         run: Effect.suspend(() => {
           const job = world.peek(ctx.jobId)
           if (job === undefined) return Effect.die(new Error(`job ${ctx.jobId} vanished from the store`))
@@ -194,7 +233,7 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
             who: incarnation.id,
             jobId: ctx.jobId,
             token: ctx.token,
-            callId: `${ctx.jobId}:${ctx.token}:1`,
+            callId: `${ctx.jobId}:${ctx.token}:${++sent}`,
             spentAtStart: job.costCents,
             budget: job.budgetCents,
             attemptsAtStart: job.attempts - job.attemptsBase,
@@ -208,6 +247,25 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
         cost: (reply) => reply.cents,
         costOnError: (error) => (error instanceof SimModel.SimModelError ? error.billedCents : undefined)
       })
+      const withRetries = (n: number): typeof call =>
+        n >= shape.retries
+          ? call
+          : Effect.catchIf(call, retryableInAttempt, () =>
+              Effect.zipRight(Effect.sleep(inAttemptBackoffMs(n)), withRetries(n + 1))
+            )
+      const step = shape.fallback
+        ? Effect.catchIf(
+            withRetries(0),
+            (error) => error instanceof SimModel.SimModelError,
+            () => call
+          )
+        : withRetries(0)
+      return Effect.gen(function* () {
+        let reply = yield* step
+        for (let i = 1; i < shape.steps; i++) reply = yield* step
+        return reply
+      })
+    }
   })
 }
 
@@ -470,10 +528,11 @@ const program = (
     const world = yield* makeWorld(plan, clock, history, options)
     // Infrastructure: the sweeper (store faults only, never a crash).
     const sweeper = servicesOf(world, actor("sweeper", true))
+    const sweeping = plan.sweeper ?? defaultSweeper
     yield* Sweeper.make({
       queue,
-      intervalMs: 2_000,
-      republishAfterMs: isNoRelay(plan) ? noRelayRepublishAfterMs : republishAfterMs
+      intervalMs: sweeping.intervalMs,
+      republishAfterMs: isNoRelay(plan) ? noRelayRepublishAfterMs : sweeping.republishAfterMs
     }).pipe(
       Effect.provideService(Store.Store, sweeper.store),
       Effect.provideService(Transport.Transport, sweeper.transport)

@@ -127,11 +127,15 @@ export const make = (behaviour: ModelBehaviour, history: History, clock: Virtual
             ? "ok"
             : (["retryable", "permanent", "rate_limited", "timeout_billed"] as const)[kindRoll]!
         const cents = outcome === "ok" || outcome === "timeout_billed" ? price : 0
+        // A paused process sends nothing: the request leaves when it runs again (and never, once it crashed).
+        const asked = clock.now
+        yield* request.gate
         const start = clock.now
         request.onStart?.()
         history.push({
           k: "call",
           t: start,
+          asked,
           end: start + ms,
           who: request.who,
           jobId: request.jobId,

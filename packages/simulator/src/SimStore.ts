@@ -4,9 +4,12 @@
  * (`store.claim`, `store.heartbeat`, `store.charge`, `store.settle`, `store.submit`, `store.cancel`, `store.replay`,
  * `store.sweep`, `store.claimNext`): a clean failure before the write (F5), an applied write whose reply is lost (F6
  * ambiguous, F15 partition, F17 a submit's reply), a slow call (F7), a crash of the calling process after a write (F8,
- * F10, F18), and targeted heartbeat failures (F1). A lost reply of a batch of several items may follow a write of
- * only its first items, as the Store contract allows. Production code has no switch for any of this: the proxy is
- * the only place faults exist.
+ * F10, F18), targeted heartbeat failures (F1), a window inside the write between the store's read and its apply in
+ * which other processes run (F19, through the memory store's `interleave` option), and an applied write whose
+ * successful reply arrives late (F20; targeted: a claim's reply later than its lease). A lost reply of a batch of
+ * several items may follow a write of only its first items, as the Store contract allows. Production code has no
+ * switch for any of this: the proxy is the only place faults exist. When a heartbeat's or a settle's reply reaches
+ * its caller with a `LeaseLost` item, the proxy records that the caller learned it (a `lost` event).
  *
  * @since 0.1.0
  */
@@ -53,12 +56,14 @@ export interface SimStoreEnv {
   readonly peek: (jobId: JobId) => Job | undefined
   /** The actor is the submitting client: a submit's reply may also be lost on its way back (F17). */
   readonly submitter?: boolean | undefined
+  /** Opens an interleaving window of `ms` inside the next write the world's store applies (F19). */
+  readonly openWindow: (ms: number) => void
 }
 
 /** A fault point: the verb as the fault log names it (`store.<point>`). */
 type Point = "claim" | "claimNext" | "heartbeat" | "charge" | "settle" | "submit" | "cancel" | "replay" | "sweep"
 
-const storeFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15"]
+const storeFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15", "F19", "F20"]
 const kinds = (...extra: ReadonlyArray<FaultKind>): ReadonlyArray<FaultKind> => [...storeFaults, ...extra]
 /** Which faults a point may fire: store errors everywhere, crashes after the writes that a crash there tests. */
 const pointKinds = {
@@ -93,8 +98,14 @@ interface Detail {
   readonly resultToken?: number | null | undefined
 }
 
-/** What a fault point decided for one call: the fault that fires (F1 for a targeted heartbeat failure), if any. */
-type Decision = FaultKind | undefined
+/**
+ * What a fault point decided for one call: the fault that fires (F1 for a targeted heartbeat failure), if any;
+ * `LateClaim` is the targeted late reply of a claim (F20 with the plan's delay).
+ */
+type Decision = FaultKind | "LateClaim" | undefined
+
+/** The items of a reply that a fenced write rejected with `LeaseLost`: what its caller learns when the reply lands. */
+type Learned = ReadonlyArray<{ readonly jobId: JobId; readonly token: number }>
 
 const lostReply = (fault: Decision): boolean => fault === "F6" || fault === "F15" || fault === "F17"
 
@@ -172,6 +183,10 @@ class Recorder {
         return "F1"
       }
     }
+    if (point === "claim" && incarnation !== null && faults.enabled && faults.lateClaims.delete(incarnation.slot)) {
+      faults.note("F20", actor.id, "claim reply later than the lease (targeted)")
+      return "LateClaim"
+    }
     return faults.roll(kinds, actor.id, `store.${point}`, incarnation === null)
   }
 
@@ -180,15 +195,42 @@ class Recorder {
     return injected("Connection", point, fault === "F1" ? "injected: heartbeat fails" : "injected: write not applied")
   }
 
-  /** After the write: crash the caller if the plan says so, then hand it `answer` (or lose the answer). */
-  answer<A>(point: Point, fault: Decision, answer: Effect.Effect<A, StoreError>): Effect.Effect<A, StoreError> {
+  /**
+   * After the write: crash the caller if the plan says so, then hand it `answer` (or lose the answer, or hand it over
+   * late). `learned` is recorded as the caller's knowledge at the instant the answer reaches it.
+   */
+  answer<A>(
+    point: Point,
+    fault: Decision,
+    answer: Effect.Effect<A, StoreError>,
+    learned?: Learned
+  ): Effect.Effect<A, StoreError> {
     const incarnation = this.env.actor.incarnation
     if (incarnation !== null && (fault === "F8" || fault === "F10" || fault === "F18")) {
       this.env.crash(incarnation, fault === "F18" ? 500 : null)
     }
     const gated = this.gated
+    const deliver = (): Effect.Effect<A, StoreError> => {
+      if (learned !== undefined) {
+        const { clock, history } = this.env
+        for (const { jobId, token } of learned) {
+          history.push({ k: "lost", t: clock.now, who: this.env.actor.id, op: point, jobId, token })
+        }
+      }
+      return answer
+    }
     return gated((): Effect.Effect<A, StoreError> => {
-      if (!lostReply(fault)) return answer
+      if (fault === "F20" || fault === "LateClaim") {
+        const late = (ms: number) =>
+          this.env.clock.sleepThen(
+            ms,
+            Effect.suspend(() => gated(deliver))
+          )
+        return fault === "LateClaim"
+          ? late(this.env.faults.lateClaimMs)
+          : Effect.flatMap(Random.nextIntBetween(100, 3_000), late)
+      }
+      if (!lostReply(fault)) return deliver()
       const error = injected(
         fault === "F6" ? "Ambiguous" : "Timeout",
         point,
@@ -245,21 +287,32 @@ class Recorder {
           }
           return Effect.fail(this.refused(verb.point, fault))
         }
-        return this.delayed(fault, () =>
+        const sent = this.delayed(fault, () =>
           lostReply(fault) && items.length > 1
             ? Effect.flatMap(Random.nextIntBetween(1, items.length + 1), (count) =>
                 this.send(verb, items.slice(0, count), call, start, fault)
               )
             : this.send(verb, items, call, start, fault)
         )
+        return Effect.matchEffect(sent, {
+          onSuccess: (reply) =>
+            this.answer(
+              verb.point,
+              fault,
+              Effect.succeed(reply),
+              verb.fenced ? learnedOf(verb, items, reply) : undefined
+            ),
+          onFailure: (error) => this.answer(verb.point, fault, Effect.fail(error))
+        })
       })
     })
   }
 
   /**
-   * Sends items in one call, records each with its record before and after, then answers through the fault point. A
-   * batch that names a job twice is sent one item at a time, so that each item's `before` is the record the store
-   * applied it to.
+   * Sends items and records each with its record before and after. A batch that names a job twice is sent one item
+   * at a time, so that each item's `before` is the record the store applied it to. Under F19 the store opens a window
+   * before it applies the write: the record each item was applied to is then the one the history last saw when the
+   * write landed, not the one at the send.
    */
   send<I, R>(
     verb: ItemVerb<I, R>,
@@ -269,29 +322,53 @@ class Recorder {
     fault: Decision
   ): Effect.Effect<Reply<R>, StoreError> {
     if (repeats(items.map(verb.jobIdOf))) {
-      const oneByOne = Effect.map(
+      return Effect.map(
         Effect.forEach(items, (item) => this.send(verb, [item], call, start, undefined)),
         (replies): Reply<R> => ({
           now: replies[replies.length - 1]?.now ?? this.env.clock.now,
           results: replies.flatMap((r) => r.results)
         })
       )
-      return Effect.matchEffect(oneByOne, {
-        onSuccess: (reply) => this.answer(verb.point, fault, Effect.succeed(reply)),
-        onFailure: (error) => this.answer(verb.point, fault, Effect.fail(error))
-      })
     }
-    const befores = items.map((item) => this.peek(verb.jobIdOf(item)))
+    if (fault === "F19") {
+      // A write that reached the store lands whatever happens to its caller meanwhile, and is recorded.
+      return Effect.uninterruptible(
+        Effect.flatMap(Random.nextIntBetween(1, 1_500), (ms) => {
+          this.env.openWindow(ms)
+          return this.sendNow(verb, items, call, start, undefined)
+        })
+      )
+    }
+    return this.sendNow(
+      verb,
+      items,
+      call,
+      start,
+      items.map((item) => this.peek(verb.jobIdOf(item)))
+    )
+  }
+
+  /** One call to the store; with `befores` undefined each item's record before is the history's latest at the write. */
+  sendNow<I, R>(
+    verb: ItemVerb<I, R>,
+    items: ReadonlyArray<I>,
+    call: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, StoreError>,
+    start: number,
+    befores: ReadonlyArray<Snap | null> | undefined
+  ): Effect.Effect<Reply<R>, StoreError> {
+    const beforeOf = (i: number): Snap | null =>
+      befores !== undefined ? befores[i]! : (this.env.history.latest.get(verb.jobIdOf(items[i]!)) ?? null)
     return Effect.matchEffect(call(items), {
       onSuccess: (reply) => {
-        for (let i = 0; i < items.length; i++) verb.recordResult(this, items[i]!, befores[i]!, reply.results[i]!, start)
-        return this.answer(verb.point, fault, Effect.succeed(reply))
+        // Every `before` is read before the first item is recorded: recording moves the history's latest record.
+        const seen = items.map((_, i) => beforeOf(i))
+        for (let i = 0; i < items.length; i++) verb.recordResult(this, items[i]!, seen[i]!, reply.results[i]!, start)
+        return Effect.succeed(reply)
       },
       onFailure: (error) => {
         for (let i = 0; i < items.length; i++) {
           const item = items[i]!
           const jobId = verb.jobIdOf(item)
-          const after = this.peek(jobId)
           this.record(
             verb.op,
             start,
@@ -299,12 +376,12 @@ class Recorder {
             verb.tokenOf(item),
             false,
             tagOf(error),
-            befores[i]!,
-            after,
+            beforeOf(i),
+            this.peek(jobId),
             verb.detailOf(item)
           )
         }
-        return this.answer(verb.point, fault, Effect.fail(error))
+        return Effect.fail(error)
       }
     })
   }
@@ -321,12 +398,24 @@ class Recorder {
       return this.gated(() => {
         const fault = this.decide(point, kinds)
         if (fault === "F5" || fault === "F1") return Effect.fail(this.refused(point, fault))
+        const record = (reply: A) => {
+          written(reply, start)
+          return reply
+        }
+        // Under F19 the store opens a window before it applies; a write that reached it lands, and is recorded,
+        // whatever happens to its caller meanwhile.
+        const applied =
+          fault === "F19"
+            ? Effect.uninterruptible(
+                Effect.flatMap(Random.nextIntBetween(1, 1_500), (ms) => {
+                  this.env.openWindow(ms)
+                  return Effect.map(call, record)
+                })
+              )
+            : Effect.map(call, record)
         return this.delayed(fault, () =>
-          Effect.matchEffect(call, {
-            onSuccess: (reply) => {
-              written(reply, start)
-              return this.answer(point, fault, Effect.succeed(reply))
-            },
+          Effect.matchEffect(applied, {
+            onSuccess: (reply) => this.answer(point, fault, Effect.succeed(reply)),
             onFailure: (error) => this.answer(point, fault, Effect.fail(error))
           })
         )
@@ -335,12 +424,28 @@ class Recorder {
   }
 }
 
+/** The items of a fenced write's reply that were rejected with `LeaseLost`, with the token each was sent under. */
+const learnedOf = <I, R>(verb: ItemVerb<I, R>, items: ReadonlyArray<I>, reply: Reply<R>): Learned | undefined => {
+  let learned: Array<{ readonly jobId: JobId; readonly token: number }> | undefined
+  for (let i = 0; i < reply.results.length; i++) {
+    const result = reply.results[i] as { readonly _tag?: string }
+    const item = items[i]
+    if (result._tag === "LeaseLost" && item !== undefined) {
+      learned ??= []
+      learned.push({ jobId: verb.jobIdOf(item), token: verb.tokenOf(item) ?? -1 })
+    }
+  }
+  return learned
+}
+
 /**
  * How one batch verb names, records and faults its items. `recordResult` records one item from its result.
  */
 interface ItemVerb<I, R> {
   readonly op: WriteOp
   readonly point: Point
+  /** Whether the Store fences the verb by token (its `LeaseLost` replies teach the caller its lease is gone). */
+  readonly fenced: boolean
   readonly kinds: (items: ReadonlyArray<I>, env: SimStoreEnv) => ReadonlyArray<FaultKind>
   readonly jobIdOf: (item: I) => JobId
   readonly tokenOf: (item: I) => number | null
@@ -354,6 +459,7 @@ const noDetail = (): undefined => undefined
 const submitVerb: ItemVerb<SubmitItem, SubmitOutcome> = {
   op: "submit",
   point: "submit",
+  fenced: false,
   kinds: (_, env) => (env.submitter === true ? pointKinds.clientSubmit : pointKinds.submit),
   jobIdOf: (item) => item.id,
   tokenOf: noToken,
@@ -377,6 +483,7 @@ const submitVerb: ItemVerb<SubmitItem, SubmitOutcome> = {
 const claimVerb: ItemVerb<ClaimItem, ClaimResult> = {
   op: "claim",
   point: "claim",
+  fenced: false,
   kinds: () => pointKinds.claim,
   jobIdOf: (item) => item.jobId,
   tokenOf: noToken,
@@ -390,6 +497,7 @@ const claimVerb: ItemVerb<ClaimItem, ClaimResult> = {
 const heartbeatVerb: ItemVerb<HeartbeatItem, HeartbeatResult> = {
   op: "heartbeat",
   point: "heartbeat",
+  fenced: true,
   kinds: () => pointKinds.heartbeat,
   jobIdOf: (item) => item.jobId,
   tokenOf: (item) => item.token,
@@ -411,6 +519,7 @@ const chargeDetail = (item: ChargeItem): Detail => ({
 const chargeVerb: ItemVerb<ChargeItem, ChargeResult> = {
   op: "charge",
   point: "charge",
+  fenced: false,
   kinds: () => pointKinds.charge,
   jobIdOf: (item) => item.jobId,
   tokenOf: (item) => item.token,
@@ -431,6 +540,7 @@ const settleDetail = (item: SettleItem): Detail => ({
 const settleVerb: ItemVerb<SettleItem, SettleResult> = {
   op: "settle",
   point: "settle",
+  fenced: true,
   kinds: (items) => (items[0]?.outcome._tag === "Complete" ? pointKinds.settleComplete : pointKinds.settle),
   jobIdOf: (item) => item.jobId,
   tokenOf: (item) => item.token,
@@ -446,6 +556,7 @@ const settleVerb: ItemVerb<SettleItem, SettleResult> = {
 const cancelVerb: ItemVerb<CancelItem, CancelResult> = {
   op: "cancel",
   point: "cancel",
+  fenced: false,
   kinds: () => pointKinds.cancel,
   jobIdOf: (item) => item.jobId,
   tokenOf: noToken,
@@ -457,6 +568,7 @@ const cancelVerb: ItemVerb<CancelItem, CancelResult> = {
 const replayVerb: ItemVerb<{ readonly jobId: JobId }, ReplayItemResult> = {
   op: "replay",
   point: "replay",
+  fenced: false,
   kinds: () => pointKinds.replay,
   jobIdOf: (item) => item.jobId,
   tokenOf: noToken,

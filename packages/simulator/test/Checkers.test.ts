@@ -60,6 +60,7 @@ const write = (
 const call = (t: number, who: string, token: number, cents = 2): Event => ({
   k: "call",
   t,
+  asked: t,
   end: t + 100,
   who,
   jobId: job,
@@ -91,7 +92,7 @@ const charge = (t: number, who: string, token: number, amount: number, settled: 
 
 const submit: Event = { k: "submit", t: 0, key: "k", hash: "h", ok: true, jobId: job, created: true, error: null }
 const running1 = s({ state: "running", token: 1, attempts: 1, leaseOwner: "w0.1", leaseUntil: 3_000, updatedAt: 10 })
-const done = s({ state: "succeeded", token: 1, attempts: 1, costCents: 2, updatedAt: 200 })
+const done = s({ state: "succeeded", token: 1, attempts: 1, costCents: 2, updatedAt: 120 })
 const finals = (snap: Snap, ledger: number): Array<Event> => [
   { k: "phase", t: 500, name: "heal" },
   { k: "final", t: 500, jobId: job, snap, ledger },

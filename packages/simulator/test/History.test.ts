@@ -79,6 +79,7 @@ describe("hashEvents", () => {
         {
           k: "call",
           t: 1,
+          asked: 1,
           end: 2,
           who: "w0.1",
           jobId: "j",

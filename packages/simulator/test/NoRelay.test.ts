@@ -24,6 +24,8 @@ const slowAndFlaky: Plan.Plan = Plan.noRelay(
     ...base,
     faults: ["F14", "F16"],
     callTimeoutMs: 1_000,
+    handler: Plan.oneCall,
+    sweeper: Plan.defaultSweeper,
     maxAttempts: 3,
     budgets: [null],
     cancels: [],

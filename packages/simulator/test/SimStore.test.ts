@@ -48,15 +48,26 @@ const withProxy = <A>(
   const clock = new VirtualClock(1_000_000)
   const history = new History()
   const program = Effect.gen(function* () {
-    const { peek, store: memory } = yield* Store.makeMemory
-    const faults = new Faults(plan, history, clock)
+    // The world's store, with the window a proxy opens (F19) taken by its next write.
+    let window = 0
+    const { peek, store: memory } = yield* Store.makeMemoryWith({
+      interleave: () => {
+        const ms = window
+        window = 0
+        return ms === 0 ? undefined : clock.sleepMillis(ms)
+      }
+    })
+    const faults = new Faults(plan, history, clock, 4_000)
     const store = SimStore.make(memory, {
       actor: ofIncarnation(new Incarnation(0, 1, clock, noSkew)),
       history,
       faults,
       clock,
       crash: () => undefined,
-      peek
+      peek,
+      openWindow: (ms) => {
+        window = ms
+      }
     })
     return yield* Effect.orDie(body(store))
   })
@@ -70,7 +81,7 @@ describe("Faults", () => {
   it("lets the infrastructure read the tape from its end, leaving the processes' entries alone", () => {
     // Arrange: only the entry 999 fires.
     const clock = new VirtualClock(0)
-    const faults = new Faults({ ...planWith(["F5"], [0, 999]), faultRate: 1 }, new History(), clock)
+    const faults = new Faults({ ...planWith(["F5"], [0, 999]), faultRate: 1 }, new History(), clock, 4_000)
     // Act: process and infrastructure points, interleaved.
     const rolls = [
       faults.roll(["F5"], "w0.1", "store.claim"),

@@ -90,12 +90,20 @@ export class Faults {
   private infraPos = 0
   /** Targeted heartbeat failures left, per worker slot. */
   heartbeatFailures = new Map<number, number>()
+  /** Worker slots whose first claim still gets the targeted late reply. */
+  readonly lateClaims = new Set<number>()
+  /** How late the targeted claim reply arrives: the lease plus the plan's extra. */
+  readonly lateClaimMs: number
   constructor(
     readonly plan: Plan,
     readonly history: History,
-    readonly clock: VirtualClock
+    readonly clock: VirtualClock,
+    leaseMs: number
   ) {
-    if (plan.targeted._tag === "HeartbeatFailsK") heartbeatFailures(this, plan.targeted.worker, plan.targeted.k)
+    const targeted = plan.targeted
+    if (targeted._tag === "HeartbeatFailsK") heartbeatFailures(this, targeted.worker, targeted.k)
+    if (targeted._tag === "LateClaimReply") this.lateClaims.add(targeted.worker)
+    this.lateClaimMs = targeted._tag === "LateClaimReply" ? leaseMs + targeted.extraMs : 0
   }
 
   /** Which of `kinds` fires at this point, if any (one tape entry consumed, from the start or for `infra` the end). */
