@@ -246,10 +246,13 @@ const retryWrite = <A>(write: Effect.Effect<A, LeaseLost | StoreError>, held: He
                 (now) => !Control.leaseGone(held.control.stopReason) && now - startedAt < held.leaseMs
               )
             : Effect.succeed(false)
+        // The lease may be learned lost while a retry waits (a heartbeat's reply): then the write is not sent again.
+        const again = (n: number, error: LeaseLost | StoreError): Effect.Effect<A, LeaseLost | StoreError> =>
+          Effect.suspend(() => (Control.leaseGone(held.control.stopReason) ? Effect.fail(error) : attempt(n)))
         const attempt = (n: number): Effect.Effect<A, LeaseLost | StoreError> =>
           Effect.catchAll(write, (error) =>
             Effect.flatMap(mayRetry(error), (retry) =>
-              retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), attempt(n + 1)) : Effect.fail(error)
+              retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), again(n + 1, error)) : Effect.fail(error)
             )
           )
         return attempt(0)

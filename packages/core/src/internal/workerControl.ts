@@ -58,14 +58,16 @@ export const make = (options: { readonly localLeaseEnd: number; readonly costCen
 })
 
 /**
- * Record a stop reason (only the first one counts) and interrupt the handler without waiting for it. Returns
- * whether this call set the reason.
+ * Record a stop reason and interrupt the handler without waiting for it. The first reason counts, except that a lost
+ * lease (`lease_lost`, `self_fenced`) replaces a reason that left the lease held: once the lease is gone nothing more
+ * may be written under its token, whatever stopped the attempt first. Returns whether this call set the reason.
  *
  * @internal
  */
 export const stop = (control: Control, reason: StopReason): Effect.Effect<boolean> =>
   Effect.suspend(() => {
-    if (control.stopReason !== undefined) return Effect.succeed(false)
+    const current = control.stopReason
+    if (current !== undefined && (leaseGone(current) || !leaseGone(reason))) return Effect.succeed(false)
     control.stopReason = reason
     const fiber = control.handlerFiber
     if (fiber === undefined) return Effect.succeed(true)
