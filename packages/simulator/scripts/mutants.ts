@@ -43,7 +43,12 @@ const expected: Record<string, ReadonlyArray<string>> = {
   M10: ["I7"],
   M11: ["I1"],
   M12: ["I1"],
-  M16: ["I5"]
+  M16: ["I5"],
+  M17: ["I8", "I2"],
+  M18: ["I1"],
+  M19: ["I1", "I10", "I11"],
+  M20: ["I3"],
+  M21: ["I11"]
 }
 
 const scratchOf = (): string => {
