@@ -228,3 +228,58 @@ describe("Store.makeMemory: atomic among fibers", () => {
     })
   )
 })
+
+describe("Store.makeMemoryWith: interleaving windows", () => {
+  it.effect("a write with a window is checked and applied at its end, against the record as it is then", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(1_000_000)
+      const windows: Array<string> = []
+      const { store } = yield* StoreModule.makeMemoryWith({
+        interleave: (verb) => {
+          windows.push(verb)
+          return verb === "heartbeat" ? Effect.sleep(1_000) : undefined
+        }
+      })
+      const job = yield* submitOne(store)
+      const claimed = yield* claimOne(store, job.id, "w", LEASE)
+      expect(claimed._tag).toBe("Claimed")
+
+      // The heartbeat waits in its window; the holder's Complete lands meanwhile.
+      const beat = yield* Effect.fork(store.heartbeat({ items: [{ jobId: job.id, token: 1, leaseMs: LEASE }] }))
+      yield* Effect.yieldNow()
+      const settled = yield* store.settle({
+        items: [{ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: { ok: true } } }]
+      })
+      yield* TestClock.adjust(1_000)
+      const reply = yield* beat.await
+
+      expect(settled.results[0]?._tag).toBe("Settled")
+      // Checked at its end, the renewal finds the job succeeded: rejected, and the record is untouched.
+      expect(reply._tag === "Success" && reply.value.results[0]?._tag).toBe("LeaseLost")
+      expect(reply._tag === "Success" && reply.value.now).toBe(1_001_000)
+      expect(windows).toEqual(["submit", "claim", "heartbeat", "settle"])
+    })
+  )
+
+  it.effect("without windows the replies are those of makeMemory", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(1_000_000)
+      const plain = yield* StoreModule.makeMemory
+      const opened = yield* StoreModule.makeMemoryWith({ interleave: () => undefined })
+      const replies = yield* Effect.forEach([plain.store, opened.store], (store) =>
+        Effect.gen(function* () {
+          const job = yield* submitOne(store, { requestKey: "k" })
+          const claimed = yield* claimOne(store, job.id, "w", LEASE)
+          const done = yield* store.settle({
+            items: [
+              { jobId: job.id, token: 1, outcome: { _tag: "Retry", delayMs: 10, errorClass: "timeout", error: "t" } }
+            ]
+          })
+          return [claimed._tag, done.results[0]?._tag, done.now]
+        })
+      )
+      expect(replies[0]).toEqual(replies[1])
+      expect(replies[0]).toEqual(["Claimed", "Settled", 1_000_000])
+    })
+  )
+})

@@ -494,10 +494,12 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       }
       if (calls.some((c) => c.token === e1 && c.end > claim2.t)) coverage.leaseExpiredMidCall++
     }
-    // I1: calls within max attempts per run (a replay starts a fresh run).
+    // I1: calls within max attempts per run (a replay starts a fresh run). A call belongs to the run its token was
+    // claimed in: a stale holder's late call made after a replay is still an attempt of the run before it.
     const runs = new Map<number, Set<number>>()
     for (const call of calls) {
-      const run = (replays.get(jobId) ?? []).filter((t) => t <= call.t).length
+      const claimedAt = claims.find((w) => w.after?.token === call.token)?.t ?? call.t
+      const run = (replays.get(jobId) ?? []).filter((t) => t <= claimedAt).length
       const set = runs.get(run) ?? new Set<number>()
       set.add(call.token)
       runs.set(run, set)

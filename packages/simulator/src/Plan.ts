@@ -68,6 +68,8 @@ export type Targeted =
   | { readonly _tag: "HeartbeatFailsK"; readonly worker: number; readonly k: number }
   /** The first claim of worker `worker` applies at once; its reply reaches the worker lease + `extraMs` later. */
   | { readonly _tag: "LateClaimReply"; readonly worker: number; readonly extraMs: number }
+  /** Every store write of worker `worker` opens a window of `ms` between the store's read and its apply (F19). */
+  | { readonly _tag: "WindowedWrites"; readonly worker: number; readonly ms: number }
 
 /**
  * The simulated handler's shape: a chain of `steps` model calls per attempt; a call that fails with a retryable
@@ -259,6 +261,11 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
       _tag: fc.constant("LateClaimReply" as const),
       worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
       extraMs: fc.integer({ min: 1, max: 500 })
+    }),
+    fc.record({
+      _tag: fc.constant("WindowedWrites" as const),
+      worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
+      ms: fc.integer({ min: 100, max: 1_500 })
     })
   )
   // Targeted scenarios are faults too: fault-free plans get none.

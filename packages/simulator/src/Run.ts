@@ -104,7 +104,8 @@ const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: R
       world.window = 0
       return clock.sleepMillis(ms)
     }
-    const { peek, query, store: memory } = yield* Store.makeMemoryWith(has(plan, "F19") ? { interleave } : {})
+    const windows = has(plan, "F19") || plan.targeted._tag === "WindowedWrites"
+    const { peek, query, store: memory } = yield* Store.makeMemoryWith(windows ? { interleave } : {})
     const noRelay = isNoRelay(plan)
     // Without the relay, the redrive policy matches the attempt cap: a correct worker takes one receive per attempt.
     const memoryTransport = yield* Transport.makeMemory({

@@ -100,9 +100,12 @@ interface Detail {
 
 /**
  * What a fault point decided for one call: the fault that fires (F1 for a targeted heartbeat failure), if any;
- * `LateClaim` is the targeted late reply of a claim (F20 with the plan's delay).
+ * `LateClaim` is the targeted late reply of a claim (F20 with the plan's delay), `Window` the targeted window inside
+ * a write (F19 with the plan's length).
  */
-type Decision = FaultKind | "LateClaim" | undefined
+type Decision = FaultKind | "LateClaim" | "Window" | undefined
+
+const opensWindow = (fault: Decision): boolean => fault === "F19" || fault === "Window"
 
 /** The items of a reply that a fenced write rejected with `LeaseLost`: what its caller learns when the reply lands. */
 type Learned = ReadonlyArray<{ readonly jobId: JobId; readonly token: number }>
@@ -170,7 +173,10 @@ class Recorder {
     this.record(op, start, jobId, null, true, res, this.env.history.latest.get(jobId) ?? null, this.peek(jobId), detail)
   }
 
-  /** Which fault fires at this call of `point` (one tape entry consumed when faults are on and one of `kinds` is). */
+  /**
+   * Which fault fires at this call of `point` (one tape entry consumed when faults are on and one of `kinds` is). A
+   * targeted scenario decides without the tape.
+   */
   decide(point: Point, kinds: ReadonlyArray<FaultKind>): Decision {
     const { actor, faults } = this.env
     if (!actor.faulted) return undefined
@@ -186,6 +192,10 @@ class Recorder {
     if (point === "claim" && incarnation !== null && faults.enabled && faults.lateClaims.delete(incarnation.slot)) {
       faults.note("F20", actor.id, "claim reply later than the lease (targeted)")
       return "LateClaim"
+    }
+    if (incarnation !== null && faults.enabled && faults.windowed?.slot === incarnation.slot) {
+      faults.note("F19", actor.id, `window inside store.${point} (targeted)`)
+      return "Window"
     }
     return faults.roll(kinds, actor.id, `store.${point}`, incarnation === null)
   }
@@ -243,6 +253,11 @@ class Recorder {
           )
         : Effect.fail(error)
     })
+  }
+
+  /** The length of the window a write opens: drawn for F19, the plan's for the targeted scenario. */
+  windowMs(fault: Decision): Effect.Effect<number> {
+    return fault === "Window" ? Effect.succeed(this.env.faults.windowed?.ms ?? 0) : Random.nextIntBetween(1, 1_500)
   }
 
   /** Runs `apply` after the fault point's delay: at once, or after a slow store's extra time (F7). */
@@ -330,10 +345,10 @@ class Recorder {
         })
       )
     }
-    if (fault === "F19") {
+    if (opensWindow(fault)) {
       // A write that reached the store lands whatever happens to its caller meanwhile, and is recorded.
       return Effect.uninterruptible(
-        Effect.flatMap(Random.nextIntBetween(1, 1_500), (ms) => {
+        Effect.flatMap(this.windowMs(fault), (ms) => {
           this.env.openWindow(ms)
           return this.sendNow(verb, items, call, start, undefined)
         })
@@ -404,15 +419,14 @@ class Recorder {
         }
         // Under F19 the store opens a window before it applies; a write that reached it lands, and is recorded,
         // whatever happens to its caller meanwhile.
-        const applied =
-          fault === "F19"
-            ? Effect.uninterruptible(
-                Effect.flatMap(Random.nextIntBetween(1, 1_500), (ms) => {
-                  this.env.openWindow(ms)
-                  return Effect.map(call, record)
-                })
-              )
-            : Effect.map(call, record)
+        const applied = opensWindow(fault)
+          ? Effect.uninterruptible(
+              Effect.flatMap(this.windowMs(fault), (ms) => {
+                this.env.openWindow(ms)
+                return Effect.map(call, record)
+              })
+            )
+          : Effect.map(call, record)
         return this.delayed(fault, () =>
           Effect.matchEffect(applied, {
             onSuccess: (reply) => this.answer(point, fault, Effect.succeed(reply)),

@@ -213,6 +213,97 @@ describe("check", () => {
     expect(verdict.violations.map((v) => v.invariant)).toContain("I3")
   })
 
+  it("I3: an updatedAt that is not the store's time at the write is reported; the microsecond step is not", () => {
+    // A charge settled after the commit: it may move spend and updatedAt, but only to store time.
+    const at = (t: number, updatedAt: number) =>
+      write(t, "charge", "w0.1", 1, done, s({ ...done, updatedAt }), { res: "ok", callId: `${job}:1:1`, amount: 2 })
+    const i3 = (e: Event) =>
+      check([...happy.slice(0, 6), e, ...happy.slice(6)], plan, "Done", null).violations.filter(
+        (v) => v.invariant === "I3"
+      )
+    // A caller's clock 900 ms ahead stamped it: still increasing, but not store time.
+    expect(i3(at(130, 1_030)).map((v) => v.message)).toEqual([
+      "charge stamped updatedAt 1030, not the store time 130 of the write"
+    ])
+    expect(i3(at(130, 130))).toEqual([])
+    // A second write in the settle's store millisecond steps past it by a microsecond.
+    expect(i3(at(120, 120.001))).toEqual([])
+    expect(i3(at(120, 120.01))).toHaveLength(1)
+  })
+
+  it("I1: a call asked for after its lease ended in the store is reported, unless a pause or a skewed clock did it", () => {
+    // The claim's lease ends at 3000; a renewal at 2000 carries it to 5000.
+    const late = (asked: number, sent = asked): Event => ({
+      ...(call(sent, "w0.1", 1) as Extract<Event, { k: "call" }>),
+      asked,
+      callId: `${job}:1:2`
+    })
+    const renewal = write(
+      2_000,
+      "heartbeat",
+      "w0.1",
+      1,
+      running1,
+      s({ ...running1, leaseUntil: 5_000, updatedAt: 2_000 }),
+      {
+        res: "ok"
+      }
+    )
+    const lateCalls = (history: ReadonlyArray<Event>, p: Plan.Plan = plan) =>
+      check(history, p, "Done", null)
+        .violations.filter((v) => v.invariant === "I1" && v.message.includes("after its lease ended"))
+        .map((v) => v.message)
+    const prefix = happy.slice(0, 4)
+    expect(lateCalls([...prefix, late(3_000)])).toEqual([
+      "model call under token 1 by w0.1 asked at 3000, after its lease ended at 3000"
+    ])
+    expect(lateCalls([...prefix, late(2_999)])).toEqual([])
+    // Asked for while the lease was live, sent once a pause ended.
+    expect(lateCalls([...prefix, late(2_900, 3_400)])).toEqual([])
+    // A renewal applied before the call counts; one applied after it does not.
+    expect(lateCalls([...prefix, renewal, late(3_000)])).toEqual([])
+    expect(lateCalls([...prefix, late(3_000), { ...renewal, t: 3_500 } as Event])).toHaveLength(1)
+    // A skewed clock may measure a lease past the store's.
+    expect(lateCalls([...prefix, late(3_000)], { ...plan, faults: ["F5", "F12"] })).toEqual([])
+  })
+
+  it("I10 and I11: nothing under a token after its process learned the lease was lost, but its charges", () => {
+    const learned: Event = { k: "lost", t: 500, who: "w0.1", op: "heartbeat", jobId: job, token: 1 }
+    const callAt = (asked: number): Event => ({
+      ...(call(asked, "w0.1", 1) as Extract<Event, { k: "call" }>),
+      callId: `${job}:1:2`
+    })
+    const beatAt = (start: number, who = "w0.1"): Event => ({
+      ...(write(start, "heartbeat", who, 1, running1, running1) as Extract<Event, { k: "write" }>),
+      ok: false,
+      res: "LeaseLost"
+    })
+    const invariants = (extra: ReadonlyArray<Event>) =>
+      check([...happy.slice(0, 4), learned, ...extra], plan, "Done", null)
+        .violations.map((v) => v.invariant)
+        .filter((inv) => inv === "I10" || inv === "I11")
+    expect(invariants([callAt(600)])).toEqual(["I10"])
+    expect(invariants([callAt(500)])).toEqual([])
+    expect(invariants([beatAt(600)])).toEqual(["I11"])
+    expect(invariants([beatAt(500), beatAt(600, "w1.1")])).toEqual([])
+    expect(invariants([charge(600, "w0.1", 1, 2, true, 2)])).toEqual([])
+  })
+
+  it("a fault-free run calls the model under one token, at most as often as the handler's chain has steps", () => {
+    const faultFree: Plan.Plan = {
+      ...plan,
+      faults: [],
+      targeted: { _tag: "None" },
+      handler: { ...Plan.oneCall, steps: 2 }
+    }
+    const second = { ...(call(60, "w0.1", 1) as Extract<Event, { k: "call" }>), callId: `${job}:1:2` }
+    const i1 = (history: ReadonlyArray<Event>, p: Plan.Plan) =>
+      check(history, p, "Done", null).violations.filter((v) => v.invariant === "I1" && v.message.includes("fault-free"))
+    const twoSteps = [...happy.slice(0, 4), second, ...happy.slice(4)]
+    expect(i1(twoSteps, faultFree)).toEqual([])
+    expect(i1(twoSteps, { ...faultFree, handler: Plan.oneCall })).toHaveLength(1)
+  })
+
   it("I6: a billed call missing from the charge ledger is an under-count", () => {
     const verdict = check(
       happy.filter((e) => !(e.k === "write" && e.op === "charge")),

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { StoreError } from "@slowcall/core/Errors"
 import type { JobId } from "@slowcall/core/Job"
 import * as Store from "@slowcall/core/Store"
-import { Effect, Either } from "effect"
+import { Clock, Effect, Either, Fiber } from "effect"
 import * as fc from "fast-check"
 import { type Event, History } from "../src/History.js"
 import { Faults, Incarnation, ofIncarnation } from "../src/internal/world.js"
@@ -200,5 +200,89 @@ describe("SimStore", () => {
     expect(swept).toMatchObject({ op: "sweep", jobId: jobIds[0], res: "requeued" })
     expect(swept?.before).toEqual(claimed?.after)
     expect(swept?.after?.state).toBe("queued")
+  })
+
+  it("F19: opens a window inside the write; a write that lands in it is what the late write is checked against", () => {
+    // Arrange: only the third store call (the heartbeat) draws a fault, and it is F19.
+    const plan = { ...planWith(["F19"], [0, 0, 999, 0]), faultRate: 1 }
+    const { value, writes, events } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0)] })
+        yield* store.claim({ items: [{ jobId: jobIds[0]!, owner: "w0.1/a", leaseMs: 5_000 }] })
+        // Act: the heartbeat waits in its window while the holder's own Complete lands.
+        const beat = yield* Effect.fork(store.heartbeat({ items: [{ jobId: jobIds[0]!, token: 1, leaseMs: 5_000 }] }))
+        yield* Effect.sleep(1)
+        yield* store.settle({ items: [{ jobId: jobIds[0]!, token: 1, outcome: { _tag: "Complete", result: {} } }] })
+        return yield* beat.await
+      })
+    )
+    // Assert: the heartbeat was applied after the settle, found the job succeeded, and changed nothing.
+    expect(value._tag === "Success" && value.value.results[0]?._tag).toBe("LeaseLost")
+    expect(writes.map((w) => [w.op, w.ok, w.res])).toEqual([
+      ["submit", true, "Created"],
+      ["claim", true, "Claimed"],
+      ["settle", true, "succeeded"],
+      ["heartbeat", false, "LeaseLost"]
+    ])
+    const [, , settled, beat] = writes
+    expect(beat!.before).toEqual(settled!.after)
+    expect(beat!.t).toBeGreaterThan(beat!.start)
+    // The caller learned the lost lease when the reply reached it.
+    expect(events.filter((e) => e.k === "lost")).toEqual([
+      { k: "lost", t: beat!.t, who: "w0.1", op: "heartbeat", jobId: jobIds[0], token: 1 }
+    ])
+  })
+
+  it("F19: a write that reached the store lands and is recorded even when its caller is interrupted", () => {
+    const plan = { ...planWith(["F19"], [0, 0, 999]), faultRate: 1 }
+    const { writes } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0)] })
+        yield* store.claim({ items: [{ jobId: jobIds[0]!, owner: "w0.1/a", leaseMs: 5_000 }] })
+        const beat = yield* Effect.fork(store.heartbeat({ items: [{ jobId: jobIds[0]!, token: 1, leaseMs: 5_000 }] }))
+        yield* Effect.sleep(1)
+        return yield* Fiber.interrupt(beat)
+      })
+    )
+    expect(writes.map((w) => [w.op, w.ok, w.res])).toEqual([
+      ["submit", true, "Created"],
+      ["claim", true, "Claimed"],
+      ["heartbeat", true, "ok"]
+    ])
+  })
+
+  it("F20: applies the write at once and hands its successful reply over late", () => {
+    const plan = { ...planWith(["F20"], [0, 999]), faultRate: 1 }
+    const { value, writes } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0)] })
+        const sent = yield* Clock.currentTimeMillis
+        const reply = yield* store.claim({ items: [{ jobId: jobIds[0]!, owner: "w0.1/a", leaseMs: 5_000 }] })
+        return { sent, received: yield* Clock.currentTimeMillis, reply }
+      })
+    )
+    const claim = writes[1]!
+    expect(value.reply.results[0]?._tag).toBe("Claimed")
+    expect([claim.op, claim.ok, claim.start, claim.t]).toEqual(["claim", true, value.sent, value.sent])
+    expect(value.received - value.sent).toBeGreaterThanOrEqual(100)
+    expect(value.received - value.sent).toBeLessThanOrEqual(3_000)
+  })
+
+  it("LateClaimReply: the worker's first claim reply arrives a lease and the plan's extra later, once", () => {
+    const plan: Plan.Plan = { ...planWith([], []), targeted: { _tag: "LateClaimReply", worker: 0, extraMs: 250 } }
+    const { value } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0), item(jobIds[1]!, 1)] })
+        const times: Array<number> = []
+        for (const jobId of jobIds) {
+          const sent = yield* Clock.currentTimeMillis
+          yield* store.claim({ items: [{ jobId, owner: "w0.1/a", leaseMs: 4_000 }] })
+          times.push((yield* Clock.currentTimeMillis) - sent)
+        }
+        return times
+      })
+    )
+    // The harness's lease is 4 s.
+    expect(value).toEqual([4_250, 0])
   })
 })

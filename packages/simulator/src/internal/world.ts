@@ -94,6 +94,8 @@ export class Faults {
   readonly lateClaims = new Set<number>()
   /** How late the targeted claim reply arrives: the lease plus the plan's extra. */
   readonly lateClaimMs: number
+  /** The worker slot whose every write opens a window (targeted), and the window's length. */
+  readonly windowed: { readonly slot: number; readonly ms: number } | undefined
   constructor(
     readonly plan: Plan,
     readonly history: History,
@@ -104,6 +106,7 @@ export class Faults {
     if (targeted._tag === "HeartbeatFailsK") heartbeatFailures(this, targeted.worker, targeted.k)
     if (targeted._tag === "LateClaimReply") this.lateClaims.add(targeted.worker)
     this.lateClaimMs = targeted._tag === "LateClaimReply" ? leaseMs + targeted.extraMs : 0
+    this.windowed = targeted._tag === "WindowedWrites" ? { slot: targeted.worker, ms: targeted.ms } : undefined
   }
 
   /** Which of `kinds` fires at this point, if any (one tape entry consumed, from the start or for `infra` the end). */
