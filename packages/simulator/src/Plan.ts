@@ -206,7 +206,9 @@ export const isNoRelay = (plan: Plan): boolean => plan.relay === false
  * swarm picked it), no targeted scenario and no scheduled process events (a graceful shutdown hands a job back,
  * which costs a receive). A worker that lets its message return while it still works (visibility not extended)
  * spends receives faster than attempts: its message is dead-lettered while the job still has attempts left, and
- * with no relay the job is never delivered again (I5).
+ * with no relay the job is never delivered again (I5). The handler makes one call per attempt: its lease is then
+ * sized for that call alone, and an attempt slowed by the latency tail outlasts a quarter of it often enough for
+ * such a worker to be seen within a small budget.
  *
  * @since 0.1.0
  * @category combinators
@@ -214,6 +216,7 @@ export const isNoRelay = (plan: Plan): boolean => plan.relay === false
 export const noRelay = (plan: Plan, allowed: ReadonlyArray<FaultKind>): Plan => ({
   ...plan,
   relay: false,
+  handler: oneCall,
   faults: faultKinds.filter(
     (kind) =>
       allowed.includes(kind) && (kind === "F16" || kind === "F14" || (kind === "F13" && plan.faults.includes(kind)))

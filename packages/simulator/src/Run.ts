@@ -282,8 +282,16 @@ const startWorker = (world: World, slot: number): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { clock, history, plan, slots } = world
     const n = (slots[slot]?.starts ?? 0) + 1
-    const incarnation = new Incarnation(slot, n, clock, skewOf(plan, slot))
+    const skew = skewOf(plan, slot)
+    const incarnation = new Incarnation(slot, n, clock, skew)
     history.push({ k: "life", t: clock.now, who: incarnation.id, what: "start", ms: null })
+    // A clock jump hits the process at one instant, like any injected fault: a forward jump can end its leases
+    // early in its own eyes, and the checkers must know when.
+    if (skew.jumpMs !== 0 && skew.jumpAt > clock.now) {
+      clock.schedule(skew.jumpAt - clock.now, () => {
+        if (!incarnation.dead) world.faults.note("F12", incarnation.id, `clock jump ${skew.jumpMs} ms`)
+      })
+    }
     const { store, transport } = servicesOf(world, ofIncarnation(incarnation))
     const stop = yield* Deferred.make<void>()
     const entry: Slot = { incarnation, fiber: null, stop, starts: n }

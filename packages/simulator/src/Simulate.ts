@@ -139,8 +139,9 @@ export const timeline = (events: ReadonlyArray<Event>, jobIds: ReadonlySet<strin
         break
       case "call":
         if (jobIds.has(e.jobId)) {
+          const asked = e.asked < e.t ? ` (asked at +${e.asked - start}ms)` : ""
           lines.push(
-            `${at} ${e.who.padEnd(8)} model call t${e.token} ${e.outcome} ${e.cents}c until +${e.end - start}ms`
+            `${at} ${e.who.padEnd(8)} model call t${e.token} ${e.outcome} ${e.cents}c until +${e.end - start}ms${asked}`
           )
         }
         break
@@ -155,6 +156,9 @@ export const timeline = (events: ReadonlyArray<Event>, jobIds: ReadonlySet<strin
         break
       case "op":
         if (jobIds.has(e.jobId)) lines.push(`${at} operator ${e.what} (was ${e.before}) ${e.ok ? "ok" : "refused"}`)
+        break
+      case "lost":
+        if (jobIds.has(e.jobId)) lines.push(`${at} ${e.who.padEnd(8)} learns t${e.token} lost (${e.op} reply)`)
         break
       default:
         break
