@@ -47,6 +47,7 @@ describe("no-relay worlds", () => {
       expect(plan.faults.every((kind) => Plan.noRelayFaults.includes(kind))).toBe(true)
       expect(plan.events).toEqual([])
       expect(plan.targeted).toEqual({ _tag: "None" })
+      expect(plan.handler).toEqual(Plan.oneCall)
     }
   })
 

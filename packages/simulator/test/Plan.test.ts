@@ -1,0 +1,59 @@
+/**
+ * What plans draw beyond faults: the handler's shape and the sweeper's settings, and the two targeted scenarios for
+ * late replies and windowed writes. A run of a fault-free plan with a chain of calls makes exactly that many calls.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import * as Plan from "../src/Plan.js"
+import * as Simulate from "../src/Simulate.js"
+
+const plans = fc.sample(Plan.arbitrary({ jobs: 4, workers: 3, faults: Plan.faultKinds }), { seed: 9, numRuns: 400 })
+
+describe("plans", () => {
+  it("draw handler shapes and sweeper settings within their ranges, the old ones included", () => {
+    for (const plan of plans) {
+      const handler = plan.handler ?? Plan.oneCall
+      const sweeper = plan.sweeper ?? Plan.defaultSweeper
+      expect(handler.steps).toBeGreaterThanOrEqual(1)
+      expect(handler.steps).toBeLessThanOrEqual(3)
+      expect(handler.retries).toBeGreaterThanOrEqual(0)
+      expect(handler.retries).toBeLessThanOrEqual(2)
+      expect(sweeper.intervalMs).toBeGreaterThanOrEqual(500)
+      expect(sweeper.republishAfterMs).toBeLessThanOrEqual(8_000)
+    }
+    expect(plans.some((p) => (p.handler?.steps ?? 1) > 1 && (p.handler?.retries ?? 0) > 0)).toBe(true)
+    expect(plans.some((p) => p.handler?.fallback === true)).toBe(true)
+    expect(plans.some((p) => p.handler !== undefined && p.handler.steps === 1 && !p.handler.fallback)).toBe(true)
+    expect(plans.some((p) => (p.sweeper?.republishAfterMs ?? 0) < 2_000)).toBe(true)
+  })
+
+  it("draw the late-reply and windowed-write scenarios, each on a worker of the plan", () => {
+    const late = plans.filter((p) => p.targeted._tag === "LateClaimReply")
+    const windowed = plans.filter((p) => p.targeted._tag === "WindowedWrites")
+    expect(late.length).toBeGreaterThan(0)
+    expect(windowed.length).toBeGreaterThan(0)
+    for (const plan of [...late, ...windowed]) {
+      const t = plan.targeted as { readonly worker: number }
+      expect(t.worker).toBeLessThan(plan.workers)
+    }
+  })
+
+  it("run a fault-free chain of three calls as three calls per job, under one token each", () => {
+    const base = fc.sample(Plan.arbitrary({ jobs: 3, workers: 2, faults: [] }), { seed: 4, numRuns: 1 })[0]!
+    const plan: Plan.Plan = {
+      ...base,
+      budgets: [null],
+      cancels: [],
+      handler: { steps: 3, retries: 1, fallback: true }
+    }
+    const { run, verdict } = Simulate.runAndCheck(plan)
+    expect(verdict.violations).toEqual([])
+    const calls = run.events.filter((e) => e.k === "call")
+    const byJob = new Map<string, Array<number>>()
+    for (const call of calls) byJob.set(call.jobId, [...(byJob.get(call.jobId) ?? []), call.token])
+    expect(byJob.size).toBe(3)
+    for (const tokens of byJob.values()) expect(tokens).toEqual([1, 1, 1])
+    // Each call is its own entry in the charge ledger.
+    expect(new Set(calls.map((c) => c.callId)).size).toBe(9)
+  })
+})
