@@ -26,17 +26,29 @@ const modelCall = (counter: { calls: number; interrupted?: number }, ms: number)
     )
   )
 
-/** A handler making one call of `ms` that costs `cost`; timeoutMs 3 s gives a 4 s lease, heartbeat every 1333 ms. */
-const oneCall = (counter: { calls: number }, ms: number, options: { readonly timeoutMs?: number } = {}) =>
+/** A handler of the tests' job type running `run`; timeoutMs 3 s gives a 4 s lease, heartbeat every 1333 ms. */
+const handlerOf = (
+  run: (ctx: Handler.HandlerContext) => Effect.Effect<string, unknown>,
+  options: { readonly timeoutMs?: number } = {}
+) =>
   Handler.make({
     type: "t",
     version: 1,
     input: Input,
     result: Output,
     attempt: { timeoutMs: options.timeoutMs ?? 3_000 },
-    run: (_input, ctx) =>
-      Effect.map(ctx.call({ estimateCents: 1, run: modelCall(counter, ms), cost: () => 1 }), (text) => ({ text }))
+    run: (_input, ctx) => Effect.map(run(ctx), (text) => ({ text }))
   })
+
+/** A handler making one call of `ms` that costs 1 cent. */
+const oneCall = (counter: { calls: number }, ms: number, options: { readonly timeoutMs?: number } = {}) =>
+  handlerOf((ctx) => ctx.call({ estimateCents: 1, run: modelCall(counter, ms), cost: () => 1 }), options)
+
+/** The worker's view of a store whose heartbeats never arrive. */
+const heartbeatsRefused = (store: Store["Type"]): Store["Type"] => ({
+  ...store,
+  heartbeat: () => Effect.fail(new StoreError({ reason: "Connection", operation: "heartbeat", detail: "refused" }))
+})
 
 const harness = (wrap: (store: Store["Type"]) => Store["Type"] = (store) => store) =>
   Effect.map(fixtures.harness({ wrap, defaults: { type: "t", input: { text: "doc" } } }), (t) => ({
@@ -171,13 +183,11 @@ describe("Worker: a claim's lease runs from the send that was granted it", () =>
 
   it.scoped("a lease granted by a try whose reply was lost counts from the first send: no call after it ends", () =>
     Effect.gen(function* () {
-      const unreachable = new StoreError({ reason: "Connection", operation: "heartbeat", detail: "refused" })
       let claims = 0
       // The first claim reaches the store after 3 s, applies, and its reply is lost 1.5 s later; a retry then finds
       // the job Busy under the worker's own tag. Heartbeats never reach the store, so no lease is ever renewed.
       const t = yield* harness((store) => ({
-        ...store,
-        heartbeat: () => Effect.fail(unreachable),
+        ...heartbeatsRefused(store),
         claim: (options) =>
           Effect.suspend(() =>
             ++claims > 1
@@ -193,35 +203,21 @@ describe("Worker: a claim's lease runs from the send that was granted it", () =>
       }))
       const starts: Array<{ readonly at: number; readonly token: number; readonly leaseUntil: number | null }> = []
       const id = yield* t.submit({ maxAttempts: 3 })
-      yield* t.start({
-        queue: "q",
-        id: "w1",
-        handlers: [
-          Handler.make({
-            type: "t",
-            version: 1,
-            input: Input,
-            result: Output,
-            attempt: { timeoutMs: 3_000 },
-            // Three seconds of preparation, then the call; the store's view of the lease is taken as it starts.
-            run: (_input, ctx) =>
-              Effect.zipRight(
-                Effect.sleep(3_000),
-                Effect.map(
-                  ctx.call({
-                    estimateCents: 1,
-                    run: Effect.flatMap(t.now, (at) => {
-                      starts.push({ at, token: ctx.token, leaseUntil: t.peek(ctx.jobId)?.leaseUntil ?? null })
-                      return Effect.as(Effect.sleep(100), "reply")
-                    }),
-                    cost: () => 1
-                  }),
-                  (text) => ({ text })
-                )
-              )
+      // Three seconds of preparation, then the call; the store's view of the lease is taken as it starts.
+      const prepared = handlerOf((ctx) =>
+        Effect.zipRight(
+          Effect.sleep(3_000),
+          ctx.call({
+            estimateCents: 1,
+            run: Effect.flatMap(t.now, (at) => {
+              starts.push({ at, token: ctx.token, leaseUntil: t.peek(ctx.jobId)?.leaseUntil ?? null })
+              return Effect.as(Effect.sleep(100), "reply")
+            }),
+            cost: () => 1
           })
-        ]
-      })
+        )
+      )
+      yield* t.start({ queue: "q", id: "w1", handlers: [prepared] })
 
       const job = yield* t.reaches(id, terminal)
 
@@ -238,11 +234,9 @@ describe("Worker: a claim's lease runs from the send that was granted it", () =>
 describe("Worker: the lease gate", () => {
   it.scoped("no model call starts past the local lease end, even where the watchdog cannot interrupt", () =>
     Effect.gen(function* () {
-      const unreachable = new StoreError({ reason: "Connection", operation: "heartbeat", detail: "refused" })
       // Heartbeats cannot reach the store, and the reservation's write takes 5 s: longer than the 4 s lease.
       const t = yield* harness((store) => ({
-        ...store,
-        heartbeat: () => Effect.fail(unreachable),
+        ...heartbeatsRefused(store),
         charge: (options) =>
           options.items.some((item) => !item.settled)
             ? Effect.zipRight(Effect.sleep(5_000), store.charge(options))
@@ -251,26 +245,11 @@ describe("Worker: the lease gate", () => {
       const counter = { calls: 0 }
       const id = yield* t.submit({ maxAttempts: 1 })
       const before = yield* Metrics.snapshot
-      yield* t.start({
-        queue: "q",
-        id: "w1",
-        handlers: [
-          Handler.make({
-            type: "t",
-            version: 1,
-            input: Input,
-            result: Output,
-            attempt: { timeoutMs: 3_000 },
-            // The call runs where the watchdog's interruption cannot reach it: only the gate can stop it.
-            run: (_input, ctx) =>
-              Effect.uninterruptible(
-                Effect.map(ctx.call({ estimateCents: 2, run: modelCall(counter, 100), cost: () => 2 }), (text) => ({
-                  text
-                }))
-              )
-          })
-        ]
-      })
+      // The call runs where the watchdog's interruption cannot reach it: only the gate can stop it.
+      const masked = handlerOf((ctx) =>
+        Effect.uninterruptible(ctx.call({ estimateCents: 2, run: modelCall(counter, 100), cost: () => 2 }))
+      )
+      yield* t.start({ queue: "q", id: "w1", handlers: [masked] })
       // The only attempt self-fences; once its lease has ended the returning message finds the attempts spent.
       const job = yield* t.reaches(id, terminal, 30_000)
 
