@@ -30,7 +30,7 @@ const propertyPath = (path: string, key: string): string =>
 
 class Rejection {
   constructor(
-    readonly path: string,
+    readonly path: string | null,
     readonly message: string
   ) {}
 }
@@ -40,7 +40,12 @@ class Rejection {
 const NUL = "\u0000"
 const nulMessage = "U+0000 cannot be stored"
 
-const encode = (value: unknown, path: string, ancestors: Set<object>): string => {
+/**
+ * Encodes `value`, or throws a `Rejection`. `path` names where `value` sits; null builds no paths at all (most values
+ * are valid, and naming every element and key costs more than encoding it): the rejection then has no path, and the
+ * caller encodes again with paths to find it.
+ */
+const encode = (value: unknown, path: string | null, ancestors: Set<object>): string => {
   switch (typeof value) {
     case "string":
       if (value.includes(NUL)) throw new Rejection(path, `the string contains ${nulMessage}`)
@@ -59,7 +64,7 @@ const encode = (value: unknown, path: string, ancestors: Set<object>): string =>
         const parts: Array<string> = []
         for (let i = 0; i < value.length; i++) {
           // Holes in sparse arrays read as undefined and are rejected like undefined.
-          parts.push(encode(value[i], `${path}[${i}]`, ancestors))
+          parts.push(encode(value[i], path === null ? null : `${path}[${i}]`, ancestors))
         }
         ancestors.delete(value)
         return `[${parts.join(",")}]`
@@ -73,8 +78,9 @@ const encode = (value: unknown, path: string, ancestors: Set<object>): string =>
       const keys = Object.keys(record).sort()
       const parts: Array<string> = []
       for (const key of keys) {
-        if (key.includes(NUL)) throw new Rejection(propertyPath(path, key), `the key contains ${nulMessage}`)
-        parts.push(`${JSON.stringify(key)}:${encode(record[key], propertyPath(path, key), ancestors)}`)
+        const at = path === null ? null : propertyPath(path, key)
+        if (key.includes(NUL)) throw new Rejection(at, `the key contains ${nulMessage}`)
+        parts.push(`${JSON.stringify(key)}:${encode(record[key], at, ancestors)}`)
       }
       ancestors.delete(value)
       return `{${parts.join(",")}}`
@@ -97,11 +103,20 @@ const encode = (value: unknown, path: string, ancestors: Set<object>): string =>
  */
 export const canonicalJson = (value: unknown): Either.Either<string, InvalidInput> => {
   try {
-    return Either.right(encode(value, "$", new Set()))
+    return Either.right(encode(value, null, new Set()))
   } catch (error) {
-    if (error instanceof Rejection) return Either.left(new InvalidInput({ path: error.path, message: error.message }))
+    if (!(error instanceof Rejection)) throw error
+  }
+  // Refused: encoded again, naming paths this time, to say where (the same walk meets the same first rejection).
+  try {
+    encode(value, "$", new Set())
+  } catch (error) {
+    if (error instanceof Rejection) {
+      return Either.left(new InvalidInput({ path: error.path ?? "$", message: error.message }))
+    }
     throw error
   }
+  return Either.left(new InvalidInput({ path: "$", message: "the value is not plain JSON" }))
 }
 
 /**
