@@ -127,7 +127,43 @@ export const canonicalJson = (value: unknown): Either.Either<string, InvalidInpu
  * @category constructors
  */
 export const validateJson = (value: unknown): Either.Either<Json, InvalidInput> =>
-  Either.map(canonicalJson(value), () => value as Json)
+  isPlainJson(value, []) ? Either.right(value as Json) : Either.map(canonicalJson(value), () => value as Json)
+
+/**
+ * Whether `encode` would accept `value`, decided by the same rules without building any text (a check of a result or
+ * an input needs no text). When this says no, `canonicalJson` names the first rejection; it is never more lenient
+ * than `encode`.
+ */
+const isPlainJson = (value: unknown, ancestors: Array<object>): boolean => {
+  switch (typeof value) {
+    case "string":
+      return !value.includes(NUL)
+    case "boolean":
+      return true
+    case "number":
+      return Number.isFinite(value)
+    case "object": {
+      if (value === null) return true
+      if (ancestors.includes(value)) return false
+      if (Array.isArray(value)) {
+        ancestors.push(value)
+        for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], ancestors)) return false
+        ancestors.pop()
+        return true
+      }
+      if (!isPlainObject(value) || Object.getOwnPropertySymbols(value).length > 0) return false
+      ancestors.push(value)
+      const record = value as Record<string, unknown>
+      for (const key of Object.keys(record)) {
+        if (key.includes(NUL) || !isPlainJson(record[key], ancestors)) return false
+      }
+      ancestors.pop()
+      return true
+    }
+    default:
+      return false
+  }
+}
 
 /**
  * Lowercase hex sha-256 of the canonical JSON text: equal JSON values hash equally, so a reused idempotency key
