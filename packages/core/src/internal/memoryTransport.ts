@@ -181,7 +181,14 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
         entry.receipt = `m${entry.seq}-r${entry.receiveCount}`
         entry.visibleAt = at + visibilityMs
         state.byReceipt.set(entry.receipt, entry)
-        deliveries.push({ ...entry.message, queue, receipt: entry.receipt, receiveCount: entry.receiveCount })
+        // The same copy as a spread, made with Object.assign: messages come in several shapes (each publisher builds its
+        // own), and a spread site that has seen several shapes copies on a slow path (about 20 times slower).
+        const delivery: Delivery = Object.assign({}, entry.message, {
+          queue,
+          receipt: entry.receipt,
+          receiveCount: entry.receiveCount
+        })
+        deliveries.push(delivery)
       }
       return { deliveries, state, nextVisibleAt: nextVisibleAt(state) }
     }
