@@ -81,12 +81,23 @@ const pointKinds = {
   sweep: storeFaults
 } as const
 
+/** Every injected store failure made so far, by reason, operation and detail. */
+const injectedErrors = new Map<string, StoreError>()
+
 /**
  * An injected store failure. Its fields are constants of this module, so the schema check the error class runs on
- * construction is skipped: it would cost more than the rest of the fault point.
+ * construction is skipped, and each distinct failure is made once and then reused (errors are immutable values): an
+ * error's construction captures a stack trace, which cost more than the rest of the fault point.
  */
-const injected = (reason: StoreError["reason"], operation: string, detail: string): StoreError =>
-  new StoreError({ reason, operation, detail }, { disableValidation: true })
+const injected = (reason: StoreError["reason"], operation: string, detail: string): StoreError => {
+  const key = `${reason}|${operation}|${detail}`
+  let error = injectedErrors.get(key)
+  if (error === undefined) {
+    error = new StoreError({ reason, operation, detail }, { disableValidation: true })
+    injectedErrors.set(key, error)
+  }
+  return error
+}
 
 /** What a recorded write says beyond the common fields (each defaults to false or null). */
 interface Detail {
