@@ -102,6 +102,24 @@ export interface SimModel {
  */
 export const make = (behaviour: ModelBehaviour, history: History, clock: VirtualClock): SimModel => {
   const seen = new Set<string>()
+  // A run's failures take few distinct values; each is made once and then reused (errors are immutable values), as
+  // an error's construction captures a stack trace, which cost more than the rest of the call.
+  const failures = new Map<string, SimModelError | Cause.TimeoutException>()
+  const failure = <E extends SimModelError | Cause.TimeoutException>(key: string, make: () => E): E => {
+    let error = failures.get(key)
+    if (error === undefined) {
+      error = make()
+      failures.set(key, error)
+    }
+    return error as E
+  }
+  const modelError = (
+    status: number,
+    headers: Readonly<Record<string, string>>,
+    billedCents: number,
+    message: string
+  ) =>
+    failure(`${status}|${billedCents}|${message}`, () => new SimModelError({ status, headers, billedCents, message }))
   const latency = (jobId: string): Effect.Effect<number> =>
     Effect.map(Random.next, (u) => {
       if (!seen.has(jobId)) {
@@ -151,23 +169,21 @@ export const make = (behaviour: ModelBehaviour, history: History, clock: Virtual
         const timedOut = request.timeoutMs !== undefined && ms > request.timeoutMs
         yield* clock.sleepMillis(timedOut ? request.timeoutMs! : ms)
         yield* request.gate
-        if (timedOut) return yield* new Cause.TimeoutException(`the call took longer than ${request.timeoutMs} ms`)
+        if (timedOut) {
+          const message = `the call took longer than ${request.timeoutMs} ms`
+          return yield* failure(message, () => new Cause.TimeoutException(message))
+        }
         switch (outcome) {
           case "ok":
             return { token: request.token, callId: request.callId, cents }
           case "retryable":
-            return yield* new SimModelError({ status: 503, headers: {}, billedCents: 0, message: "overloaded" })
+            return yield* modelError(503, {}, 0, "overloaded")
           case "permanent":
-            return yield* new SimModelError({ status: 400, headers: {}, billedCents: 0, message: "bad request" })
+            return yield* modelError(400, {}, 0, "bad request")
           case "rate_limited":
-            return yield* new SimModelError({
-              status: 429,
-              headers: { "retry-after": "1" },
-              billedCents: 0,
-              message: "rate limited"
-            })
+            return yield* modelError(429, { "retry-after": "1" }, 0, "rate limited")
           case "timeout_billed":
-            return yield* new SimModelError({ status: 504, headers: {}, billedCents: cents, message: "timed out" })
+            return yield* modelError(504, {}, cents, "timed out")
         }
       })
   }
