@@ -449,19 +449,15 @@ const runAttempt = <R>(
     control.handlerFiber = handlerFiber
     // A stop that came between registration and the line above could not interrupt the handler: do it now.
     if (control.stopReason !== undefined) yield* Fiber.interruptFork(handlerFiber)
-    const stopKeeping = yield* WorkerLease.keep({
-      store: env.store,
-      transport: env.transport,
-      delivery,
-      job,
-      leaseMs: handler.leaseMs,
-      control
-    })
-    const exit = yield* Fiber.await(handlerFiber)
-    env.running.delete(job.id)
-    control.persisting = true
     // The lease is kept until the outcome is stored, then let go.
-    yield* finish(env, delivery, handler, job, input, held, exit).pipe(Effect.ensuring(stopKeeping))
+    yield* WorkerLease.keeping(
+      { store: env.store, transport: env.transport, delivery, job, leaseMs: handler.leaseMs, control },
+      Effect.flatMap(Fiber.await(handlerFiber), (exit) => {
+        env.running.delete(job.id)
+        control.persisting = true
+        return finish(env, delivery, handler, job, input, held, exit)
+      })
+    )
   }).pipe(
     // This worker runs at most one attempt of a job at a time (it holds the lease), so the entry is this one's.
     Effect.ensuring(Effect.sync(() => env.running.delete(job.id))),

@@ -77,26 +77,40 @@ const watchdog = (control: Control.Control): Effect.Effect<void> =>
   })
 
 /**
- * Starts keeping the lease (heartbeat and watchdog) and returns the step that stops both. Stopping signals the
- * interruption and does not wait: neither fiber writes anything once interrupted, and awaiting would cost an
- * interruption handler each.
+ * Runs `use` while keeping the lease (heartbeat and watchdog), and stops both as soon as `use` ends, however it ends.
+ * Stopping signals the interruption and does not wait: neither fiber writes anything once interrupted, and awaiting
+ * would cost an interruption handler each.
+ *
+ * Both are daemons stopped here rather than children of the attempt: a child still running when its parent ends is
+ * interrupted a second time, and each further interruption of a fiber costs it a structural comparison (hashing) of
+ * its interruption causes, which is most of what ending an attempt costs the runtime.
  *
  * @internal
  */
-export const keep = (options: {
-  readonly store: Store["Type"]
-  readonly transport: Transport["Type"]
-  readonly delivery: Delivery
-  readonly job: Job
-  readonly leaseMs: number
-  readonly control: Control.Control
-}): Effect.Effect<Effect.Effect<void>> =>
-  Effect.gen(function* () {
-    const heartbeat = yield* Effect.fork(heartbeatLoop(options))
-    const fence = yield* Effect.fork(watchdog(options.control))
-    return Effect.withFiberRuntime<void>((self) => {
-      heartbeat.unsafeInterruptAsFork(self.id())
-      fence.unsafeInterruptAsFork(self.id())
-      return Effect.void
-    })
-  })
+export const keeping = <A, E, R>(
+  options: {
+    readonly store: Store["Type"]
+    readonly transport: Transport["Type"]
+    readonly delivery: Delivery
+    readonly job: Job
+    readonly leaseMs: number
+    readonly control: Control.Control
+  },
+  use: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  // Started uninterruptibly so that no interruption lands between the starts and the stop's installation; each fiber
+  // is interruptible again inside.
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(heartbeatLoop(options))), (heartbeat) =>
+      Effect.flatMap(Effect.forkDaemon(Effect.interruptible(watchdog(options.control))), (fence) =>
+        Effect.ensuring(
+          restore(use),
+          Effect.withFiberRuntime<void>((self) => {
+            heartbeat.unsafeInterruptAsFork(self.id())
+            fence.unsafeInterruptAsFork(self.id())
+            return Effect.void
+          })
+        )
+      )
+    )
+  )
