@@ -75,7 +75,10 @@ export interface StoreStats {
   /** Store-time epoch ms of the oldest due queued job per priority. */
   readonly oldestQueuedAt: Readonly<Record<string, number>>
   readonly costCentsByErrorClass: Readonly<Record<string, number>>
-  /** Jobs that became failed at or after the `failedSince` asked for (the dead-letter arrival count). */
+  /**
+   * Jobs still failed that became failed at or after the `failedSince` asked for (the dead-letter arrival count); a
+   * dead letter replayed since then no longer counts.
+   */
   readonly failedInWindow: number
 }
 

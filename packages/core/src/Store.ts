@@ -279,7 +279,7 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
      * Claim up to `max` due queued jobs of `queue` the store selects itself (highest priority first, then earliest
      * `runAfter`, then insertion order; rows another claimer holds are skipped, never waited for), each as
      * `claim` would with the fallback estimate. Returns only the jobs it wrote: `Claimed`, or `Settled` when the
-     * claim settled the job instead.
+     * claim settled the job instead; a settled job counts toward `max` like a claimed one.
      */
     readonly claimNext: (
       options: WriteOptions & {
