@@ -14,20 +14,23 @@ import type { Delivery, Transport } from "../Transport.js"
 import * as Control from "./workerControl.js"
 import { heartbeatOne } from "./workerStore.js"
 
-/**
- * Renews the lease every third of it until the lease is gone (the caller interrupts it once the outcome is
- * stored). A renewal reports a cancel request and, through the store time of its reply, a passed deadline; both
- * stop the handler while the lease stays held for the outcome write. The transport's visibility is extended with
- * each renewal unless the transport's visibility follows the Store lease.
- */
-const heartbeatLoop = (options: {
+/** What keeping one attempt's lease needs: the services, the delivery and job it holds, its lease and control block. */
+interface KeepOptions {
   readonly store: Store["Type"]
   readonly transport: Transport["Type"]
   readonly delivery: Delivery
   readonly job: Job
   readonly leaseMs: number
   readonly control: Control.Control
-}): Effect.Effect<void> => {
+}
+
+/**
+ * Renews the lease every third of it until the lease is gone (the caller interrupts it once the outcome is
+ * stored). A renewal reports a cancel request and, through the store time of its reply, a passed deadline; both
+ * stop the handler while the lease stays held for the outcome write. The transport's visibility is extended with
+ * each renewal unless the transport's visibility follows the Store lease.
+ */
+const heartbeatLoop = (options: KeepOptions): Effect.Effect<void> => {
   const { control, delivery, job, leaseMs, store, transport } = options
   const extend = transport.capabilities.visibilityFollowsLease
     ? Effect.void
@@ -87,17 +90,7 @@ const watchdog = (control: Control.Control): Effect.Effect<void> =>
  *
  * @internal
  */
-export const keeping = <A, E, R>(
-  options: {
-    readonly store: Store["Type"]
-    readonly transport: Transport["Type"]
-    readonly delivery: Delivery
-    readonly job: Job
-    readonly leaseMs: number
-    readonly control: Control.Control
-  },
-  use: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
+export const keeping = <A, E, R>(options: KeepOptions, use: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   // Started uninterruptibly so that no interruption lands between the starts and the stop's installation; each fiber
   // is interruptible again inside.
   Effect.uninterruptibleMask((restore) =>
