@@ -361,8 +361,10 @@ export const makeMemory: Effect.Effect<{
  * Options of `makeMemoryWith`. `interleave` is consulted as each write reaches the store; an effect it returns runs
  * before the write is applied, and other fibers run meanwhile (a networked store's round trip between reading a row
  * and writing it). The write still checks and applies in one synchronous step at the end, against the record as it
- * is then: a correct store gives the same replies however long the window. The simulator uses it to open windows
- * inside writes, where a store that checked before the window and wrote after it would be caught.
+ * is then: a correct store gives the same replies however long the window. A caller interrupted during the window
+ * leaves the write unapplied, as a request that never reached a store would (run the write uninterruptibly to model
+ * one that had). The simulator uses it to open windows inside writes, where a store that checked before the window
+ * and wrote after it would be caught.
  *
  * @since 0.2.0
  * @category models
