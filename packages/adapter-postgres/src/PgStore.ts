@@ -315,7 +315,7 @@ export const runOutboxRelay = (
     const pass = store.relayOutbox({
       limit: options.limit,
       publish: (entry: OutboxEntry) =>
-        options.transport.publish({ queue: entry.queue, message: entry.message, delayMs: entry.delayMs })
+        options.transport.publish({ queue: entry.queue, items: [{ message: entry.message, delayMs: entry.delayMs }] })
     })
     return yield* pass.pipe(
       Effect.catchAll((error: StoreError | TransportError) => Effect.logWarning("outbox relay pass failed", error)),

@@ -52,7 +52,8 @@ export class PgTransport extends Context.Tag("@slowcall/adapter-postgres/PgTrans
 /**
  * What PgTransport declares (see the module header): deliveries can be deferred, visibility follows the Store's
  * lease, an ack removes nothing, nothing is moved aside by receive count, receives honour priority, delays have no
- * limit, and one receive carries at most 1000 messages (one statement, one round trip).
+ * limit, one receive carries at most 1000 messages (one statement, one round trip), and a worker claims straight
+ * from the Store (`Store.claimNext`, one statement per batch) and waits for work with `awaitWork`.
  *
  * @since 0.1.0
  * @category models
@@ -64,7 +65,8 @@ export const capabilities: TransportCapabilities = {
   visibilityFollowsLease: true,
   maxBatch: 1000,
   maxDelayMs: null,
-  priority: true
+  priority: true,
+  claimsFromStore: true
 }
 
 const toTransportError = (operation: string, error: unknown): TransportError => {
@@ -136,8 +138,16 @@ export const make = (driver: Driver, options: MakeOptions = {}): Effect.Effect<T
     const statementNow: Effect.Effect<number | null> =
       options.timeSource === "clock" ? Clock.currentTimeMillis : Effect.succeed(null)
     const wake = yield* Ref.make(yield* Deferred.make<void>())
+    // Set by every wake-up, cleared by the `awaitWork` it ends: a notification that lands while no one waits (between
+    // a worker's claim and its next wait) still ends that next wait at once.
+    let signalled = false
     const signal = Effect.flatMap(Deferred.make<void>(), (next) =>
-      Ref.getAndSet(wake, next).pipe(Effect.flatMap((current) => Deferred.succeed(current, undefined)))
+      Ref.getAndSet(wake, next).pipe(
+        Effect.flatMap((current) => {
+          signalled = true
+          return Deferred.succeed(current, undefined)
+        })
+      )
     )
     const runtime = yield* Effect.runtime<never>()
     const prefix = `${schema}:`
@@ -158,13 +168,20 @@ export const make = (driver: Driver, options: MakeOptions = {}): Effect.Effect<T
         catch: (error) => toTransportError(operation, error)
       })
 
-    const hide = (operation: string, delivery: Delivery, ms: number) => {
-      const parsed = parseReceipt(delivery.receipt)
-      return parsed === undefined
-        ? Effect.void
-        : Effect.flatMap(statementNow, (now) =>
-            Effect.asVoid(q(operation, st.hide, [parsed.jobId, parsed.count, Math.max(0, ms), now]))
-          )
+    /** One statement hiding every item with a current receipt for its `ms`; foreign receipts are skipped. */
+    const hide = (operation: string, items: ReadonlyArray<{ readonly delivery: Delivery; readonly ms: number }>) => {
+      const ids: Array<string> = []
+      const counts: Array<number> = []
+      const hiddenMs: Array<number> = []
+      for (const { delivery, ms } of items) {
+        const parsed = parseReceipt(delivery.receipt)
+        if (parsed === undefined) continue
+        ids.push(parsed.jobId)
+        counts.push(parsed.count)
+        hiddenMs.push(Math.max(0, ms))
+      }
+      if (ids.length === 0) return Effect.void
+      return Effect.flatMap(statementNow, (now) => Effect.asVoid(q(operation, st.hide, [ids, counts, hiddenMs, now])))
     }
 
     const receiveOnce = (queue: string, max: number, visibilityMs: number, now: number) =>
@@ -187,13 +204,18 @@ export const make = (driver: Driver, options: MakeOptions = {}): Effect.Effect<T
     const transport: Transport["Type"] = {
       // Without a delay a publish could only make the row visible now, which it already is unless hidden (and a
       // publish never shortens a hiding); the trigger has already sent the wake-up for every transition to
-      // queued. So it writes nothing: a submit costs one commit, not two.
-      publish: ({ delayMs, message, queue }) =>
-        isUuid(message.jobId) && delayMs !== undefined && delayMs > 0
-          ? Effect.flatMap(statementNow, (now) =>
-              Effect.asVoid(q("publish", st.publish, [message.jobId, queue, delayMs, now]))
-            )
-          : Effect.void,
+      // queued. So only delayed items are written: a submit costs one commit, not two.
+      publish: ({ items, queue }) => {
+        const ids: Array<string> = []
+        const delays: Array<number> = []
+        for (const { delayMs, message } of items) {
+          if (!isUuid(message.jobId) || delayMs === undefined || delayMs <= 0) continue
+          ids.push(message.jobId)
+          delays.push(delayMs)
+        }
+        if (ids.length === 0) return Effect.void
+        return Effect.flatMap(statementNow, (now) => Effect.asVoid(q("publish", st.publish, [ids, queue, delays, now])))
+      },
       receive: ({ max, queue, visibilityMs, waitMs }) =>
         Effect.gen(function* () {
           const deadline = (yield* Clock.currentTimeMillis) + waitMs
@@ -213,9 +235,37 @@ export const make = (driver: Driver, options: MakeOptions = {}): Effect.Effect<T
             if (wait > 0) yield* Deferred.await(waiter).pipe(Effect.timeout(wait), Effect.ignore)
           }
         }),
-      extend: ({ delivery, visibilityMs }) => hide("extend", delivery, visibilityMs),
-      defer: ({ delayMs, delivery }) => hide("defer", delivery, delayMs),
+      extend: ({ items }) =>
+        hide(
+          "extend",
+          items.map((item) => ({ delivery: item.delivery, ms: item.visibilityMs }))
+        ),
+      defer: ({ items }) =>
+        hide(
+          "defer",
+          items.map((item) => ({ delivery: item.delivery, ms: item.delayMs }))
+        ),
       ack: () => Effect.void,
+      // A notification for the schema ends the wait early; otherwise it ends after `pollMs` (or `waitMs`), so a lost
+      // notification only delays work.
+      awaitWork: ({ waitMs }) =>
+        Effect.suspend(() => {
+          if (signalled) {
+            signalled = false
+            return Effect.void
+          }
+          return Effect.flatMap(Ref.get(wake), (waiter) =>
+            Deferred.await(waiter).pipe(
+              Effect.timeout(Math.max(0, Math.min(waitMs, pollMs))),
+              Effect.ignore,
+              Effect.ensuring(
+                Effect.sync(() => {
+                  signalled = false
+                })
+              )
+            )
+          )
+        }),
       capabilities
     }
     return transport

@@ -209,12 +209,13 @@ for (const backend of backends) {
             publish: (entry): Effect.Effect<void, TransportError | "transport down"> =>
               ++calls === 2
                 ? Effect.fail("transport down" as const)
-                : external.publish({ queue: entry.queue, message: entry.message, delayMs: entry.delayMs })
+                : external.publish({ queue: entry.queue, items: [{ message: entry.message, delayMs: entry.delayMs }] })
           })
         )
         expect(flaky._tag === "Left" && flaky.left).toBe("transport down")
         const published = yield* store.relayOutbox({
-          publish: (entry) => external.publish({ queue: entry.queue, message: entry.message, delayMs: entry.delayMs })
+          publish: (entry) =>
+            external.publish({ queue: entry.queue, items: [{ message: entry.message, delayMs: entry.delayMs }] })
         })
         expect(published).toBe(3)
         expect(yield* store.relayOutbox({ publish: () => Effect.die("nothing left to publish") })).toBe(0)
@@ -276,7 +277,8 @@ for (const backend of backends) {
             visibilityFollowsLease: true,
             maxBatch: 1000,
             maxDelayMs: null,
-            priority: true
+            priority: true,
+            claimsFromStore: true
           })
           expect(yield* PgTransport.PgTransport).toBe(transport)
         }).pipe(Effect.provide(layer()))
@@ -324,8 +326,8 @@ for (const backend of backends) {
         expect(again?.receiveCount).toBe(2)
         expect(again?.receipt).not.toBe(first?.receipt)
         // The superseded receipt can no longer move the message.
-        yield* transport.extend({ delivery: first!, visibilityMs: 60_000 })
-        yield* transport.defer({ delivery: again!, delayMs: 0 })
+        yield* transport.extend({ items: [{ delivery: first!, visibilityMs: 60_000 }] })
+        yield* transport.defer({ items: [{ delivery: again!, delayMs: 0 }] })
         const [third] = yield* transport.receive({ queue, max: 1, visibilityMs: 300, waitMs: 0 })
         expect(third?.receiveCount).toBe(3)
       }).pipe(Effect.provide(layer()))
@@ -339,16 +341,16 @@ for (const backend of backends) {
           const queue = `def-${(yield* makeJobId).slice(-8)}`
           const [id] = yield* submitMany(queue, 1)
           const [delivery] = yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })
-          yield* transport.defer({ delivery: delivery!, delayMs: 400 })
+          yield* transport.defer({ items: [{ delivery: delivery!, delayMs: 400 }] })
           yield* Effect.sleep("200 millis")
           expect(yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })).toEqual([])
           const [back] = yield* transport.receive({ queue, max: 1, visibilityMs: 200, waitMs: 2_000 })
           expect(back?.jobId).toBe(id)
-          yield* transport.extend({ delivery: back!, visibilityMs: 800 })
+          yield* transport.extend({ items: [{ delivery: back!, visibilityMs: 800 }] })
           yield* Effect.sleep("300 millis")
           expect(yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 0 })).toEqual([])
           // ack writes nothing: the row is the message, and a job still queued must come back.
-          yield* transport.ack({ delivery: back! })
+          yield* transport.ack({ items: [{ delivery: back! }] })
           const [again] = yield* transport.receive({ queue, max: 1, visibilityMs: 100, waitMs: 1_200 })
           expect(again?.jobId).toBe(id)
         }).pipe(Effect.provide(layer()))
@@ -363,10 +365,10 @@ for (const backend of backends) {
         const first = yield* transport.receive({ queue, max: 2, visibilityMs: 30_000, waitMs: 0 })
         expect(first.map((delivery) => delivery.jobId)).toEqual([deferred, waiting])
         // A worker without a handler for the type defers it; a sweeper then republishes both waiting jobs.
-        yield* transport.defer({ delivery: first[0]!, delayMs: 30_000 })
-        yield* transport.defer({ delivery: first[1]!, delayMs: 300 })
-        yield* transport.publish({ queue, message: message(deferred!) })
-        yield* transport.publish({ queue, message: message(waiting!), delayMs: 1_000 })
+        yield* transport.defer({ items: [{ delivery: first[0]!, delayMs: 30_000 }] })
+        yield* transport.defer({ items: [{ delivery: first[1]!, delayMs: 300 }] })
+        yield* transport.publish({ queue, items: [{ message: message(deferred!) }] })
+        yield* transport.publish({ queue, items: [{ message: message(waiting!), delayMs: 1_000 }] })
 
         expect(yield* transport.receive({ queue, max: 2, visibilityMs: 30_000, waitMs: 600 })).toEqual([])
         const later = yield* transport.receive({ queue, max: 2, visibilityMs: 30_000, waitMs: 1_500 })
@@ -387,7 +389,7 @@ for (const backend of backends) {
         const token = claim._tag === "Claimed" ? claim.job.leaseToken : -1
         const released = only(yield* store.settle({ items: [{ jobId: id!, token, outcome: { _tag: "Release" } }] }))
         expect(released).toMatchObject({ _tag: "Settled", job: { state: "queued" } })
-        yield* transport.publish({ queue, message: { jobId: id!, type: "demo.echo", version: 1 } })
+        yield* transport.publish({ queue, items: [{ message: { jobId: id!, type: "demo.echo", version: 1 } }] })
         const [back] = yield* transport.receive({ queue, max: 1, visibilityMs: 60_000, waitMs: 0 })
         expect(back?.jobId).toBe(id)
       }).pipe(Effect.provide(layer()))
@@ -400,8 +402,11 @@ for (const backend of backends) {
         const queue = `st-${(yield* makeJobId).slice(-8)}`
         const [claimed, delayed] = yield* submitMany(queue, 2)
         yield* store.claim({ items: [{ jobId: claimed!, owner: "w", leaseMs: 60_000 }] })
-        yield* transport.publish({ queue, message: { jobId: claimed!, type: "demo.echo", version: 1 } })
-        yield* transport.publish({ queue, message: { jobId: delayed!, type: "demo.echo", version: 1 }, delayMs: 500 })
+        yield* transport.publish({ queue, items: [{ message: { jobId: claimed!, type: "demo.echo", version: 1 } }] })
+        yield* transport.publish({
+          queue,
+          items: [{ message: { jobId: delayed!, type: "demo.echo", version: 1 }, delayMs: 500 }]
+        })
         expect(yield* transport.receive({ queue, max: 10, visibilityMs: 1_000, waitMs: 0 })).toEqual([])
         const later = yield* transport.receive({ queue, max: 10, visibilityMs: 1_000, waitMs: 3_000 })
         expect(later.map((delivery) => delivery.jobId)).toEqual([delayed])

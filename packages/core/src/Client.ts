@@ -24,7 +24,7 @@ import type { SubmitItem } from "./Protocol.js"
 import * as QueryModule from "./Query.js"
 import { type DeadLetterOptions, type DeadLetters, type ListOptions, Query, type StoreStats } from "./Query.js"
 import { Store, type SubmitError, type SubmitOutcome } from "./Store.js"
-import { type Message, Transport } from "./Transport.js"
+import { type Message, type PublishItem, Transport } from "./Transport.js"
 
 /**
  * What a caller submits. `input` may be any value: anything that is not plain JSON is rejected with `InvalidInput`
@@ -259,9 +259,6 @@ const prepare = (options: SubmitOptions): Effect.Effect<SubmitItem, InvalidInput
     }
   })
 
-/** Publishes run a few at a time: enough to hide a transport's round trip, few enough to keep it unhurried. */
-const publishConcurrency = 8
-
 /**
  * Build a client over the Store, Query and Transport in context.
  *
@@ -273,24 +270,43 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
   const query = yield* Query
   const transport = yield* Transport
   const maxDelayMs = transport.capabilities.maxDelayMs
+  const maxBatch = Math.max(1, transport.capabilities.maxBatch)
 
-  /** Hand a queued job to the transport, due `runAfter - now` after the write at store time `now`. */
-  const publish = (job: Job, now: number): Effect.Effect<void> => {
-    const delayMs = Math.max(0, job.runAfter - now)
-    if (maxDelayMs !== null && delayMs > maxDelayMs) {
-      return Effect.logDebug("delay beyond the transport's limit; the sweeper publishes the job when it is due").pipe(
-        Effect.annotateLogs({ jobId: job.id, delayMs })
-      )
+  /**
+   * Hand queued jobs to the transport, each due `runAfter - now` after the write at store time `now` (without `now`,
+   * each job's own `updatedAt`: the store time of the write that queued it): one publish call per queue and transport
+   * batch. A job whose delay is beyond the transport's limit is left to the sweeper.
+   */
+  const publish = (jobs: ReadonlyArray<Job>, now?: number): Effect.Effect<void> => {
+    const queues = new Map<string, Array<PublishItem>>()
+    for (const job of jobs) {
+      const delayMs = Math.max(0, job.runAfter - (now ?? job.updatedAt))
+      if (maxDelayMs !== null && delayMs > maxDelayMs) continue
+      let items = queues.get(job.queue)
+      if (items === undefined) {
+        items = []
+        queues.set(job.queue, items)
+      }
+      items.push({ message: messageOf(job), delayMs })
     }
-    return transport
-      .publish({ queue: job.queue, message: messageOf(job), delayMs })
-      .pipe(
-        Effect.catchAll((error) =>
-          Effect.logWarning("publish failed; the sweeper will republish the job", error).pipe(
-            Effect.annotateLogs({ jobId: job.id })
-          )
+    const calls: Array<Effect.Effect<void>> = []
+    for (const [queue, items] of queues) {
+      for (let i = 0; i < items.length; i += maxBatch) {
+        const chunk = items.slice(i, i + maxBatch)
+        calls.push(
+          transport
+            .publish({ queue, items: chunk })
+            .pipe(
+              Effect.catchAll((error) =>
+                Effect.logWarning("publish failed; the sweeper will republish the jobs", error).pipe(
+                  Effect.annotateLogs({ queue, jobs: chunk.length, firstJobId: chunk[0]?.message.jobId ?? "" })
+                )
+              )
+            )
         )
-      )
+      }
+    }
+    return calls.length === 1 ? calls[0]! : Effect.all(calls, { discard: true })
   }
 
   const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError> =>
@@ -308,7 +324,7 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
         case "Existing":
           return { job: outcome.job, created: false, now: reply.now }
         case "Created":
-          yield* publish(outcome.job, reply.now)
+          yield* publish([outcome.job], reply.now)
           return { job: outcome.job, created: true, now: reply.now }
       }
     })
@@ -325,10 +341,7 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
       if (prepared.length === 0) return { now: yield* store.now, results: [] }
       const reply = yield* store.submit({ items: prepared })
       const created = reply.results.flatMap((outcome) => (outcome._tag === "Created" ? [outcome.job] : []))
-      yield* Effect.forEach(created, (job) => publish(job, reply.now), {
-        concurrency: publishConcurrency,
-        discard: true
-      })
+      yield* publish(created, reply.now)
       return { now: reply.now, results: reply.results }
     })
 
@@ -350,12 +363,9 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
   const replay = (options: QueryModule.ReplayOptions): Effect.Effect<QueryModule.ReplayResult, StoreError> =>
     Effect.gen(function* () {
       const result = yield* QueryModule.replay(store, query, options)
-      // `Query.replay` does not return the store time of its write; the write bumped `updatedAt` to at least that
-      // time, so the job's own `updatedAt` stands in for it (a replayed job is due at the write).
-      yield* Effect.forEach(result.jobs, (job) => publish(job, job.updatedAt), {
-        concurrency: publishConcurrency,
-        discard: true
-      })
+      // `Query.replay` does not return the store time of its writes; each write bumped the job's `updatedAt` to at
+      // least that time, so it stands in (a replayed job is due at its write).
+      yield* publish(result.jobs)
       return result
     })
 

@@ -359,6 +359,30 @@ export const isClaimable = (job: Job, now: number): boolean =>
   (job.state === "queued" && job.runAfter <= now) ||
   (job.state === "running" && job.leaseUntil !== null && job.leaseUntil < now)
 
+/**
+ * A (type, version) pair a claimer can run: the filter `Store.claimNext` takes so that a worker never picks a job it
+ * has no handler for (deploy skew leaves such a job queued for a worker that has one).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Runnable {
+  readonly type: string
+  readonly version: number
+}
+
+/**
+ * Whether `claimNext` with the filter `types` may pick the job: no filter, or its (type, version) is listed.
+ *
+ * @since 0.3.0
+ * @category rules
+ */
+export const runnableBy = (job: Job, types: ReadonlyArray<Runnable> | undefined): boolean => {
+  if (types === undefined) return true
+  for (const t of types) if (t.type === job.type && t.version === job.version) return true
+  return false
+}
+
 /** The settlement a `SettleReason` stands for on a job being claimed or swept. */
 const settleBy = (job: Job, now: number, reason: SettleReason, takeover: boolean, end: AttemptEnd | undefined) => {
   switch (reason) {

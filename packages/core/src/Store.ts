@@ -25,7 +25,7 @@ import { Context, Effect, Layer } from "effect"
 import type { IdempotencyKeyReused, InvalidInput, StoreError } from "./Errors.js"
 import * as internalMemoryStore from "./internal/memoryStore.js"
 import type { Job, JobId, JobState } from "./Job.js"
-import type { Outcome, ReplayFilter, SubmitItem } from "./Protocol.js"
+import type { Outcome, ReplayFilter, Runnable, SubmitItem } from "./Protocol.js"
 import { Query } from "./Query.js"
 
 /**
@@ -278,8 +278,9 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
     /**
      * Claim up to `max` due queued jobs of `queue` the store selects itself (highest priority first, then earliest
      * `runAfter`, then insertion order; rows another claimer holds are skipped, never waited for), each as
-     * `claim` would with the fallback estimate. Returns only the jobs it wrote: `Claimed`, or `Settled` when the
-     * claim settled the job instead; a settled job counts toward `max` like a claimed one.
+     * `claim` would with the fallback estimate. With `types`, only jobs whose (type, version) is listed are picked
+     * (`Protocol.runnableBy`); others stay queued as they are. Returns only the jobs it wrote: `Claimed`, or
+     * `Settled` when the claim settled the job instead; a settled job counts toward `max` like a claimed one.
      */
     readonly claimNext: (
       options: WriteOptions & {
@@ -287,6 +288,7 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
         readonly max: number
         readonly owner: string
         readonly leaseMs: number
+        readonly types?: ReadonlyArray<Runnable> | undefined
       }
     ) => Effect.Effect<Reply<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>>, StoreError>
     /** Fenced. `Protocol.heartbeatTransition` per item. */

@@ -12,7 +12,7 @@ import type { StoreError } from "./Errors.js"
 import type { Job } from "./Job.js"
 import * as Metrics from "./Metrics.js"
 import { Store, type SweepResult } from "./Store.js"
-import { Transport } from "./Transport.js"
+import { type PublishItem, Transport } from "./Transport.js"
 
 /**
  * Sweeper configuration. Defaults: every 5 s, stale after 30 s, the Store's default limit (1000 jobs) per sweep, all
@@ -30,10 +30,26 @@ export interface SweeperOptions {
   readonly limit?: number | undefined
 }
 
+/** The publish items of `jobs`, by queue, in the order the jobs came. */
+const byQueue = (jobs: ReadonlyArray<Job>): Map<string, Array<PublishItem>> => {
+  const queues = new Map<string, Array<PublishItem>>()
+  for (const job of jobs) {
+    let items = queues.get(job.queue)
+    if (items === undefined) {
+      items = []
+      queues.set(job.queue, items)
+    }
+    items.push({ message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority } })
+  }
+  return queues
+}
+
 /**
  * One sweep: the Store's sweep, then a publish for each requeued job and, when the transport's ack removes messages
- * (`capabilities.ackRemoves`), for each stale one. A failed publish is logged; the job stays queued and a sweep
- * returns it as stale again once `republishAfterMs` has passed.
+ * (`capabilities.ackRemoves`), for each stale one (a transport whose message is the job record itself cannot have
+ * lost the message of a queued job: republishing it would only add a wake-up). Publishes go out in batches, one
+ * call per queue and batch. A failed publish is logged; the job stays queued and a sweep returns it as stale again
+ * once `republishAfterMs` has passed.
  *
  * @since 0.1.0
  * @category combinators
@@ -50,23 +66,23 @@ export const runOnce = (options: SweeperOptions = {}): Effect.Effect<SweepResult
     if (result.expiredFailed.length > 0) {
       yield* Metric.incrementBy(Metrics.deadLetterArrivals, result.expiredFailed.length)
     }
-    const publish = (job: Job) =>
-      transport
-        .publish({
-          queue: job.queue,
-          message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority }
-        })
-        .pipe(
-          Effect.catchAll((error) =>
-            Effect.logWarning("republish failed; the next sweep retries", error).pipe(
-              Effect.annotateLogs({ jobId: job.id })
+    // One publish call for every job of the pass that needs a message (cut to the transport's batch size).
+    const toPublish = transport.capabilities.ackRemoves ? [...result.requeued, ...result.stale] : result.requeued
+    const batch = Math.max(1, transport.capabilities.maxBatch)
+    for (let i = 0; i < toPublish.length; i += batch) {
+      const jobs = toPublish.slice(i, i + batch)
+      for (const [queue, items] of byQueue(jobs)) {
+        yield* transport
+          .publish({ queue, items })
+          .pipe(
+            Effect.catchAll((error) =>
+              Effect.logWarning("republish failed; the next sweep retries", error).pipe(
+                Effect.annotateLogs({ jobs: items.length, queue })
+              )
             )
           )
-        )
-    for (const job of result.requeued) yield* publish(job)
-    // A transport whose message is the job record itself (an ack does not remove it) cannot have lost the message of
-    // a queued job: republishing it would only add a wake-up.
-    if (transport.capabilities.ackRemoves) for (const job of result.stale) yield* publish(job)
+      }
+    }
     return result
   })
 

@@ -45,17 +45,64 @@ export interface Delivery extends Message {
 }
 
 /**
+ * One message to publish, visible after `delayMs` (default 0).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface PublishItem {
+  readonly message: Message
+  readonly delayMs?: number | undefined
+}
+
+/**
+ * Keep a delivery hidden for `visibilityMs` from now (the heartbeat's transport half).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface ExtendItem {
+  readonly delivery: Delivery
+  readonly visibilityMs: number
+}
+
+/**
+ * Hide a delivery until `delayMs` from now without acking it.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface DeferItem {
+  readonly delivery: Delivery
+  readonly delayMs: number
+}
+
+/**
+ * Remove a delivery's message. Only after the job's outcome is durable in the Store.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface AckItem {
+  readonly delivery: Delivery
+}
+
+/**
+ * The Transport service. Every verb but `receive` and `awaitWork` takes a batch (a one-message call is a batch of
+ * one): each item applies on its own, an item with a superseded receipt changes nothing, and a `TransportError`
+ * fails the whole call, after which any subset of the items may have applied (as with any lost reply). Each verb is
+ * safe to repeat. A batch larger than `capabilities.maxBatch` is cut into several calls by the transport itself.
+ *
  * @since 0.1.0
  * @category services
  */
 export class Transport extends Context.Tag("@slowcall/core/Transport")<
   Transport,
   {
-    /** Publish a message, visible after `delayMs` (default 0). */
+    /** Publish messages to `queue`, each visible after its `delayMs`. */
     readonly publish: (options: {
       readonly queue: string
-      readonly message: Message
-      readonly delayMs?: number | undefined
+      readonly items: ReadonlyArray<PublishItem>
     }) => Effect.Effect<void, TransportError>
     /** Up to `max` deliveries, waiting at most `waitMs` for the first one. Each is hidden for `visibilityMs`. */
     readonly receive: (options: {
@@ -64,18 +111,18 @@ export class Transport extends Context.Tag("@slowcall/core/Transport")<
       readonly visibilityMs: number
       readonly waitMs: number
     }) => Effect.Effect<ReadonlyArray<Delivery>, TransportError>
-    /** Keep a delivery hidden for `visibilityMs` from now (the heartbeat's transport half). */
-    readonly extend: (options: {
-      readonly delivery: Delivery
-      readonly visibilityMs: number
-    }) => Effect.Effect<void, TransportError>
-    /** Hide a delivery until `delayMs` from now without acking it. */
-    readonly defer: (options: {
-      readonly delivery: Delivery
-      readonly delayMs: number
-    }) => Effect.Effect<void, TransportError>
-    /** Remove the message. Only after the job's outcome is durable in the Store. */
-    readonly ack: (options: { readonly delivery: Delivery }) => Effect.Effect<void, TransportError>
+    /** Keep deliveries hidden (the heartbeat's transport half: one call for every held delivery of a worker). */
+    readonly extend: (options: { readonly items: ReadonlyArray<ExtendItem> }) => Effect.Effect<void, TransportError>
+    /** Hide deliveries for a while without acking them. */
+    readonly defer: (options: { readonly items: ReadonlyArray<DeferItem> }) => Effect.Effect<void, TransportError>
+    /** Remove messages. Only after each job's outcome is durable in the Store. */
+    readonly ack: (options: { readonly items: ReadonlyArray<AckItem> }) => Effect.Effect<void, TransportError>
+    /**
+     * Wait until new work may be due in `queue` (a wake-up of the transport's own, such as a notification or a
+     * publish) or until `waitMs` passed, whichever comes first; never fails. Only what a worker needs when it claims
+     * from the Store itself (`capabilities.claimsFromStore`); a transport without wake-ups just waits.
+     */
+    readonly awaitWork: (options: { readonly queue: string; readonly waitMs: number }) => Effect.Effect<void>
     /** What this transport can do; constant for its lifetime. */
     readonly capabilities: TransportCapabilities
   }
@@ -107,6 +154,12 @@ export interface TransportCapabilities {
   readonly maxDelayMs: number | null
   /** `receive` returns higher priorities first. */
   readonly priority: boolean
+  /**
+   * The transport's messages are the Store's own queued job records (a transport on the Store's tables): a worker
+   * claims due jobs straight from the Store with `Store.claimNext`, in batches, and calls `awaitWork` to sleep until
+   * more may be due, instead of receiving deliveries and claiming them by id.
+   */
+  readonly claimsFromStore: boolean
 }
 
 /**

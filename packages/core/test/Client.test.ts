@@ -185,7 +185,7 @@ describe("Client.submit", () => {
           capabilities: { ...t.capabilities, maxDelayMs: 10_000 },
           publish: (options) =>
             Effect.zipRight(
-              Effect.sync(() => published.push(options.delayMs)),
+              Effect.sync(() => published.push(...options.items.map((item) => item.delayMs))),
               t.publish(options)
             )
         })
@@ -216,7 +216,9 @@ describe("Client.submitMany", () => {
         })
       })
       const existing = yield* client.submit({ queue: "q", type: "t", input: "x", requestKey: "old" })
-      yield* receiveAll(memory).pipe(Effect.flatMap((ds) => Effect.forEach(ds, (delivery) => memory.ack({ delivery }))))
+      yield* receiveAll(memory).pipe(
+        Effect.flatMap((ds) => Effect.forEach(ds, (delivery) => memory.ack({ items: [{ delivery }] })))
+      )
       batches = 0
 
       const { now, results } = yield* client.submitMany([
@@ -236,7 +238,7 @@ describe("Client.submitMany", () => {
       expect(results[1]).toEqual({ _tag: "Existing", job: existing.job })
       const due = yield* receiveAll(memory)
       expect(due.map((d) => d.jobId)).toEqual([created[0]!.id])
-      yield* Effect.forEach(due, (delivery) => memory.ack({ delivery }))
+      yield* Effect.forEach(due, (delivery) => memory.ack({ items: [{ delivery }] }))
       yield* TestClock.adjust(1_000)
       expect((yield* receiveAll(memory)).map((d) => d.jobId)).toEqual([created[1]!.id])
       expect((yield* query.list({})).length).toBe(3)
@@ -319,7 +321,9 @@ describe("Client.cancel, deadLetters, replay and the reads", () => {
       yield* settle(store, claimed, { _tag: "Fail", errorClass: "auth", error: "401" })
       const letters = yield* client.deadLetters({ queue: "q" })
       expect(letters.jobs.map((j) => j.id)).toEqual([dead.job.id])
-      yield* receiveAll(memory).pipe(Effect.flatMap((ds) => Effect.forEach(ds, (delivery) => memory.ack({ delivery }))))
+      yield* receiveAll(memory).pipe(
+        Effect.flatMap((ds) => Effect.forEach(ds, (delivery) => memory.ack({ items: [{ delivery }] })))
+      )
 
       const replayed = yield* client.replay({ jobIds: [dead.job.id, queued.job.id] })
       expect(replayed.replayed).toEqual([dead.job.id])

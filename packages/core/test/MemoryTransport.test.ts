@@ -26,11 +26,11 @@ describe("Transport.layerMemory", () => {
       const high = yield* message(9)
       const delayedHigh = yield* message(5)
       const early = yield* message(0)
-      yield* transport.publish({ queue: "q", message: low1, delayMs: 100 })
-      yield* transport.publish({ queue: "q", message: low2, delayMs: 100 })
-      yield* transport.publish({ queue: "q", message: high, delayMs: 100 })
-      yield* transport.publish({ queue: "q", message: delayedHigh, delayMs: 200 })
-      yield* transport.publish({ queue: "q", message: early, delayMs: 50 })
+      yield* transport.publish({ queue: "q", items: [{ message: low1, delayMs: 100 }] })
+      yield* transport.publish({ queue: "q", items: [{ message: low2, delayMs: 100 }] })
+      yield* transport.publish({ queue: "q", items: [{ message: high, delayMs: 100 }] })
+      yield* transport.publish({ queue: "q", items: [{ message: delayedHigh, delayMs: 200 }] })
+      yield* transport.publish({ queue: "q", items: [{ message: early, delayMs: 50 }] })
       yield* TestClock.adjust(200)
       const deliveries = yield* transport.receive({ queue: "q", max: 10, visibilityMs: 1_000, waitMs: 0 })
       expect(ids(deliveries)).toEqual([high.jobId, delayedHigh.jobId, early.jobId, low1.jobId, low2.jobId])
@@ -41,7 +41,7 @@ describe("Transport.layerMemory", () => {
     Effect.gen(function* () {
       const transport = yield* Transport.makeMemory({ maxReceiveCount: 2 })
       const m = yield* message()
-      yield* transport.publish({ queue: "q", message: m })
+      yield* transport.publish({ queue: "q", items: [{ message: m }] })
       for (let i = 1; i <= 2; i++) {
         const [delivery] = yield* transport.receive({ queue: "q", max: 1, visibilityMs: 100, waitMs: 0 })
         expect(delivery!.receiveCount).toBe(i)
@@ -59,10 +59,10 @@ describe("Transport.layerMemory", () => {
     Effect.gen(function* () {
       const transport = yield* Transport.Transport
       const memory = yield* Transport.MemoryTransport
-      yield* transport.publish({ queue: "q", message: yield* message() })
+      yield* transport.publish({ queue: "q", items: [{ message: yield* message() }] })
       expect(yield* memory.size("q")).toBe(1)
       const [delivery] = yield* memory.receive({ queue: "q", max: 1, visibilityMs: 100, waitMs: 0 })
-      yield* transport.ack({ delivery: delivery! })
+      yield* transport.ack({ items: [{ delivery: delivery! }] })
       expect(yield* memory.size("q")).toBe(0)
     }).pipe(Effect.provide(Transport.layerMemory()))
   )
@@ -79,7 +79,8 @@ describe("Transport.layerMemory", () => {
         visibilityFollowsLease: false,
         maxBatch: 1_000,
         maxDelayMs: null,
-        priority: true
+        priority: true,
+        claimsFromStore: false
       })
       expect(bounded.capabilities.maxReceiveCount).toBe(4)
     })
@@ -88,7 +89,7 @@ describe("Transport.layerMemory", () => {
   it.effect("a receive returns at most the batch it asked for", () =>
     Effect.gen(function* () {
       const transport = yield* Transport.makeMemory()
-      for (let i = 0; i < 5; i++) yield* transport.publish({ queue: "q", message: yield* message() })
+      for (let i = 0; i < 5; i++) yield* transport.publish({ queue: "q", items: [{ message: yield* message() }] })
 
       const first = yield* transport.receive({ queue: "q", max: 3, visibilityMs: 1_000, waitMs: 0 })
       const rest = yield* transport.receive({ queue: "q", max: 3, visibilityMs: 1_000, waitMs: 0 })
@@ -101,10 +102,10 @@ describe("Transport.layerMemory", () => {
   it.effect("a receipt is only good on its own queue", () =>
     Effect.gen(function* () {
       const transport = yield* Transport.makeMemory()
-      yield* transport.publish({ queue: "a", message: yield* message() })
-      yield* transport.publish({ queue: "b", message: yield* message() })
+      yield* transport.publish({ queue: "a", items: [{ message: yield* message() }] })
+      yield* transport.publish({ queue: "b", items: [{ message: yield* message() }] })
       const [fromA] = yield* transport.receive({ queue: "a", max: 1, visibilityMs: 100, waitMs: 0 })
-      yield* transport.ack({ delivery: { ...fromA!, queue: "b" } })
+      yield* transport.ack({ items: [{ delivery: { ...fromA!, queue: "b" } }] })
       expect(yield* transport.size("a")).toBe(1)
       expect(yield* transport.size("b")).toBe(1)
     })
@@ -114,11 +115,11 @@ describe("Transport.layerMemory", () => {
     Effect.gen(function* () {
       const transport = yield* Transport.makeMemory()
       const m = yield* message()
-      yield* transport.publish({ queue: "q", message: m })
+      yield* transport.publish({ queue: "q", items: [{ message: m }] })
       const [delivery] = yield* transport.receive({ queue: "q", max: 1, visibilityMs: 60_000, waitMs: 0 })
       const fiber = yield* Effect.fork(transport.receive({ queue: "q", max: 1, visibilityMs: 1_000, waitMs: 30_000 }))
       yield* TestClock.adjust(10)
-      yield* transport.defer({ delivery: delivery!, delayMs: 0 })
+      yield* transport.defer({ items: [{ delivery: delivery!, delayMs: 0 }] })
       const woken = yield* Fiber.join(fiber)
       expect(woken).toMatchObject([{ jobId: m.jobId, receiveCount: 2 }])
     })
@@ -128,7 +129,8 @@ describe("Transport.layerMemory", () => {
     Effect.gen(function* () {
       const run = Effect.gen(function* () {
         const transport = yield* Transport.makeMemory()
-        for (let i = 0; i < 5; i++) yield* transport.publish({ queue: "q", message: yield* message(i % 2) })
+        for (let i = 0; i < 5; i++)
+          yield* transport.publish({ queue: "q", items: [{ message: yield* message(i % 2) }] })
         return yield* transport.receive({ queue: "q", max: 5, visibilityMs: 100, waitMs: 0 })
       })
       const a = yield* Effect.withRandom(run, Random.make("seed"))
@@ -173,7 +175,7 @@ describe("Transport.layerMemory", () => {
         yield* Effect.yieldNow()
         expect(manual.live()).toBe(1)
         const m = yield* message()
-        yield* transport.publish({ queue: "q", message: m })
+        yield* transport.publish({ queue: "q", items: [{ message: m }] })
         expect(yield* Fiber.join(fiber)).toMatchObject([{ jobId: m.jobId, receiveCount: 1 }])
         expect(manual.live()).toBe(0)
       })
@@ -203,7 +205,7 @@ describe("Transport.layerMemory", () => {
         yield* Effect.yieldNow()
         expect(manual.live()).toBe(0)
         const m = yield* message()
-        yield* transport.publish({ queue: "q", message: m })
+        yield* transport.publish({ queue: "q", items: [{ message: m }] })
         expect(ids(yield* Fiber.join(fiber))).toEqual([m.jobId])
       })
     )
@@ -217,7 +219,7 @@ describe("Transport.layerMemory", () => {
         yield* Fiber.interrupt(fiber)
         expect(manual.live()).toBe(0)
         const m = yield* message()
-        yield* transport.publish({ queue: "q", message: m })
+        yield* transport.publish({ queue: "q", items: [{ message: m }] })
         const taken = yield* transport.receive({ queue: "q", max: 1, visibilityMs: 1_000, waitMs: 0 })
         expect(ids(taken)).toEqual([m.jobId])
       })

@@ -24,7 +24,7 @@ const setup = (view?: (transport: Transport["Type"]) => Transport["Type"]) =>
     /** Submit an echo job and publish it, as a client would. */
     const submit = (input: number, maxAttempts = 3) =>
       Effect.tap(submitOne(store, { type: "echo", input, maxAttempts }), (job) =>
-        memory.publish({ queue: "q", message: { jobId: job.id, type: job.type, version: job.version } })
+        memory.publish({ queue: "q", items: [{ message: { jobId: job.id, type: job.type, version: job.version } }] })
       )
     return { store, query, memory, transport, provide, receive, job, submit }
   })
@@ -135,7 +135,7 @@ describe("Sweeper", () => {
       // Ack the two original messages so only the sweeper's publishes are left to see.
       const originals = yield* t.receive
       expect(originals.map((d) => d.jobId)).toEqual([waiting.id, orphan.id])
-      for (const delivery of originals) yield* t.memory.ack({ delivery })
+      for (const delivery of originals) yield* t.memory.ack({ items: [{ delivery }] })
       yield* TestClock.adjust(31_000)
 
       const swept = yield* t.provide(Sweeper.runOnce({ republishAfterMs: 30_000 }))

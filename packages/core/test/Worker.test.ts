@@ -136,7 +136,7 @@ describe("Worker", () => {
       const model = makeModel()
       const id = yield* t.submit()
       // A second message for the same job: the transport delivered it twice.
-      yield* t.transport.publish({ queue: "q", message: { jobId: id, type: "summarize", version: 1 } })
+      yield* t.transport.publish({ queue: "q", items: [{ message: { jobId: id, type: "summarize", version: 1 } }] })
       const before = yield* Metrics.snapshot
       yield* t.start({ queue: "q", id: "w1", concurrency: 2, handlers: [summarize(model, () => ({ ms: 2_000 }))] })
 
@@ -850,7 +850,9 @@ describe("Worker: transport capabilities", () => {
       capabilities: { ...transport.capabilities, visibilityFollowsLease },
       extend: (options) =>
         Effect.suspend(() => {
-          extended.push({ jobId: options.delivery.jobId, visibilityMs: options.visibilityMs })
+          for (const item of options.items) {
+            extended.push({ jobId: item.delivery.jobId, visibilityMs: item.visibilityMs })
+          }
           return transport.extend(options)
         })
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Fiber, TestClock } from "effect"
 import { LeaseLost, StoreError } from "../src/Errors.js"
-import { chargeOne, claimOne, heartbeatOne, leaseLost, retryStore, settleOne } from "../src/internal/workerStore.js"
+import { makeWorkerStore, retryStore } from "../src/internal/workerStore.js"
 import type { JobId } from "../src/Job.js"
 import type { Store } from "../src/Store.js"
 import * as StoreModule from "../src/Store.js"
@@ -73,67 +73,59 @@ describe("retryStore", () => {
   )
 })
 
-describe("one-job views of the batch verbs", () => {
+/** A store whose settle and charge calls are counted (items per call) and held until `release` resolves. */
+const gatedStore = (store: Store["Type"]) => {
+  const calls: Array<{ readonly verb: string; readonly items: number }> = []
+  const gate = { open: true, waiters: [] as Array<() => void> }
+  const pass = Effect.async<void>((resume) => {
+    if (gate.open) return resume(Effect.void)
+    gate.waiters.push(() => resume(Effect.void))
+  })
+  const view: Store["Type"] = {
+    ...store,
+    settle: (options) =>
+      Effect.zipRight(
+        Effect.sync(() => calls.push({ verb: "settle", items: options.items.length })),
+        Effect.zipRight(pass, store.settle(options))
+      ),
+    charge: (options) =>
+      Effect.zipRight(
+        Effect.sync(() => calls.push({ verb: "charge", items: options.items.length })),
+        Effect.zipRight(pass, store.charge(options))
+      )
+  }
+  const release = Effect.sync(() => {
+    gate.open = true
+    for (const w of gate.waiters.splice(0)) w()
+  })
+  const hold = Effect.sync(() => {
+    gate.open = false
+  })
+  return { calls, view, hold, release }
+}
+
+/** The worker's group-committed store over `store`, its flushers running in the test's scope. */
+const workerStore = (store: Store["Type"], maxBatch = 100) =>
+  Effect.gen(function* () {
+    const writes = makeWorkerStore(store, maxBatch)
+    for (const flusher of writes.flushers) yield* Effect.forkScoped(flusher)
+    return writes
+  })
+
+describe("the worker's group-committed store calls", () => {
   const LEASE = 10_000
 
-  it.effect("claimOne and heartbeatOne return the item's result with the store time of the reply", () =>
+  it.scoped("a settle returns the job and the store time, and fails a fenced miss with LeaseLost", () =>
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
       const job = yield* submitOne(store)
-      yield* TestClock.setTime(2_000)
-
-      const claimed = yield* claimOne(store, { jobId: job.id, owner: "w", leaseMs: LEASE })
-      yield* TestClock.adjust(500)
-      const renewed = yield* heartbeatOne(store, { jobId: job.id, token: 1, leaseMs: LEASE, progress: 0.5 })
-      const stale = yield* heartbeatOne(store, { jobId: job.id, token: 2, leaseMs: LEASE })
-
-      expect(claimed).toMatchObject({ now: 2_000, result: { _tag: "Claimed", job: { leaseToken: 1 } } })
-      expect(renewed).toEqual({
-        now: 2_500,
-        result: { _tag: "Renewed", leaseUntil: 2_500 + LEASE, cancelRequested: false, costCents: 0 }
-      })
-      expect(stale).toEqual({
-        now: 2_500,
-        result: { _tag: "LeaseLost", jobId: job.id, token: 2, currentToken: 1, state: "running" }
-      })
-    })
-  )
-
-  it.effect("chargeOne returns the spend after the charge and the reply's store time", () =>
-    Effect.gen(function* () {
-      const { store } = yield* StoreModule.makeMemory
-      const job = yield* submitOne(store)
-      yield* TestClock.setTime(700)
-
-      const reserved = yield* chargeOne(store, { jobId: job.id, callId: "c", token: 0, amountCents: 5, settled: false })
-      const settled = yield* chargeOne(store, { jobId: job.id, callId: "c", token: 0, amountCents: 3, settled: true })
-
-      expect(reserved).toEqual({ costCents: 5, now: 700 })
-      expect(settled).toEqual({ costCents: 3, now: 700 })
-    })
-  )
-
-  it.effect("a charge for a job the store does not know is a defect of the caller", () =>
-    Effect.gen(function* () {
-      const { store } = yield* StoreModule.makeMemory
-      const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
-
-      const exit = yield* Effect.exit(chargeOne(store, { jobId, callId: "c", token: 1, amountCents: 1, settled: true }))
-
-      expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
-    })
-  )
-
-  it.effect("settleOne returns the job and the store time, and fails a fenced miss with LeaseLost", () =>
-    Effect.gen(function* () {
-      const { store } = yield* StoreModule.makeMemory
-      const job = yield* submitOne(store)
-      yield* claimOne(store, { jobId: job.id, owner: "w", leaseMs: LEASE })
+      yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
       yield* TestClock.setTime(900)
+      const writes = yield* workerStore(store)
 
-      const done = yield* settleOne(store, { jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 1 } })
+      const done = yield* writes.settle({ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 1 } })
       const again = yield* Effect.flip(
-        settleOne(store, { jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 2 } })
+        writes.settle({ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 2 } })
       )
 
       expect(done).toMatchObject({ now: 900, job: { state: "succeeded", result: 1 } })
@@ -142,28 +134,127 @@ describe("one-job views of the batch verbs", () => {
     })
   )
 
-  it.effect("a reply without a result for the item is a StoreError, not a silent success", () =>
+  it.scoped("a charge returns the spend after it and the reply's store time", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store)
+      yield* TestClock.setTime(700)
+      const writes = yield* workerStore(store)
+
+      const reserved = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 5, settled: false })
+      const settled = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 3, settled: true })
+
+      expect(reserved).toEqual({ costCents: 5, now: 700 })
+      expect(settled).toEqual({ costCents: 3, now: 700 })
+    })
+  )
+
+  it.scoped("a charge for a job the store does not know is a defect of the caller", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const writes = yield* workerStore(store)
+      const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
+
+      const exit = yield* Effect.exit(writes.charge({ jobId, callId: "c", token: 1, amountCents: 1, settled: true }))
+
+      expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
+    })
+  )
+
+  it.scoped("items handed in while a call is in flight go out together in the next call, each with its answer", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const jobs = []
+      for (let i = 0; i < 5; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
+      const writes = yield* workerStore(gated.view)
+
+      yield* gated.hold
+      const first = yield* Effect.fork(
+        writes.charge({ jobId: jobs[0]!.id, callId: "a", token: 0, amountCents: 1, settled: true })
+      )
+      while (gated.calls.length === 0) yield* Effect.yieldNow()
+      const rest = yield* Effect.fork(
+        Effect.forEach(
+          jobs.slice(1),
+          (job, i) => writes.charge({ jobId: job.id, callId: `b${i}`, token: 0, amountCents: i + 2, settled: true }),
+          { concurrency: "unbounded" }
+        )
+      )
+      while (writes.queued() < 4) yield* Effect.yieldNow()
+      yield* gated.release
+      const answers = [yield* Fiber.join(first), ...(yield* Fiber.join(rest))]
+
+      expect(gated.calls).toEqual([
+        { verb: "charge", items: 1 },
+        { verb: "charge", items: 4 }
+      ])
+      expect(answers.map((a) => a.costCents)).toEqual([1, 2, 3, 4, 5])
+    })
+  )
+
+  it.scoped("a batch never carries more than maxBatch items", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      const writes = yield* workerStore(gated.view, 2)
+
+      yield* gated.hold
+      const all = yield* Effect.fork(
+        Effect.forEach(
+          [0, 1, 2, 3, 4],
+          (i) => writes.charge({ jobId: job.id, callId: `c${i}`, token: 0, amountCents: 1, settled: true }),
+          { concurrency: "unbounded" }
+        )
+      )
+      // Until every caller has handed its item in: the first is in flight (its call waits at the gate), four queue.
+      while (gated.calls.length === 0 || writes.queued() < 4) yield* Effect.yieldNow()
+      yield* gated.release
+      yield* Fiber.join(all)
+
+      expect(gated.calls.map((c) => c.items)).toEqual([1, 2, 2])
+    })
+  )
+
+  it.scoped("a failed call fails every item of it, and a later call is made for new items", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store)
+      let failing = true
+      const flaky: Store["Type"] = {
+        ...store,
+        charge: (options) =>
+          failing
+            ? Effect.fail(new StoreError({ reason: "Connection", operation: "charge", detail: "down" }))
+            : store.charge(options)
+      }
+      const writes = yield* workerStore(flaky)
+
+      const failed = yield* Effect.flip(
+        writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 1, settled: true })
+      )
+      failing = false
+      const ok = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 1, settled: true })
+
+      expect(failed).toMatchObject({ _tag: "StoreError", reason: "Connection" })
+      expect(ok.costCents).toBe(1)
+    })
+  )
+
+  it.scoped("a reply without a result for the item is a StoreError, not a silent success", () =>
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
       const empty: Store["Type"] = {
         ...store,
-        claim: () => Effect.succeed({ now: 0, results: [] }),
         settle: () => Effect.succeed({ now: 0, results: [] })
       }
+      const writes = yield* workerStore(empty)
       const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
 
-      const claim = yield* Effect.flip(claimOne(empty, { jobId, owner: "w", leaseMs: LEASE }))
-      const settle = yield* Effect.flip(settleOne(empty, { jobId, token: 1, outcome: { _tag: "Release" } }))
+      const settle = yield* Effect.flip(writes.settle({ jobId, token: 1, outcome: { _tag: "Release" } }))
 
-      expect(claim).toMatchObject({ _tag: "StoreError", reason: "Unknown", operation: "claim" })
       expect(settle).toMatchObject({ _tag: "StoreError", reason: "Unknown", operation: "settle" })
     })
   )
-
-  it("leaseLost carries every field of the fenced miss", () => {
-    const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
-    const error = leaseLost({ _tag: "LeaseLost", jobId, token: 3, currentToken: null, state: null })
-    expect(error).toBeInstanceOf(LeaseLost)
-    expect(error).toMatchObject({ jobId, token: 3, currentToken: null, state: null })
-  })
 })

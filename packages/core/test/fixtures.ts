@@ -96,7 +96,7 @@ export const harness = (
         const job = yield* submitOne(inner, { ...options.defaults, ...spec })
         yield* transport.publish({
           queue: job.queue,
-          message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority }
+          items: [{ message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority } }]
         })
         return job.id
       })

@@ -521,7 +521,7 @@ const replayDeadLetters = (world: World): Effect.Effect<void> =>
       yield* transport
         .publish({
           queue: job.queue,
-          message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority }
+          items: [{ message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority } }]
         })
         .pipe(Effect.ignore)
     }

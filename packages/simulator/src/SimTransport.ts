@@ -60,7 +60,16 @@ export const make = (inner: Transport["Type"], env: SimTransportEnv): Transport[
     inner
       .publish({
         queue: delivery.queue,
-        message: { jobId: delivery.jobId, type: delivery.type, version: delivery.version, priority: delivery.priority }
+        items: [
+          {
+            message: {
+              jobId: delivery.jobId,
+              type: delivery.type,
+              version: delivery.version,
+              priority: delivery.priority
+            }
+          }
+        ]
       })
       .pipe(Effect.ignore)
   const roll = (kinds: ReadonlyArray<"F2" | "F3" | "F10">, point: string) =>
@@ -86,7 +95,7 @@ export const make = (inner: Transport["Type"], env: SimTransportEnv): Transport[
     publish: (options) =>
       call(() =>
         Effect.flatMap(inner.publish(options), () => {
-          record("publish", options.message.jobId)
+          for (const item of options.items) record("publish", item.message.jobId)
           return leave()
         })
       ),
@@ -100,23 +109,31 @@ export const make = (inner: Transport["Type"], env: SimTransportEnv): Transport[
           (deliveries) => gated(() => received(deliveries))
         )
       }),
+    // Each item of a batch rolls on its own: a lost extension drops that item only.
     extend: (options) =>
       call(() => {
-        if (roll(["F3"], "transport.extend") === "F3") return Effect.void
-        record("extend", options.delivery.jobId, options.delivery)
-        return Effect.flatMap(inner.extend(options), leave)
+        const items = options.items.filter(() => roll(["F3"], "transport.extend") !== "F3")
+        for (const item of items) record("extend", item.delivery.jobId, item.delivery)
+        return items.length === 0 ? Effect.void : Effect.flatMap(inner.extend({ items }), leave)
       }),
     defer: (options) =>
       call(() => {
-        record("defer", options.delivery.jobId, options.delivery)
+        for (const item of options.items) record("defer", item.delivery.jobId, item.delivery)
         return Effect.flatMap(inner.defer(options), leave)
       }),
     ack: (options) =>
       call(() => {
-        record("ack", options.delivery.jobId, options.delivery)
-        return Effect.flatMap(inner.ack(options), () =>
-          roll(["F2"], "transport.acked") === "F2" ? Effect.flatMap(republish(options.delivery), leave) : leave()
-        )
-      })
+        for (const item of options.items) record("ack", item.delivery.jobId, item.delivery)
+        return Effect.flatMap(inner.ack(options), () => {
+          const again = options.items.filter(() => roll(["F2"], "transport.acked") === "F2")
+          return again.length === 0
+            ? leave()
+            : Effect.flatMap(
+                Effect.forEach(again, (item) => republish(item.delivery)),
+                leave
+              )
+        })
+      }),
+    awaitWork: (options) => call(() => Effect.flatMap(inner.awaitWork(options), leave))
   }
 }

@@ -72,7 +72,13 @@ export interface StoreModel {
   readonly submit: (items: ReadonlyArray<Protocol.SubmitItem>, now: number) => Reply<SubmitOutcome>
   readonly claim: (items: ReadonlyArray<ClaimItem>, now: number) => Reply<ClaimResult>
   readonly claimNext: (
-    options: { readonly queue: string; readonly max: number; readonly owner: string; readonly leaseMs: number },
+    options: {
+      readonly queue: string
+      readonly max: number
+      readonly owner: string
+      readonly leaseMs: number
+      readonly types?: ReadonlyArray<Protocol.Runnable> | undefined
+    },
     now: number
   ) => Reply<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>>
   readonly heartbeat: (items: ReadonlyArray<HeartbeatItem>, now: number) => Reply<HeartbeatResult>
@@ -202,7 +208,13 @@ const jobWrites = (
   }),
   claimNext: (options, now) => {
     const due = rows
-      .filter((r) => r.job.queue === options.queue && r.job.state === "queued" && Protocol.isClaimable(r.job, now))
+      .filter(
+        (r) =>
+          r.job.queue === options.queue &&
+          r.job.state === "queued" &&
+          Protocol.isClaimable(r.job, now) &&
+          Protocol.runnableBy(r.job, options.types)
+      )
       .sort((a, b) => b.job.priority - a.job.priority || a.job.runAfter - b.job.runAfter)
       .slice(0, Math.max(0, options.max))
     const results = due.map((r) => claimRow(r, now, options) as Extract<ClaimResult, { _tag: "Claimed" | "Settled" }>)

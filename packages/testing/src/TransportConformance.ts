@@ -61,7 +61,7 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
       }))
     /** Publish a message made by `message` (its job made to exist first, when the run asks for that). */
     const send = (m: Message, delayMs?: number) =>
-      Effect.zipRight(prepare({ queue, message: m }), transport.publish({ queue, message: m, delayMs }))
+      Effect.zipRight(prepare({ queue, message: m }), transport.publish({ queue, items: [{ message: m, delayMs }] }))
     const publish = (delayMs?: number) =>
       Effect.gen(function* () {
         const m = yield* message()
@@ -159,7 +159,7 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
         const m = yield* publish()
         const [delivery] = yield* receive(10, 1_000)
 
-        yield* transport.ack({ delivery: delivery! })
+        yield* transport.ack({ items: [{ delivery: delivery! }] })
 
         expect(yield* receive()).toEqual([])
         yield* advance(1_000)
@@ -181,8 +181,8 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
         yield* advance(1_000)
         const [current] = yield* receive(10, 1_000)
         expect(current!.jobId).toBe(m.jobId)
-        yield* transport.ack({ delivery: stale! })
-        yield* transport.extend({ delivery: stale!, visibilityMs: 60_000 })
+        yield* transport.ack({ items: [{ delivery: stale! }] })
+        yield* transport.extend({ items: [{ delivery: stale!, visibilityMs: 60_000 }] })
         yield* advance(1_000)
         const [third] = yield* receive(10, 1_000)
         expect(third).toMatchObject({ jobId: m.jobId, receiveCount: 3 })
@@ -195,7 +195,7 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
         yield* publish()
         const [delivery] = yield* receive(10, 1_000)
         yield* advance(800)
-        yield* transport.extend({ delivery: delivery!, visibilityMs: 5_000 })
+        yield* transport.extend({ items: [{ delivery: delivery!, visibilityMs: 5_000 }] })
         yield* advance(4_999)
         expect(yield* receive()).toEqual([])
         yield* advance(1)
@@ -231,7 +231,7 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
         const m = yield* publish()
         const [delivery] = yield* receive(10, 5_000)
 
-        yield* transport.defer({ delivery: delivery!, delayMs: 2_000 })
+        yield* transport.defer({ items: [{ delivery: delivery!, delayMs: 2_000 }] })
 
         if (capabilities.defer) {
           yield* advance(1_999)
@@ -239,7 +239,7 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
           yield* advance(1)
           const [again] = yield* receive(10, 60_000)
           expect(again).toMatchObject({ jobId: m.jobId, receiveCount: 2 })
-          yield* transport.defer({ delivery: again!, delayMs: 0 })
+          yield* transport.defer({ items: [{ delivery: again!, delayMs: 0 }] })
           expect(ids(yield* receive())).toEqual([m.jobId])
         } else {
           // A transport that cannot hide for a chosen time still never drops the message.
@@ -257,7 +257,7 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
         yield* advance(1_000)
         yield* receive(10, 1_000)
 
-        yield* transport.defer({ delivery: stale!, delayMs: 0 })
+        yield* transport.defer({ items: [{ delivery: stale!, delayMs: 0 }] })
 
         expect(yield* receive()).toEqual([])
         yield* advance(1_000)
@@ -309,6 +309,67 @@ export const TransportConformance = <R = never>(options: TransportConformanceOpt
         } else {
           expect(ids([...first, ...second]).sort()).toEqual([high.jobId, low.jobId].sort())
         }
+      })
+    )
+
+    it.effect(
+      "batches: every item of a publish, defer and ack call acts on its own; a superseded receipt is skipped",
+      () =>
+        Effect.gen(function* () {
+          const { transport, capabilities, queue, message, receive, advance } = yield* fixture
+          const ms = [yield* message(), yield* message(), yield* message()]
+          for (const m of ms) yield* prepare({ queue, message: m })
+          yield* transport.publish({ queue, items: ms.map((m) => ({ message: m })) })
+          const first = yield* receive(10, 1_000)
+          expect(ids(first).sort()).toEqual(ms.map((m) => m.jobId).sort())
+          const byId = new Map(first.map((d) => [d.jobId, d]))
+          yield* advance(1_000)
+          // The third message's first receipt is superseded by this second delivery.
+          const [third] = yield* receive(1, 60_000)
+
+          yield* transport.defer({
+            items: [
+              { delivery: byId.get(ms[0]!.jobId)!, delayMs: 0 },
+              { delivery: byId.get(ms[1]!.jobId)!, delayMs: 0 },
+              { delivery: byId.get(ms[2]!.jobId)!, delayMs: 0 }
+            ].filter((item) => item.delivery.jobId !== third!.jobId)
+          })
+          yield* transport.ack({ items: [{ delivery: byId.get(third!.jobId)! }] })
+
+          // The stale ack changed nothing: the third stays hidden under its live receipt; the others are visible.
+          const now = yield* receive(10, 60_000)
+          const left = ms.map((m) => m.jobId).filter((id) => id !== third!.jobId)
+          expect(ids(now).sort()).toEqual(left.sort())
+          yield* transport.ack({ items: [...now, third!].map((delivery) => ({ delivery })) })
+          yield* advance(120_000)
+          const after = yield* receive(10, 1_000)
+          // Acked for good, or (ackRemoves false) back with their jobs, which are still queued here.
+          expect(ids(after).sort()).toEqual(capabilities.ackRemoves ? [] : ms.map((m) => m.jobId).sort())
+        })
+    )
+
+    it.effect("publish of an empty batch, and ack, defer and extend of none, do nothing", () =>
+      Effect.gen(function* () {
+        const { transport, queue, receive } = yield* fixture
+
+        yield* transport.publish({ queue, items: [] })
+        yield* transport.ack({ items: [] })
+        yield* transport.defer({ items: [] })
+        yield* transport.extend({ items: [] })
+
+        expect(yield* receive()).toEqual([])
+      })
+    )
+
+    it.effect("awaitWork returns by waitMs at the latest, and never fails", () =>
+      Effect.gen(function* () {
+        const { transport, queue, advance } = yield* fixture
+
+        const waiting = yield* Effect.fork(transport.awaitWork({ queue, waitMs: 2_000 }))
+        yield* advance(2_000)
+        const exit = yield* Fiber.await(waiting)
+
+        expect(exit._tag).toBe("Success")
       })
     )
 

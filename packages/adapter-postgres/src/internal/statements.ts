@@ -248,8 +248,9 @@ const claimSql = (s: string): string => {
 }
 
 /**
- * claimNext. Inputs: $1 queue, $2 max, $3 owner, $4 lease ms, $5 now. Due queued jobs of the queue, highest
- * priority first, then earliest run_after, then insertion order, picked with FOR UPDATE SKIP LOCKED so that
+ * claimNext. Inputs: $1 queue, $2 max, $3 owner, $4 lease ms, $5 now, $6 types and $7 versions (the
+ * `Protocol.runnableBy` filter as two arrays of equal length; NULL: no filter). Due queued jobs of the queue,
+ * highest priority first, then earliest run_after, then insertion order, picked with FOR UPDATE SKIP LOCKED so that
  * concurrent claimers take disjoint sets and never wait on each other; each is claimed as `claim` does with the
  * fallback estimate. Outputs: only the written rows (`applied`), in pick order.
  */
@@ -258,6 +259,7 @@ const claimNextSql = (s: string): string => {
   return `WITH picked AS (
       SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
       WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
+        AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
       ORDER BY j.priority DESC, j.run_after, j.seq LIMIT $2::int FOR UPDATE SKIP LOCKED
     ), input AS (
       SELECT p.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "p.id")} AS estimate,
@@ -585,21 +587,27 @@ export const makeStatements = (schema: string) => {
       SELECT d.id::text AS id, d.type, d.version, d.priority, d.receive_count FROM delivered d
       ORDER BY d.priority DESC, d.run_after, d.seq`,
     /**
-     * transport publish. Inputs: $1 id, $2 queue, $3 delay ms, $4 now. A queued job becomes visible after the
-     * delay, or later if it is hidden beyond that already (a delivery in flight, a defer): publish never brings a
-     * hidden row forward. `greatest` ignores a NULL visible_at (never hidden, or un-hidden by a Store transition to
-     * queued).
+     * transport publish. Inputs: $1 ids, $2 queue, $3 delays ms (one per id), $4 now. Each queued job of the queue
+     * becomes visible after its delay, or later if it is hidden beyond that already (a delivery in flight, a defer):
+     * publish never brings a hidden row forward. `greatest` ignores a NULL visible_at (never hidden, or un-hidden by
+     * a Store transition to queued). One wake-up per queue (Postgres folds equal notifications of a transaction).
      */
-    publish: `WITH upd AS (
+    publish: `WITH input AS (
+        SELECT * FROM unnest($1::uuid[], $3::float8[]) AS i(id, delay_ms)
+      ), upd AS (
         UPDATE ${s}.jobs j
-        SET visible_at = greatest(j.visible_at, ${storeNow(4)} + ${millis("$3::float8")})
-        WHERE j.id = $1::uuid AND j.queue = $2 AND j.state = 'queued'
+        SET visible_at = greatest(j.visible_at, ${storeNow(4)} + ${millis("i.delay_ms")})
+        FROM input i WHERE j.id = i.id AND j.queue = $2 AND j.state = 'queued'
         RETURNING j.queue
       )
       SELECT pg_notify('slowcall_jobs', '${schema}:' || upd.queue) FROM upd`,
-    /** transport extend/defer. Inputs: $1 id, $2 receive count (the receipt), $3 hidden-for ms, $4 now. */
-    hide: `UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + ${millis("$3::float8")}
-      WHERE j.id = $1::uuid AND j.receive_count = $2::int AND j.state = 'queued'`,
+    /**
+     * transport extend/defer. Inputs: $1 ids, $2 receive counts (the receipts), $3 hidden-for ms, $4 now (one
+     * element of $1..$3 per item). A receipt that is not the row's latest, or a row no longer queued, is skipped.
+     */
+    hide: `UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + ${millis("i.ms")}
+      FROM unnest($1::uuid[], $2::int[], $3::float8[]) AS i(id, receive_count, ms)
+      WHERE j.id = i.id AND j.receive_count = i.receive_count AND j.state = 'queued'`,
     /**
      * outbox pick. Inputs: $1 limit. Committed queued jobs not yet handed to the external transport, oldest
      * first, locked with SKIP LOCKED for the relay's transaction so two relays split the work.

@@ -238,7 +238,9 @@ const claimNext =
         Math.max(0, options.max),
         options.owner,
         options.leaseMs,
-        options.now ?? null
+        options.now ?? null,
+        options.types === undefined ? null : options.types.map((t) => t.type),
+        options.types === undefined ? null : options.types.map((t) => t.version)
       ]),
       (rows) => ({
         now: options.now ?? micros(rows[0]?.now_ms),

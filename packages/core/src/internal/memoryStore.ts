@@ -228,6 +228,7 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
         const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
         for (const row of dueInQueue(options.queue, now)) {
           if (results.length >= options.max) break
+          if (!Protocol.runnableBy(row.job, options.types)) continue
           const result = claimOne(row, now, options)
           if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
         }

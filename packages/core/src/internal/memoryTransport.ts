@@ -7,7 +7,15 @@
  * @internal
  */
 import { Duration, Effect, Fiber } from "effect"
-import type { Delivery, Message, TransportCapabilities } from "../Transport.js"
+import type {
+  AckItem,
+  DeferItem,
+  Delivery,
+  ExtendItem,
+  Message,
+  PublishItem,
+  TransportCapabilities
+} from "../Transport.js"
 
 interface Entry {
   readonly seq: number
@@ -38,8 +46,7 @@ export interface DeadLetteredMessage {
 export interface MemoryTransportService {
   readonly publish: (options: {
     readonly queue: string
-    readonly message: Message
-    readonly delayMs?: number | undefined
+    readonly items: ReadonlyArray<PublishItem>
   }) => Effect.Effect<void>
   readonly receive: (options: {
     readonly queue: string
@@ -47,9 +54,10 @@ export interface MemoryTransportService {
     readonly visibilityMs: number
     readonly waitMs: number
   }) => Effect.Effect<ReadonlyArray<Delivery>>
-  readonly extend: (options: { readonly delivery: Delivery; readonly visibilityMs: number }) => Effect.Effect<void>
-  readonly defer: (options: { readonly delivery: Delivery; readonly delayMs: number }) => Effect.Effect<void>
-  readonly ack: (options: { readonly delivery: Delivery }) => Effect.Effect<void>
+  readonly extend: (options: { readonly items: ReadonlyArray<ExtendItem> }) => Effect.Effect<void>
+  readonly defer: (options: { readonly items: ReadonlyArray<DeferItem> }) => Effect.Effect<void>
+  readonly ack: (options: { readonly items: ReadonlyArray<AckItem> }) => Effect.Effect<void>
+  readonly awaitWork: (options: { readonly queue: string; readonly waitMs: number }) => Effect.Effect<void>
   readonly capabilities: TransportCapabilities
   /** Messages moved aside after `maxReceiveCount` deliveries, oldest first. */
   readonly deadLettered: (queue: string) => Effect.Effect<ReadonlyArray<DeadLetteredMessage>>
@@ -201,26 +209,27 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
     }
 
     /** Hide a current delivery for `ms` from now (extend and defer); a superseded receipt changes nothing. */
-    const hide = (delivery: Delivery, ms: number): Effect.Effect<void> =>
-      Effect.sync(() => {
-        const found = current(delivery)
-        if (found === undefined) return
-        found.entry.visibleAt = now() + Math.max(0, ms)
-        changed(found.state)
-      })
+    const hide = (delivery: Delivery, ms: number): void => {
+      const found = current(delivery)
+      if (found === undefined) return
+      found.entry.visibleAt = now() + Math.max(0, ms)
+      changed(found.state)
+    }
 
     const service: MemoryTransportService = {
       publish: (options) =>
         Effect.sync(() => {
           const state = queueState(options.queue)
-          const entry: Entry = {
-            seq: seq++,
-            message: options.message,
-            visibleAt: now() + Math.max(0, options.delayMs ?? 0),
-            receiveCount: 0,
-            receipt: null
+          for (const item of options.items) {
+            const entry: Entry = {
+              seq: seq++,
+              message: item.message,
+              visibleAt: now() + Math.max(0, item.delayMs ?? 0),
+              receiveCount: 0,
+              receipt: null
+            }
+            state.entries.set(entry.seq, entry)
           }
-          state.entries.set(entry.seq, entry)
           changed(state)
         }),
 
@@ -237,17 +246,32 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
           return attempt
         }),
 
-      extend: (options) => hide(options.delivery, options.visibilityMs),
+      extend: (options) =>
+        Effect.sync(() => {
+          for (const item of options.items) hide(item.delivery, item.visibilityMs)
+        }),
 
-      defer: (options) => hide(options.delivery, options.delayMs),
+      defer: (options) =>
+        Effect.sync(() => {
+          for (const item of options.items) hide(item.delivery, item.delayMs)
+        }),
 
       ack: (options) =>
         Effect.sync(() => {
-          const found = current(options.delivery)
-          if (found === undefined) return
-          found.state.byReceipt.delete(options.delivery.receipt)
-          found.state.entries.delete(found.entry.seq)
-          changed(found.state)
+          for (const { delivery } of options.items) {
+            const found = current(delivery)
+            if (found === undefined) continue
+            found.state.byReceipt.delete(delivery.receipt)
+            found.state.entries.delete(found.entry.seq)
+            changed(found.state)
+          }
+        }),
+
+      // A publish or a visibility change of the queue ends the wait, as it ends a waiting receive's.
+      awaitWork: (options) =>
+        Effect.suspend(() => {
+          const state = queueState(options.queue)
+          return nextVisibleAt(state) <= now() ? Effect.void : waitForChange(state, Math.max(0, options.waitMs))
         }),
 
       deadLettered: (queue) => Effect.sync(() => [...(queues.get(queue)?.deadLetters ?? [])]),
@@ -261,7 +285,8 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
         visibilityFollowsLease: false,
         maxBatch: 1_000,
         maxDelayMs: null,
-        priority: true
+        priority: true,
+        claimsFromStore: false
       }
     }
     return service

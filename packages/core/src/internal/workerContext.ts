@@ -24,9 +24,9 @@ import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext
 import type { Job } from "../Job.js"
 import * as Metrics from "../Metrics.js"
 import * as Protocol from "../Protocol.js"
-import type { Store } from "../Store.js"
+import type { ChargeItem } from "../Store.js"
 import * as Control from "./workerControl.js"
-import { chargeOne, retryStore } from "./workerStore.js"
+import { retryStore } from "./workerStore.js"
 
 /**
  * Wraps one model call of an attempt: may wait before running it (a permit, a rate limit) and must run it at most
@@ -39,21 +39,31 @@ export type AroundCall = <A, E, R>(
   call: Effect.Effect<A, E, R>
 ) => Effect.Effect<A, E, R>
 
+/**
+ * One charge write: the job's spend after it and the store time of the write (the worker's group-committed charge
+ * call).
+ *
+ * @internal
+ */
+export type Charge = (
+  item: ChargeItem
+) => Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError>
+
 /** @internal */
 export const make = (options: {
-  readonly store: Store["Type"]
+  readonly charge: Charge
   readonly job: Job
   readonly control: Control.Control
   readonly aroundCall?: AroundCall | undefined
 }): HandlerContext => {
-  const { aroundCall, control, job, store } = options
+  const { aroundCall, control, job } = options
   const token = job.leaseToken
   const locked = control.ledger.withPermits(1)
 
   /** One charge write; the caller holds the ledger lock so `knownCostCents` follows the ledger in write order. */
   const charge = (callId: string, amountCents: number, settled: boolean): Effect.Effect<number, StoreError> =>
     Effect.map(
-      retryStore(chargeOne(store, { jobId: job.id, callId, token, amountCents, settled })),
+      retryStore(options.charge({ jobId: job.id, callId, token, amountCents, settled })),
       ({ costCents, now }) => {
         control.knownCostCents = costCents
         return now

@@ -1,109 +1,286 @@
 /**
- * Keeping an attempt's lease: the heartbeat renews it every third of the lease and the watchdog fences the attempt
- * when no renewal arrived before the local lease end. Both run from the claim until the attempt's outcome is
- * stored, so a store outage shorter than the lease at commit time costs retries, never a second model call.
+ * Keeping the leases of everything a worker holds, from the claim until each job's outcome is stored (jobs waiting
+ * in the local queue, running, or being written). One keeper per worker, not per job:
+ * - the heartbeater renews, in one `Store.heartbeat` call, every held lease whose renewal is due (a third of its
+ *   lease after the last renewal was sent; leases due within half an interval more ride along, so a worker's leases
+ *   settle into one call per interval). A renewal reports a cancel request and, through its reply's store time, a
+ *   passed deadline; both stop the attempt while the lease stays held for the outcome write. A `LeaseLost` item
+ *   stops its attempt for good. When the transport's visibility does not follow the Store lease, the renewed
+ *   deliveries are extended in one `Transport.extend` call.
+ * - the watchdog fences (`self_fenced`) every held attempt whose local lease end (send time of the last granted
+ *   claim or renewal, plus the lease) has come without a renewal. It never waits on I/O, so a hung store call cannot
+ *   keep it from fencing in time.
+ * Neither writes anything for an attempt once its lease is known lost.
  *
  * @internal
  */
-import { Clock, Effect, Metric } from "effect"
+import { Clock, Effect, Fiber, Metric } from "effect"
 import type { Job } from "../Job.js"
 import * as Lease from "../Lease.js"
 import * as Metrics from "../Metrics.js"
-import type { Store } from "../Store.js"
-import type { Delivery, Transport } from "../Transport.js"
+import type { HeartbeatItem, Store } from "../Store.js"
+import type { Delivery, ExtendItem, Transport } from "../Transport.js"
 import * as Control from "./workerControl.js"
-import { heartbeatOne } from "./workerStore.js"
-
-/** What keeping one attempt's lease needs: the services, the delivery and job it holds, its lease and control block. */
-interface KeepOptions {
-  readonly store: Store["Type"]
-  readonly transport: Transport["Type"]
-  readonly delivery: Delivery
-  readonly job: Job
-  readonly leaseMs: number
-  readonly control: Control.Control
-}
 
 /**
- * Renews the lease every third of it until the lease is gone (the caller interrupts it once the outcome is
- * stored). A renewal reports a cancel request and, through the store time of its reply, a passed deadline; both
- * stop the handler while the lease stays held for the outcome write. The transport's visibility is extended with
- * each renewal unless the transport's visibility follows the Store lease.
- */
-const heartbeatLoop = (options: KeepOptions): Effect.Effect<void> => {
-  const { control, delivery, job, leaseMs, store, transport } = options
-  const extend = transport.capabilities.visibilityFollowsLease
-    ? Effect.void
-    : transport
-        .extend({ delivery, visibilityMs: leaseMs })
-        .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error)))
-  const beat = Effect.gen(function* () {
-    // A write of this attempt already learned the lease is lost: nothing more is written under its token.
-    if (Control.leaseGone(control.stopReason)) return
-    const progress = control.pendingProgress
-    control.pendingProgress = undefined
-    const sentAt = yield* Clock.currentTimeMillis
-    const beat = yield* Effect.either(heartbeatOne(store, { jobId: job.id, token: job.leaseToken, leaseMs, progress }))
-    if (beat._tag === "Left") {
-      if (progress !== undefined) control.pendingProgress = control.pendingProgress ?? progress
-      return yield* Effect.logWarning("heartbeat failed", beat.left)
-    }
-    const { now, result } = beat.right
-    if (result._tag === "LeaseLost") {
-      // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal that
-      // races a write which already applied must not count one more.
-      if (!control.persisting) yield* Metric.increment(Metrics.fencedWritesRejected)
-      return yield* Control.stop(control, "lease_lost")
-    }
-    control.localLeaseEnd = sentAt + leaseMs
-    if (result.cancelRequested) yield* Control.stop(control, "cancelled")
-    if (job.deadlineAt !== null && now >= job.deadlineAt) yield* Control.stop(control, "deadline")
-    yield* extend
-  })
-  const interval = Lease.heartbeatIntervalFor(leaseMs)
-  const loop: Effect.Effect<void> = Effect.zipRight(Effect.sleep(interval), beat).pipe(
-    Effect.flatMap(() => (Control.leaseGone(control.stopReason) ? Effect.void : loop))
-  )
-  return loop
-}
-
-/** Self-fencing: past the local lease end without a renewal, stop the handler and any outcome retries. */
-const watchdog = (control: Control.Control): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    while (true) {
-      const now = yield* Clock.currentTimeMillis
-      const end = control.localLeaseEnd
-      if (now >= end) break
-      yield* Effect.sleep(end - now)
-    }
-    if (yield* Control.stop(control, "self_fenced")) yield* Metric.increment(Metrics.selfFenced)
-  })
-
-/**
- * Runs `use` while keeping the lease (heartbeat and watchdog), and stops both as soon as `use` ends, however it ends.
- * Stopping signals the interruption and does not wait: neither fiber writes anything once interrupted, and awaiting
- * would cost an interruption handler each.
- *
- * Both are daemons stopped here rather than children of the attempt: a child still running when its parent ends is
- * interrupted a second time, and each further interruption of a fiber costs it a structural comparison (hashing) of
- * its interruption causes, which is most of what ending an attempt costs the runtime.
+ * One job a worker holds a lease on: the job as claimed, its handler's lease, the attempt's control block and, with
+ * a transport that delivers messages, the delivery that brought it.
  *
  * @internal
  */
-export const keeping = <A, E, R>(options: KeepOptions, use: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  // Started uninterruptibly so that no interruption lands between the starts and the stop's installation; each fiber
-  // is interruptible again inside.
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkDaemon(Effect.interruptible(heartbeatLoop(options))), (heartbeat) =>
-      Effect.flatMap(Effect.forkDaemon(Effect.interruptible(watchdog(options.control))), (fence) =>
-        Effect.ensuring(
-          restore(use),
-          Effect.withFiberRuntime<void>((self) => {
-            heartbeat.unsafeInterruptAsFork(self.id())
-            fence.unsafeInterruptAsFork(self.id())
-            return Effect.void
-          })
-        )
-      )
+export interface Held {
+  readonly job: Job
+  readonly leaseMs: number
+  readonly control: Control.Control
+  readonly delivery: Delivery | undefined
+  /** Local clock ms at which the next renewal is due. */
+  nextBeatAt: number
+}
+
+/**
+ * A held job whose lease was granted by a claim sent at `sentAt` (local clock).
+ *
+ * @internal
+ */
+export const hold = (job: Job, leaseMs: number, sentAt: number, delivery: Delivery | undefined): Held => ({
+  job,
+  leaseMs,
+  control: Control.make({ localLeaseEnd: sentAt + leaseMs, costCents: job.costCents }),
+  delivery,
+  nextBeatAt: sentAt + Lease.heartbeatIntervalFor(leaseMs)
+})
+
+/**
+ * A loop's sleep until an instant, cut short when something sooner is due. The wait is one callback; the timer that
+ * ends it is one fiber sleeping on the Clock, kept across waits while it is due no later than needed, so a loop that
+ * wakes by its timer forks one fiber per wake and one woken early forks none.
+ */
+class Alarm {
+  private resume: ((effect: Effect.Effect<void>) => void) | undefined = undefined
+  /** When the current wait must end at the latest (infinity: no wait, or a wait for `wake` only). */
+  private armedAt = Number.POSITIVE_INFINITY
+  private early = false
+  private timer: Fiber.RuntimeFiber<void> | undefined = undefined
+  private timerAt = Number.POSITIVE_INFINITY
+
+  /** Wake the loop if it sleeps past `at` (or make its next sleep return at once). */
+  wake(at: number): void {
+    if (this.resume === undefined) {
+      this.early = true
+      return
+    }
+    if (at >= this.armedAt) return
+    this.fire()
+  }
+
+  private fire(): void {
+    const resume = this.resume
+    this.resume = undefined
+    this.armedAt = Number.POSITIVE_INFINITY
+    if (resume !== undefined) resume(Effect.void)
+  }
+
+  sleepUntil(at: number, now: number): Effect.Effect<void> {
+    if (this.early) {
+      this.early = false
+      return Effect.void
+    }
+    const arm =
+      Number.isFinite(at) && !(this.timer !== undefined && this.timerAt <= at)
+        ? Effect.flatMap(
+            Effect.forkDaemon(
+              Effect.zipRight(
+                Effect.sleep(Math.max(0, at - now)),
+                Effect.sync(() => {
+                  this.timer = undefined
+                  this.timerAt = Number.POSITIVE_INFINITY
+                  this.fire()
+                })
+              )
+            ),
+            (fiber) =>
+              Effect.withFiberRuntime<void>((self) => {
+                // The timer it replaces is due later than needed now: stopped without waiting for it.
+                this.timer?.unsafeInterruptAsFork(self.id())
+                this.timer = fiber
+                this.timerAt = at
+                return Effect.void
+              })
+          )
+        : Effect.void
+    return Effect.zipRight(
+      arm,
+      Effect.async<void>((resume) => {
+        this.armedAt = at
+        this.resume = resume
+        return Effect.sync(() => {
+          this.resume = undefined
+          this.armedAt = Number.POSITIVE_INFINITY
+        })
+      })
     )
-  )
+  }
+
+  /** Stops the timer (the loop is done). */
+  readonly stop: Effect.Effect<void> = Effect.suspend(() => {
+    const timer = this.timer
+    this.timer = undefined
+    return timer === undefined ? Effect.void : Fiber.interrupt(timer)
+  })
+}
+
+/** A loop that runs `once` again after each round, without yielding between rounds (each round waits on its own). */
+const loop = (once: Effect.Effect<void>): Effect.Effect<never> => {
+  const again: Effect.Effect<never> = Effect.flatMap(once, () => again)
+  return again
+}
+
+/**
+ * A worker's lease keeper. `add` and `remove` are synchronous (called inside fibers' steps); `heartbeater` and
+ * `watchdog` are the two loops, run forked for the worker's lifetime.
+ *
+ * @internal
+ */
+export interface Keeper {
+  readonly add: (held: Held) => void
+  readonly remove: (held: Held) => void
+  readonly size: () => number
+  readonly heartbeater: Effect.Effect<never>
+  readonly watchdog: Effect.Effect<never>
+}
+
+/** @internal */
+export const makeKeeper = (options: {
+  readonly store: Store["Type"]
+  readonly transport: Transport["Type"]
+}): Keeper => {
+  const { store, transport } = options
+  const held = new Set<Held>()
+  const beats = new Alarm()
+  const fences = new Alarm()
+  const extendsVisibility = !transport.capabilities.visibilityFollowsLease
+  const maxBatch = Math.max(1, transport.capabilities.maxBatch)
+
+  const live = (h: Held): boolean => !Control.leaseGone(h.control.stopReason)
+
+  const beatOnce: Effect.Effect<void> = Effect.suspend(() => {
+    const now = Clock.currentTimeMillis
+    return Effect.flatMap(now, (at) => {
+      let next = Number.POSITIVE_INFINITY
+      const due: Array<Held> = []
+      for (const h of held) {
+        if (!live(h)) continue
+        const interval = Lease.heartbeatIntervalFor(h.leaseMs)
+        if (h.nextBeatAt <= at + interval / 2) due.push(h)
+        else next = Math.min(next, h.nextBeatAt)
+      }
+      if (due.length === 0) return beats.sleepUntil(next, at)
+      return Effect.zipRight(renew(due, at), Effect.void)
+    })
+  })
+
+  /** One heartbeat call for `due`, sent at `sentAt`, and what its reply says for each. */
+  const renew = (due: ReadonlyArray<Held>, sentAt: number): Effect.Effect<void> => {
+    const items: Array<HeartbeatItem> = due.map((h) => {
+      const progress = h.control.pendingProgress
+      h.control.pendingProgress = undefined
+      return { jobId: h.job.id, token: h.job.leaseToken, leaseMs: h.leaseMs, progress }
+    })
+    return Effect.matchEffect(store.heartbeat({ items }), {
+      onFailure: (error) =>
+        Effect.suspend(() => {
+          for (let i = 0; i < due.length; i++) {
+            const h = due[i]!
+            const progress = items[i]!.progress
+            if (progress !== undefined) h.control.pendingProgress = h.control.pendingProgress ?? progress
+            h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
+          }
+          return Effect.logWarning("heartbeat failed", error)
+        }),
+      onSuccess: ({ now, results }) =>
+        Effect.suspend(() => {
+          const stops: Array<Effect.Effect<unknown>> = []
+          const extend: Array<ExtendItem> = []
+          for (let i = 0; i < due.length; i++) {
+            const h = due[i]!
+            const result = results[i]
+            h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
+            // A write of this attempt already learned the lease is lost: nothing more is done under its token.
+            if (result === undefined || !live(h)) continue
+            if (result._tag === "LeaseLost") {
+              // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal
+              // that races a write which already applied must not count one more.
+              if (!h.control.persisting) stops.push(Metric.increment(Metrics.fencedWritesRejected))
+              stops.push(Control.stop(h.control, "lease_lost"))
+              continue
+            }
+            h.control.localLeaseEnd = sentAt + h.leaseMs
+            if (result.cancelRequested) stops.push(Control.stop(h.control, "cancelled"))
+            if (h.job.deadlineAt !== null && now >= h.job.deadlineAt) stops.push(Control.stop(h.control, "deadline"))
+            if (extendsVisibility && h.delivery !== undefined) {
+              extend.push({ delivery: h.delivery, visibilityMs: h.leaseMs })
+            }
+          }
+          const stopAll = Effect.all(stops, { discard: true })
+          if (extend.length === 0) return stopAll
+          return Effect.zipRight(stopAll, extendAll(extend))
+        })
+    })
+  }
+
+  const extendAll = (items: ReadonlyArray<ExtendItem>): Effect.Effect<void> =>
+    Effect.forEach(
+      chunks(items, maxBatch),
+      (chunk) =>
+        transport
+          .extend({ items: chunk })
+          .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error))),
+      { discard: true }
+    )
+
+  const fenceOnce: Effect.Effect<void> = Effect.flatMap(Clock.currentTimeMillis, (at) => {
+    let next = Number.POSITIVE_INFINITY
+    const fenced: Array<Held> = []
+    for (const h of held) {
+      if (!live(h)) continue
+      const end = h.control.localLeaseEnd
+      if (at >= end) fenced.push(h)
+      else next = Math.min(next, end)
+    }
+    if (fenced.length === 0) return fences.sleepUntil(next, at)
+    return Effect.forEach(
+      fenced,
+      (h) =>
+        Effect.flatMap(Control.stop(h.control, "self_fenced"), (first) =>
+          first ? Metric.increment(Metrics.selfFenced) : Effect.void
+        ),
+      { discard: true }
+    )
+  })
+
+  return {
+    add: (h) => {
+      held.add(h)
+      beats.wake(h.nextBeatAt)
+      fences.wake(h.control.localLeaseEnd)
+    },
+    remove: (h) => {
+      held.delete(h)
+    },
+    size: () => held.size,
+    heartbeater: Effect.ensuring(loop(beatOnce), beats.stop),
+    watchdog: Effect.ensuring(loop(fenceOnce), fences.stop)
+  }
+}
+
+/**
+ * `items` cut into consecutive chunks of at most `size`.
+ *
+ * @internal
+ */
+export const chunks = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> => {
+  if (items.length <= size) return [items]
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}

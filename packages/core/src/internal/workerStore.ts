@@ -1,5 +1,6 @@
 /**
- * The worker's one-job views of the batch Store verbs, and its retry of store calls. Store calls made by a worker are
+ * The worker's one-job views of the batch Store verbs (group-committed, see `workerBatch.ts`), and its retry of store
+ * calls. Store calls made by a worker are
  * retried a few times with a short exponential backoff when the Store reports a
  * retryable failure (connection, timeout, conflict, ambiguous). Fenced writes stay safe to repeat: a repeated write
  * whose first try applied is rejected with `LeaseLost` and changes nothing.
@@ -9,16 +10,8 @@
 import { Effect } from "effect"
 import { LeaseLost, StoreError } from "../Errors.js"
 import type { Job } from "../Job.js"
-import type {
-  ChargeItem,
-  ClaimItem,
-  ClaimResult,
-  Fenced,
-  HeartbeatItem,
-  HeartbeatResult,
-  SettleItem,
-  Store
-} from "../Store.js"
+import type { ChargeItem, ChargeResult, Fenced, SettleItem, SettleResult, Store } from "../Store.js"
+import { makeBatcher } from "./workerBatch.js"
 
 const isRetryableStoreError = (error: unknown): boolean =>
   typeof error === "object" &&
@@ -56,67 +49,80 @@ export const retryStore = <A, E, R>(
 export const leaseLost = (fenced: Fenced): LeaseLost =>
   new LeaseLost({ jobId: fenced.jobId, token: fenced.token, currentToken: fenced.currentToken, state: fenced.state })
 
-const noResult = (operation: string) =>
+/**
+ * The failure of an item a reply had no result for (a backend bug: a reply has one result per item).
+ *
+ * @internal
+ */
+export const noResult = (operation: string) => () =>
   new StoreError({ reason: "Unknown", operation, detail: "the store returned no result for the item" })
 
-type Written = { readonly job: Job; readonly now: number }
-
 /**
- * One settlement as a batch of one: the job as it was left and the store time of the write, or `LeaseLost`.
+ * A written settlement: the job as it was left and the store time of the write.
  *
  * @internal
  */
-export const settleOne = (store: Store["Type"], item: SettleItem): Effect.Effect<Written, LeaseLost | StoreError> =>
-  Effect.flatMap(store.settle({ items: [item] }), (reply): Effect.Effect<Written, LeaseLost | StoreError> => {
-    const result = reply.results[0]
-    if (result === undefined) return Effect.fail(noResult("settle"))
-    return result._tag === "Settled"
-      ? Effect.succeed({ job: result.job, now: reply.now })
-      : Effect.fail(leaseLost(result))
-  })
+export type Written = { readonly job: Job; readonly now: number }
 
 /**
- * One claim as a batch of one, with the store time of the write.
+ * The worker's store calls, each group-committed: one call per verb carries every item its attempts handed in while
+ * the previous call was in flight.
  *
  * @internal
  */
-export const claimOne = (
-  store: Store["Type"],
-  item: ClaimItem
-): Effect.Effect<{ readonly result: ClaimResult; readonly now: number }, StoreError> =>
-  Effect.flatMap(store.claim({ items: [item] }), (reply) => {
-    const result = reply.results[0]
-    return result === undefined ? Effect.fail(noResult("claim")) : Effect.succeed({ result, now: reply.now })
-  })
+export interface WorkerStore {
+  /**
+   * One settlement: the job as it was left and the store time of the write, or `LeaseLost`. `gone`, when given, says
+   * whether the caller has learned meanwhile that its lease is lost: then the write is not sent and fails with
+   * `LeaseLost` (nothing is written under a token once its lease is known lost, however long the write waited for
+   * its call).
+   */
+  readonly settle: (item: SettleItem, gone?: () => boolean) => Effect.Effect<Written, LeaseLost | StoreError>
+  /**
+   * One charge: the job's spend after it and the store time of the write. A charge for a job the store does not
+   * know is a bug of the caller (the worker charges only jobs it claimed): a defect.
+   */
+  readonly charge: (item: ChargeItem) => Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError>
+  /** The flushers, to run forked for the worker's lifetime. */
+  readonly flushers: ReadonlyArray<Effect.Effect<never>>
+  /** Items waiting for their verb's next call. */
+  readonly queued: () => number
+}
 
-/**
- * One heartbeat as a batch of one, with the store time of the write.
- *
- * @internal
- */
-export const heartbeatOne = (
-  store: Store["Type"],
-  item: HeartbeatItem
-): Effect.Effect<{ readonly result: HeartbeatResult; readonly now: number }, StoreError> =>
-  Effect.flatMap(store.heartbeat({ items: [item] }), (reply) => {
-    const result = reply.results[0]
-    return result === undefined ? Effect.fail(noResult("heartbeat")) : Effect.succeed({ result, now: reply.now })
+/** @internal */
+export const makeWorkerStore = (store: Store["Type"], maxBatch: number): WorkerStore => {
+  const settles = makeBatcher<SettleItem, SettleResult, LeaseLost | StoreError>({
+    send: (items) => store.settle({ items }),
+    maxBatch,
+    missing: noResult("settle")
   })
-
-/**
- * One charge as a batch of one: the job's spend after it and the store time of the write. A charge for a job the
- * store does not know is a bug of the caller (the worker charges only jobs it claimed): a defect.
- *
- * @internal
- */
-export const chargeOne = (
-  store: Store["Type"],
-  item: ChargeItem
-): Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError> =>
-  Effect.flatMap(store.charge({ items: [item] }), (reply) => {
-    const result = reply.results[0]
-    if (result === undefined) return Effect.fail(noResult("charge"))
-    return result._tag === "Charged"
-      ? Effect.succeed({ costCents: result.costCents, now: reply.now })
-      : Effect.die(new Error(`charge for unknown job ${result.jobId}`))
+  const charges = makeBatcher<ChargeItem, ChargeResult, StoreError>({
+    send: (items) => store.charge({ items }),
+    maxBatch,
+    missing: noResult("charge")
   })
+  return {
+    settle: (item, gone) =>
+      Effect.flatMap(
+        settles.submit(
+          item,
+          gone === undefined
+            ? undefined
+            : () =>
+                gone()
+                  ? new LeaseLost({ jobId: item.jobId, token: item.token, currentToken: null, state: null })
+                  : undefined
+        ),
+        ({ now, result }): Effect.Effect<Written, LeaseLost | StoreError> =>
+          result._tag === "Settled" ? Effect.succeed({ job: result.job, now }) : Effect.fail(leaseLost(result))
+      ),
+    charge: (item) =>
+      Effect.flatMap(charges.submit(item), ({ now, result }) =>
+        result._tag === "Charged"
+          ? Effect.succeed({ costCents: result.costCents, now })
+          : Effect.die(new Error(`charge for unknown job ${result.jobId}`))
+      ),
+    flushers: [settles.flusher, charges.flusher],
+    queued: () => settles.queued() + charges.queued()
+  }
+}

@@ -267,6 +267,36 @@ const settlingTests = ({ it, fixture }: Area): void => {
     })
   )
 
+  it.effect("claimNext with types picks only the listed (type, version) pairs and leaves the rest queued", () =>
+    Effect.gen(function* () {
+      const { store, queue, now, submit, get } = yield* fixture
+      const v1 = yield* submit({ type: "kind.a", version: 1 })
+      const v2 = yield* submit({ type: "kind.a", version: 2 })
+      const other = yield* submit({ type: "kind.b", version: 1 })
+      const at = yield* now
+
+      const none = yield* store.claimNext({ queue, max: 5, owner: "w", leaseMs: LEASE, now: at, types: [] })
+      const picked = yield* store.claimNext({
+        queue,
+        max: 5,
+        owner: "w",
+        leaseMs: LEASE,
+        now: at,
+        types: [
+          { type: "kind.a", version: 2 },
+          { type: "kind.b", version: 1 }
+        ]
+      })
+
+      expect(none.results).toEqual([])
+      expect(picked.results.map((r) => [r._tag, r.job.id])).toEqual([
+        ["Claimed", v2.id],
+        ["Claimed", other.id]
+      ])
+      expect(yield* get(v1.id)).toEqual(v1)
+    })
+  )
+
   it.effect("claimNext settles what it must settle and returns it as Settled", () =>
     Effect.gen(function* () {
       const { store, queue, now, advance, submit, get } = yield* fixture

@@ -122,7 +122,16 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
   },
   {
     weight: 3,
-    arbitrary: step("ClaimNext", fc.record({ owner: fc.nat({ max: 2 }), max: fc.integer({ min: 1, max: 3 }), leaseMs }))
+    arbitrary: step(
+      "ClaimNext",
+      fc.record({
+        owner: fc.nat({ max: 2 }),
+        max: fc.integer({ min: 1, max: 3 }),
+        leaseMs,
+        // No filter most of the time; else the types it may pick (possibly none of the submitted ones).
+        types: fc.option(fc.subarray([0, 1]), { nil: null, freq: 2 })
+      })
+    )
   },
   {
     weight: 3,

@@ -67,7 +67,13 @@ export interface Specs {
     readonly leaseMs: number
     readonly estimateCents: number | null
   }>
-  readonly ClaimNext: { readonly owner: number; readonly max: number; readonly leaseMs: number }
+  readonly ClaimNext: {
+    readonly owner: number
+    readonly max: number
+    readonly leaseMs: number
+    /** The `types` filter, as submit type numbers (all version 1); null: none. */
+    readonly types: ReadonlyArray<number> | null
+  }
   readonly Heartbeat: ReadonlyArray<{
     readonly job: JobRef
     readonly token: TokenRef
@@ -187,7 +193,13 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     )
   },
   ClaimNext: async (world, real, spec) => {
-    const options = { queue: world.queue, max: spec.max, owner: `owner-${spec.owner}`, leaseMs: spec.leaseMs }
+    const options = {
+      queue: world.queue,
+      max: spec.max,
+      owner: `owner-${spec.owner}`,
+      leaseMs: spec.leaseMs,
+      types: spec.types === null ? undefined : spec.types.map((n) => ({ type: `prop.${n}`, version: 1 }))
+    }
     const reply = await real.run(real.store.claimNext({ ...options, now: world.clock }))
     same("claimNext reply", reply, world.model.claimNext(options, world.clock))
   },

@@ -1,0 +1,302 @@
+/**
+ * One attempt of a held job, from a free slot to its stored outcome: dispatch from the local queue, the gates
+ * before the handler (its input decodes, its estimate fits the budget, the worker is not closing, the claim's lease
+ * is still ahead), the handler in its own fiber under the kept lease, the pure outcome decision, and the one persist
+ * step. The slot is given back when the handler ends, so the next job starts while this one's outcome is written
+ * (group-committed with the others').
+ *
+ * @internal
+ */
+import { Cause, Clock, Effect, Either, Exit, Fiber, FiberSet, Metric, Option, ParseResult, Schema } from "effect"
+import * as Canonical from "../Canonical.js"
+import { policy as classPolicy } from "../ErrorClass.js"
+import * as Handler from "../Handler.js"
+import * as Metrics from "../Metrics.js"
+import * as Normalize from "../Normalize.js"
+import type { Outcome } from "../Protocol.js"
+import * as Protocol from "../Protocol.js"
+import * as Retry from "../Retry.js"
+import * as WorkerContext from "./workerContext.js"
+import * as Control from "./workerControl.js"
+import { type Env, handOff, persist, settleWith, wakeIntake } from "./workerEnv.js"
+import type { Held } from "./workerLease.js"
+import { decide, type Ended } from "./workerOutcome.js"
+
+const formatParseError = (error: ParseResult.ParseError): string =>
+  Normalize.truncate(Normalize.redact(ParseResult.TreeFormatter.formatErrorSync(error)))
+
+/** Redacted, truncated evidence. @internal */
+export const evidenceOf = (text: string): string => Normalize.truncate(Normalize.redact(text))
+
+/** A schema step's failure as evidence: the parse error, or the defect a throwing transformation left. */
+const formatSchemaCause = (cause: Cause.Cause<ParseResult.ParseError>): string => {
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) ? formatParseError(failure.value) : evidenceOf(Cause.pretty(cause))
+}
+
+/**
+ * Runs a schema parse in the calling fiber, as an exit. The parser settles a fully synchronous schema at once and
+ * returns an `Either`, which is read here without an effect step; a schema with effectful transformations returns an
+ * effect, which runs in this fiber (its Clock, logger and tracer), once. A throw while the parser is built or run is a
+ * defect of the exit, never a crash of the attempt.
+ */
+const runSchema = <A>(
+  parse: (value: any) => Effect.Effect<A, ParseResult.ParseError>,
+  value: unknown
+): Effect.Effect<Exit.Exit<A, ParseResult.ParseError>> => {
+  let result: Effect.Effect<A, ParseResult.ParseError>
+  try {
+    result = parse(value)
+  } catch (defect) {
+    return Effect.succeed(Exit.die(defect))
+  }
+  if (Either.isEither(result)) {
+    const settled = result as Either.Either<A, ParseResult.ParseError>
+    return Effect.succeed(Either.isRight(settled) ? Exit.succeed(settled.right) : Exit.fail(settled.left))
+  }
+  return Effect.exit(result)
+}
+
+/** The handler's estimate for this input; a throwing estimate function is a handler bug, reported as such. */
+const estimateEither = <R>(
+  handler: Handler.Handler<any, any, R>,
+  input: unknown
+): Either.Either<number | undefined, string> => {
+  try {
+    return Either.right(Handler.estimateFor(handler, input))
+  } catch (error) {
+    return Either.left(evidenceOf(`estimate failed: ${error instanceof Error ? error.message : String(error)}`))
+  }
+}
+
+/** How the handler ended, for the decision: the result encoded and checked, or the failure normalised. */
+const endedOf = <R>(handler: Handler.Handler<any, any, R>, exit: Exit.Exit<unknown, unknown>): Effect.Effect<Ended> =>
+  Effect.gen(function* () {
+    if (Exit.isSuccess(exit)) {
+      const encoded = yield* runSchema(Schema.encode(handler.result), exit.value)
+      if (Exit.isFailure(encoded)) {
+        const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
+        return { _tag: "Unstorable", error } as const
+      }
+      const result = Canonical.validateJson(encoded.value)
+      if (Either.isLeft(result)) {
+        const error = evidenceOf(`result is not storable JSON at ${result.left.path}: ${result.left.message}`)
+        return { _tag: "Unstorable", error } as const
+      }
+      return { _tag: "Succeeded", result: result.right } as const
+    }
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure) && failure.value instanceof Handler.BudgetExceeded) {
+      return { _tag: "BudgetExceeded", error: failure.value.message } as const
+    }
+    if (Option.isSome(failure) && failure.value instanceof Handler.DeadlineExceeded) {
+      return { _tag: "DeadlineExceeded", error: failure.value.message } as const
+    }
+    const normalized = yield* Normalize.normalizeWithClock(Option.isSome(failure) ? failure.value : exit.cause)
+    return { _tag: "Failed", normalized } as const
+  })
+
+/** Decide and persist the outcome of an attempt whose handler has ended. */
+const finish = <R>(
+  env: Env<R>,
+  held: Held,
+  handler: Handler.Handler<any, any, R>,
+  input: unknown,
+  exit: Exit.Exit<unknown, unknown>
+) =>
+  Effect.gen(function* () {
+    const { control, job } = held
+    const ended = yield* endedOf(handler, exit)
+    const spentCents = control.knownCostCents
+    // The next attempt's estimate: the handler's, else what this attempt spent (the claim applies the full fallback).
+    const declared = Either.getOrUndefined(estimateEither(handler, input))
+    const decision = decide({
+      job,
+      ended,
+      stop: control.stopReason,
+      spentCents,
+      nextEstimateCents: declared ?? Math.max(0, spentCents - job.costCents)
+    })
+    switch (decision._tag) {
+      case "HandOff":
+        if (decision.selfFenced) {
+          yield* Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
+        }
+        return yield* handOff(env, held)
+      case "Settle":
+        return yield* persist(env, held, settleWith(env, held, decision.outcome, evidenceOf))
+      case "Retry": {
+        const { normalized } = decision
+        const delayMs = yield* Retry.delayFor(normalized, job.attempts - job.attemptsBase, {
+          ...classPolicy(normalized.errorClass),
+          ...(env.retry?.baseMs !== undefined ? { baseMs: env.retry.baseMs } : {}),
+          ...(env.retry?.capMs !== undefined ? { capMs: env.retry.capMs } : {})
+        })
+        yield* Metric.increment(Metrics.retries)
+        const outcome: Outcome = {
+          _tag: "Retry",
+          delayMs,
+          errorClass: normalized.errorClass,
+          error: normalized.evidence
+        }
+        return yield* persist(env, held, settleWith(env, held, outcome, evidenceOf))
+      }
+    }
+  })
+
+/** The gates before a handler may start: its input decodes, its estimate is computable and fits the budget. */
+const admitAttempt = <R>(handler: Handler.Handler<any, any, R>, held: Held) =>
+  Effect.map(runSchema(Schema.decodeUnknown(handler.input), held.job.input), (decoded) => {
+    const { job } = held
+    if (Exit.isFailure(decoded)) {
+      return Either.left<Outcome>({
+        _tag: "Fail",
+        errorClass: "invalid_input",
+        error: formatSchemaCause(decoded.cause)
+      })
+    }
+    const estimate = estimateEither(handler, decoded.value)
+    if (Either.isLeft(estimate)) {
+      return Either.left<Outcome>({ _tag: "Fail", errorClass: "unknown", error: estimate.left })
+    }
+    if (
+      estimate.right !== undefined &&
+      !Protocol.budgetFits(job.budgetCents, held.control.knownCostCents, estimate.right)
+    ) {
+      return Either.left<Outcome>({
+        _tag: "Abandon",
+        reason: "budget",
+        error: `estimate ${estimate.right} does not fit the budget`
+      })
+    }
+    return Either.right<unknown>(decoded.value)
+  })
+
+/** The slot of an attempt is free again: the next waiting job may start, and the intake may claim more. */
+const freeSlot = <R>(env: Env<R>, held: Held): Effect.Effect<void, never, R> =>
+  Effect.suspend(() => {
+    env.busy -= 1
+    env.running.delete(held)
+    wakeIntake(env)
+    return dispatch(env)
+  })
+
+/** The attempt: gates, handler under the kept lease, decision and persist. It holds a slot until its handler ends. */
+const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, any, R>): Effect.Effect<void, never, R> =>
+  Effect.gen(function* () {
+    const { control, job } = held
+    const admitted = yield* admitAttempt(handler, held)
+    if (Either.isLeft(admitted)) {
+      yield* freeSlot(env, held)
+      return yield* persist(env, held, settleWith(env, held, admitted.left, evidenceOf))
+    }
+    // The worker began closing while this job waited: hand it back before any model call.
+    if (env.closing) {
+      yield* freeSlot(env, held)
+      return yield* persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), 0)
+    }
+    if ((yield* Clock.currentTimeMillis) >= control.localLeaseEnd) {
+      // The claim's reply came back after the lease it granted may have ended (a pause, slow retries), or no renewal
+      // came in time while it waited: a model call now could overlap the next holder's. Write nothing; the message
+      // returns to a fresh claim.
+      yield* Metric.increment(Metrics.selfFenced)
+      yield* Effect.logWarning("lease ended before the attempt could start; nothing run, nothing committed")
+      yield* freeSlot(env, held)
+      return yield* handOff(env, held)
+    }
+    const ctx = WorkerContext.make({ charge: env.writes.charge, job, control, aroundCall: env.admission?.aroundCall })
+    // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
+    const handlerFiber = yield* Effect.fork(Effect.suspend(() => handler.run(admitted.right, ctx)))
+    control.handlerFiber = handlerFiber
+    // A stop that came before the line above (a cancel seen while the job waited) could not interrupt it: do it now.
+    if (control.stopReason !== undefined) yield* Fiber.interruptFork(handlerFiber)
+    const exit = yield* Fiber.await(handlerFiber)
+    control.handlerFiber = undefined
+    control.persisting = true
+    yield* freeSlot(env, held)
+    return yield* finish(env, held, handler, admitted.right, exit)
+  }).pipe(
+    (attempt) =>
+      env.logging
+        ? Effect.annotateLogs(attempt, {
+            worker: env.owner,
+            jobId: held.job.id,
+            token: held.job.leaseToken,
+            traceId: held.job.traceId ?? ""
+          })
+        : attempt,
+    (attempt) =>
+      env.tracing
+        ? Effect.withSpan(attempt, "slowcall.attempt", {
+            // The span's source location is this line for every attempt: a stack trace each time buys nothing.
+            captureStackTrace: false,
+            attributes: {
+              "slowcall.job_id": held.job.id,
+              "slowcall.type": held.job.type,
+              "slowcall.version": held.job.version,
+              "slowcall.token": held.job.leaseToken,
+              "slowcall.trace_id": held.job.traceId ?? ""
+            }
+          })
+        : attempt
+  )
+
+/** Whether a waiting job may still start: its lease is this worker's and at least half of it lies ahead. */
+const startable = (held: Held, now: number): boolean =>
+  !Control.leaseGone(held.control.stopReason) && held.control.localLeaseEnd - now >= held.leaseMs / 2
+
+/**
+ * Start attempts for waiting jobs while slots are free, oldest claim first. A job whose lease is no longer safely
+ * ahead (no renewal came while it waited, or it was fenced) is handed back instead of run; a job of a (type, version)
+ * with no handler here (a message naming another than its job) is released untouched.
+ *
+ * @internal
+ */
+export const dispatch = <R>(env: Env<R>): Effect.Effect<void, never, R> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const starts: Array<Effect.Effect<unknown, never, R>> = []
+    while (env.busy < env.concurrency && env.waiting.length > 0) {
+      const held = env.waiting.shift()!
+      const handler = env.registry.get(held.job.type, held.job.version)
+      if (handler === undefined) {
+        starts.push(
+          FiberSet.run(
+            env.fibers,
+            Effect.zipRight(
+              Metric.increment(Metrics.unknownHandlerDeferred),
+              persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), env.unknownHandlerDelayMs)
+            )
+          )
+        )
+        continue
+      }
+      if (!startable(held, now)) {
+        starts.push(handOff(env, held))
+        continue
+      }
+      env.busy += 1
+      env.running.add(held)
+      // Dispatch may run inside the intake's uninterruptible claim round: the attempt must be interruptible again.
+      starts.push(FiberSet.run(env.fibers, Effect.interruptible(runAttempt(env, held, handler))))
+    }
+    if (starts.length === 0) return Effect.void
+    return Effect.all(starts, { discard: true })
+  })
+
+/**
+ * Hand every waiting job back (a closing worker): one release each, group-committed; the messages return at once.
+ *
+ * @internal
+ */
+export const releaseWaiting = <R>(env: Env<R>): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const waiting = env.waiting.splice(0, env.waiting.length)
+    return Effect.forEach(
+      waiting,
+      (held) =>
+        Control.leaseGone(held.control.stopReason)
+          ? handOff(env, held)
+          : persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), 0),
+      { concurrency: "unbounded", discard: true }
+    )
+  })

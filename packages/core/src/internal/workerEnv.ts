@@ -1,0 +1,228 @@
+/**
+ * What a worker's steps share: its services, resolved options, its one lease keeper and group-committed store and
+ * transport calls, and the state of what it holds (the local queue of claimed jobs waiting for a slot, the handlers
+ * running). Plus the steps every other step ends with: writing an outcome (`persist`) and handing a delivery back.
+ *
+ * State fields are plain mutable values: every read and write happens inside one synchronous step of a fiber, and
+ * fibers never run at the same time.
+ *
+ * @internal
+ */
+import { Clock, Effect, type FiberSet, Metric } from "effect"
+import type { LeaseLost, StoreError } from "../Errors.js"
+import type * as Handler from "../Handler.js"
+import * as Metrics from "../Metrics.js"
+import type { Outcome, Runnable } from "../Protocol.js"
+import type { Store } from "../Store.js"
+import type { AckItem, DeferItem, Delivery, Transport } from "../Transport.js"
+import type { Outbox } from "./workerBatch.js"
+import type { AroundCall } from "./workerContext.js"
+import * as Control from "./workerControl.js"
+import type { Held, Keeper } from "./workerLease.js"
+import type { WorkerStore, Written } from "./workerStore.js"
+
+/** @internal */
+export type Admission<R> = {
+  readonly beforeClaim?:
+    | ((
+        delivery: Delivery
+      ) => Effect.Effect<{ readonly _tag: "Admit" } | { readonly _tag: "Defer"; readonly delayMs: number }, never, R>)
+    | undefined
+  readonly aroundCall?: AroundCall | undefined
+}
+
+/** @internal */
+export interface Env<R> {
+  readonly store: Store["Type"]
+  readonly transport: Transport["Type"]
+  readonly registry: Handler.Registry<R>
+  /** The (type, version) pairs this worker runs: the filter of its `claimNext` calls. */
+  readonly runnable: ReadonlyArray<Runnable>
+  readonly owner: string
+  readonly instance: string
+  readonly queue: string
+  readonly concurrency: number
+  /** Jobs claimed ahead of a free slot, at most. */
+  readonly prefetch: number
+  readonly receiveWaitMs: number
+  readonly shutdownGraceMs: number
+  readonly unknownHandlerDelayMs: number
+  readonly busyMarginMs: number
+  readonly receiveErrorDelayMs: number
+  readonly storeErrorDelayMs: number
+  readonly visibilityMs: number
+  /** The transport's longest delay (`capabilities.maxDelayMs`), or infinity. */
+  readonly maxDelayMs: number
+  /** The most items one store or transport call of this worker carries. */
+  readonly maxBatch: number
+  readonly retry: { readonly baseMs?: number | undefined; readonly capMs?: number | undefined } | undefined
+  readonly admission: Admission<R> | undefined
+  readonly logging: boolean
+  readonly tracing: boolean
+  readonly keeper: Keeper
+  readonly writes: WorkerStore
+  readonly acks: Outbox<AckItem>
+  readonly defers: Outbox<DeferItem>
+  /** The attempt fibers: one per dispatched job, from its start until its outcome is written. */
+  readonly fibers: FiberSet.FiberSet<void, never>
+  /** Claimed jobs waiting for a slot, oldest claim first. */
+  readonly waiting: Array<Held>
+  /** The attempts whose handlers may still be running, for shutdown. */
+  readonly running: Set<Held>
+  /** Slots taken: dispatched attempts whose handler has not ended yet. */
+  busy: number
+  /** Set once when the scope starts closing. */
+  closing: boolean
+  /** Claims made, for owner tags unique per claim call. */
+  claims: number
+  /** Wakes the intake loop when capacity frees up. */
+  intakeWaiter: ((resume: Effect.Effect<void>) => void) | undefined
+}
+
+/** How many more jobs the worker may claim now: free slots plus room in the local queue. */
+export const room = <R>(env: Env<R>): number =>
+  env.closing ? 0 : env.concurrency + env.prefetch - env.busy - env.waiting.length
+
+/** Wake the intake loop if it waits for room. */
+export const wakeIntake = <R>(env: Env<R>): void => {
+  const waiter = env.intakeWaiter
+  if (waiter === undefined) return
+  env.intakeWaiter = undefined
+  waiter(Effect.void)
+}
+
+/** A fresh owner tag for one claim call: unique per worker instance (random) and per call (counter). */
+export const claimTag = <R>(env: Env<R>): string => `${env.owner}/${env.instance}.${++env.claims}`
+
+// Transport operations never fail the worker: a lost ack or defer only means the message returns, and the claim in
+// the Store decides what happens then. Both go out group-committed.
+export const ack = <R>(env: Env<R>, delivery: Delivery | undefined): Effect.Effect<void> =>
+  delivery === undefined ? Effect.void : env.acks.offer([{ delivery }])
+
+/** A defer item; a delay beyond the transport's longest is cut to it (the message returns early and is deferred again). */
+export const deferItem = <R>(env: Env<R>, delivery: Delivery, delayMs: number): DeferItem => ({
+  delivery,
+  delayMs: Math.min(Math.max(0, Math.ceil(delayMs)), env.maxDelayMs)
+})
+
+export const defer = <R>(env: Env<R>, delivery: Delivery | undefined, delayMs: number): Effect.Effect<void> =>
+  delivery === undefined ? Effect.void : env.defers.offer([deferItem(env, delivery, delayMs)])
+
+const isRetryableStoreError = (error: LeaseLost | StoreError): boolean =>
+  error._tag === "StoreError" && error.isRetryable
+
+/** Delay before retry `n` (0-based) of an outcome write while the lease is held: 50 ms doubling, at most 1 s. */
+const heldRetryDelayMs = (n: number): number => Math.min(50 * 2 ** n, 1_000)
+
+/**
+ * Retry an outcome write while the lease is this worker's (the keeper keeps it), for at most one lease length after
+ * the first try. The lease may be learned lost while a retry waits (a heartbeat's reply): then the write is not sent
+ * again.
+ */
+export const retryWrite = <A>(write: Effect.Effect<A, LeaseLost | StoreError>, held: Held) =>
+  Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+    const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
+      isRetryableStoreError(error)
+        ? Effect.map(
+            Clock.currentTimeMillis,
+            (now) => !Control.leaseGone(held.control.stopReason) && now - startedAt < held.leaseMs
+          )
+        : Effect.succeed(false)
+    const again = (n: number, error: LeaseLost | StoreError): Effect.Effect<A, LeaseLost | StoreError> =>
+      Effect.suspend(() => (Control.leaseGone(held.control.stopReason) ? Effect.fail(error) : attempt(n)))
+    const attempt = (n: number): Effect.Effect<A, LeaseLost | StoreError> =>
+      Effect.catchAll(write, (error) =>
+        Effect.flatMap(mayRetry(error), (retry) =>
+          retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), again(n + 1, error)) : Effect.fail(error)
+        )
+      )
+    return attempt(0)
+  })
+
+/**
+ * A settlement as a write. A result the Store refuses for good (a non-retryable `StoreError`, e.g. a value its
+ * column type cannot hold) would be refused on every attempt, and each attempt calls the model again: the job fails
+ * with that evidence instead. (A repeat of the whole write after a retryable failure tries `Complete` again first: it
+ * is fenced, so at most one of the two writes applies.)
+ */
+export const settleWith = <R>(
+  env: Env<R>,
+  held: Held,
+  outcome: Outcome,
+  evidenceOf: (text: string) => string
+): Effect.Effect<Written, LeaseLost | StoreError> => {
+  const { control, job } = held
+  const gone = () => Control.leaseGone(control.stopReason)
+  const write = env.writes.settle({ jobId: job.id, token: job.leaseToken, outcome }, gone)
+  if (outcome._tag !== "Complete") return write
+  return Effect.catchIf(
+    write,
+    (error): error is StoreError => error._tag === "StoreError" && !error.isRetryable,
+    (error) =>
+      Effect.logError("the store refused the result; the job fails", error).pipe(
+        Effect.zipRight(
+          env.writes.settle(
+            {
+              jobId: job.id,
+              token: job.leaseToken,
+              outcome: {
+                _tag: "Fail",
+                errorClass: "unknown",
+                error: evidenceOf(`result not storable: ${error.detail}`)
+              }
+            },
+            gone
+          )
+        )
+      )
+  )
+}
+
+/**
+ * The one persist step: write a settlement (fenced, retried on retryable store errors while the lease is held), then
+ * ack a job that is terminal or defer a queued one until it is due (`deferMs` overrides that wait), and let the lease
+ * go. A lost lease stops the attempt's lease keeping at once (no fenced write follows a `LeaseLost`) and defers the
+ * message; a write that could not be made leaves the message to return.
+ */
+export const persist = <R>(
+  env: Env<R>,
+  held: Held,
+  write: Effect.Effect<Written, LeaseLost | StoreError>,
+  deferMs?: number | undefined
+): Effect.Effect<void> =>
+  retryWrite(write, held).pipe(
+    Effect.matchEffect({
+      onFailure: (error) => {
+        if (error._tag !== "LeaseLost")
+          return Effect.logError("outcome not persisted; the message is left to return", error)
+        // Known lost before the write went out (a heartbeat's reply): nothing was sent, nothing was rejected.
+        if (Control.leaseGone(held.control.stopReason)) return defer(env, held.delivery, 0)
+        return Control.stop(held.control, "lease_lost").pipe(
+          Effect.zipRight(Metric.increment(Metrics.fencedWritesRejected)),
+          Effect.zipRight(Effect.logWarning("outcome rejected: lease lost", error)),
+          Effect.zipRight(defer(env, held.delivery, 0))
+        )
+      },
+      onSuccess: ({ job, now }) =>
+        Effect.zipRight(
+          job.state === "failed" ? Metric.increment(Metrics.deadLetterArrivals) : Effect.void,
+          job.state === "queued"
+            ? defer(env, held.delivery, deferMs ?? Math.max(0, job.runAfter - now))
+            : ack(env, held.delivery)
+        )
+    }),
+    Effect.ensuring(Effect.sync(() => letGo(env, held)))
+  )
+
+/** The lease is no longer kept: the outcome is written, handed back, or could not be written. */
+export const letGo = <R>(env: Env<R>, held: Held): void => {
+  env.keeper.remove(held)
+  wakeIntake(env)
+}
+
+/** Hand a held job back without writing: its lease lapses (or was lost) and the message returns. */
+export const handOff = <R>(env: Env<R>, held: Held): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    letGo(env, held)
+    return defer(env, held.delivery, 0)
+  })

@@ -1,0 +1,300 @@
+/**
+ * A worker's intake: the one loop that claims work into the local queue, a batch at a time, whenever the worker has
+ * room (free slots plus `prefetch`). Two shapes, chosen once by the transport's capabilities:
+ * - the Store selects (`claimsFromStore`): one `Store.claimNext` call claims up to the room's worth of due jobs this
+ *   worker can run; when it finds fewer than it asked for, the loop sleeps in `Transport.awaitWork` until a wake-up
+ *   or the receive wait.
+ * - the transport delivers: one `receive` for up to the room's worth of deliveries, then one `Store.claim` call
+ *   for all of them, each item acting on its verdict: hold the job (claimed, or held already under this very call's
+ *   owner tag after a lost reply), defer the delivery (busy elsewhere, not due yet, no handler here, a repeat within
+ *   the batch), or ack it (settled, no such job).
+ * Either way a claimed job is held from the claim on: its lease runs from the send of the call that was granted it
+ * (never from the reply, which may arrive late), the keeper renews it, and it waits in the local queue for a slot.
+ *
+ * @internal
+ */
+import { Clock, Effect, Either, Metric } from "effect"
+import type * as Handler from "../Handler.js"
+import type { JobId } from "../Job.js"
+import * as Metrics from "../Metrics.js"
+import type { ClaimItem } from "../Store.js"
+import type { AckItem, DeferItem, Delivery } from "../Transport.js"
+import { dispatch } from "./workerAttempt.js"
+import { claimTag, deferItem, type Env, room } from "./workerEnv.js"
+import { type Held, hold } from "./workerLease.js"
+import { retryStore } from "./workerStore.js"
+
+/**
+ * How many jobs to claim now, or 0 to wait: the room, once it is a worthwhile batch (a quarter of the capacity) or
+ * nothing waits for a free slot; never while outcome writes back up beyond twice the capacity.
+ */
+const wanted = <R>(env: Env<R>): number => {
+  const capacity = env.concurrency + env.prefetch
+  const free = room(env)
+  if (free <= 0 || env.keeper.size() >= 2 * capacity) return 0
+  const worthwhile =
+    free >= Math.max(1, Math.ceil(capacity / 4)) || (env.waiting.length === 0 && env.busy < env.concurrency)
+  return worthwhile ? Math.min(free, env.maxBatch) : 0
+}
+
+/** Waits until `wanted` is above 0 and returns it. */
+const awaitRoom = <R>(env: Env<R>): Effect.Effect<number> =>
+  Effect.suspend(() => {
+    const want = wanted(env)
+    if (want > 0) return Effect.succeed(want)
+    return Effect.zipRight(
+      Effect.async<void>((resume) => {
+        env.intakeWaiter = resume
+      }),
+      awaitRoom(env)
+    )
+  })
+
+/** Take a claimed job into the local queue (and the keeper), its lease granted for `grantedMs` from `sentAt`. */
+const take = <R>(env: Env<R>, held: Held): void => {
+  env.keeper.add(held)
+  env.waiting.push(held)
+}
+
+/** The lease a job's own handler asks for (renewals use it), or the worker's largest when it has none here. */
+const leaseOf = <R>(env: Env<R>, type: string, version: number): number =>
+  env.registry.get(type, version)?.leaseMs ?? env.visibilityMs
+
+/** One round of the Store-selected intake: claim up to `want` due jobs; whether the store had that many. */
+const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, R> =>
+  Effect.flatMap(Clock.currentTimeMillis, (sentAt) =>
+    env.store
+      .claimNext({
+        queue: env.queue,
+        max: want,
+        owner: claimTag(env),
+        leaseMs: env.visibilityMs,
+        types: env.runnable
+      })
+      .pipe(
+        Effect.matchEffect({
+          // A lost reply may have claimed jobs: they are held under a tag no one knows, until their lease lapses.
+          onFailure: (error) =>
+            Effect.logWarning("claim failed", error).pipe(
+              Effect.zipRight(Effect.sleep(env.storeErrorDelayMs)),
+              Effect.as(true)
+            ),
+          onSuccess: (reply) =>
+            Effect.suspend(() => {
+              for (const result of reply.results) {
+                if (result._tag !== "Claimed") continue
+                const job = result.job
+                const held = hold(job, leaseOf(env, job.type, job.version), sentAt, undefined)
+                held.control.localLeaseEnd = sentAt + env.visibilityMs
+                take(env, held)
+              }
+              const takeovers = reply.results.filter((r) => r._tag === "Claimed" && r.takeover).length
+              return Effect.zipRight(
+                takeovers > 0 ? Metric.incrementBy(Metrics.leaseTakeovers, takeovers) : Effect.void,
+                Effect.as(dispatch(env), reply.results.length >= want)
+              )
+            })
+        })
+      )
+  )
+
+/**
+ * The Store-selected intake loop. Waits may be interrupted; a claim that was sent runs to its end (every job it lands
+ * on is held and dispatched, and a closing worker releases it).
+ */
+const fromStore = <R>(env: Env<R>): Effect.Effect<never, never, R> => {
+  const round: Effect.Effect<void, never, R> = Effect.flatMap(awaitRoom(env), (want) =>
+    Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), (full) =>
+      full ? Effect.void : env.transport.awaitWork({ queue: env.queue, waitMs: env.receiveWaitMs })
+    )
+  )
+  const again: Effect.Effect<never, never, R> = Effect.flatMap(round, () => again)
+  return again
+}
+
+/** A delivery with the handler that will run its job. */
+interface Candidate<R> {
+  readonly delivery: Delivery
+  readonly handler: Handler.Handler<any, any, R>
+}
+
+/** The transport writes one intake round decides on, sent together at its end (group-committed). */
+interface Replies {
+  readonly defers: Array<DeferItem>
+  readonly acks: Array<AckItem>
+}
+
+/** Sends a round's defers and acks, each kind in one call. */
+const reply = <R>(env: Env<R>, replies: Replies): Effect.Effect<void> =>
+  Effect.zipRight(env.defers.offer(replies.defers), env.acks.offer(replies.acks))
+
+/** Sort deliveries: what can be claimed now, and what is deferred at once (no handler, closing, repeats). */
+const candidatesOf = <R>(
+  env: Env<R>,
+  deliveries: ReadonlyArray<Delivery>,
+  replies: Replies
+): { readonly candidates: Array<Candidate<R>>; readonly unknown: number } => {
+  const candidates: Array<Candidate<R>> = []
+  const seen = new Set<JobId>()
+  let unknown = 0
+  for (const delivery of deliveries) {
+    const handler = env.registry.get(delivery.type, delivery.version)
+    if (handler === undefined) {
+      unknown += 1
+      replies.defers.push(deferItem(env, delivery, env.unknownHandlerDelayMs))
+    } else if (env.closing) {
+      // A closing worker claims nothing more; the message returns for another worker.
+      replies.defers.push(deferItem(env, delivery, 0))
+    } else if (seen.has(delivery.jobId)) {
+      // Two deliveries of one job in one receive: the first one's claim decides; this one returns after its lease.
+      replies.defers.push(deferItem(env, delivery, handler.leaseMs + env.busyMarginMs))
+    } else {
+      seen.add(delivery.jobId)
+      candidates.push({ delivery, handler })
+    }
+  }
+  return { candidates, unknown }
+}
+
+/** The admission hook's verdict on each candidate, in order; a `Defer` hides the delivery without claiming. */
+const admitted = <R>(
+  env: Env<R>,
+  candidates: Array<Candidate<R>>,
+  replies: Replies
+): Effect.Effect<Array<Candidate<R>>, never, R> => {
+  const beforeClaim = env.admission?.beforeClaim
+  if (beforeClaim === undefined) return Effect.succeed(candidates)
+  return Effect.map(
+    Effect.forEach(candidates, (candidate) =>
+      Effect.map(beforeClaim(candidate.delivery), (verdict) => {
+        if (verdict._tag === "Admit") return true
+        replies.defers.push(deferItem(env, candidate.delivery, verdict.delayMs))
+        return false
+      })
+    ),
+    (admit) => candidates.filter((_, i) => admit[i])
+  )
+}
+
+/** One claim call for every candidate, and each item's verdict acted on. */
+const claimDeliveries = <R>(
+  env: Env<R>,
+  candidates: ReadonlyArray<Candidate<R>>,
+  replies: Replies
+): Effect.Effect<void, never, R> => {
+  const tag = claimTag(env)
+  const items: Array<ClaimItem> = candidates.map(({ delivery, handler }) => ({
+    jobId: delivery.jobId,
+    owner: tag,
+    leaseMs: handler.leaseMs,
+    estimateCents: typeof handler.estimateCents === "number" ? handler.estimateCents : undefined
+  }))
+  // Each try notes its send time: a lease runs from the send of the try that was granted it, never from the reply
+  // (which may arrive late) and never from an earlier try that did not apply.
+  const sent = { first: -1, last: -1 }
+  const call = retryStore(
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      if (sent.first < 0) sent.first = now
+      sent.last = now
+      return env.store.claim({ items })
+    })
+  )
+  return Effect.flatMap(Effect.either(call), (claimed) => {
+    if (Either.isLeft(claimed)) {
+      for (const { delivery } of candidates) replies.defers.push(deferItem(env, delivery, env.storeErrorDelayMs))
+      return Effect.logWarning("claim failed", claimed.left)
+    }
+    const { now, results } = claimed.right
+    let dropped = 0
+    let takeovers = 0
+    for (let i = 0; i < candidates.length; i++) {
+      const { delivery, handler } = candidates[i]!
+      const result = results[i]
+      if (result === undefined) {
+        replies.defers.push(deferItem(env, delivery, env.storeErrorDelayMs))
+        continue
+      }
+      switch (result._tag) {
+        case "NotFound":
+          replies.acks.push({ delivery })
+          break
+        case "Settled":
+          dropped += 1
+          replies.acks.push({ delivery })
+          break
+        case "Busy":
+          // Granted by an earlier try whose reply was lost: which one is unknown, so the lease runs from the first send.
+          if (result.job.leaseOwner === tag) take(env, hold(result.job, handler.leaseMs, sent.first, delivery))
+          else replies.defers.push(deferItem(env, delivery, result.until - now + env.busyMarginMs))
+          break
+        case "NotDue":
+          replies.defers.push(deferItem(env, delivery, result.until - now))
+          break
+        case "Claimed":
+          if (result.takeover) takeovers += 1
+          take(env, hold(result.job, handler.leaseMs, sent.last, delivery))
+          break
+      }
+    }
+    return Effect.all(
+      [
+        dropped > 0 ? Metric.incrementBy(Metrics.duplicateDeliveriesDropped, dropped) : Effect.void,
+        takeovers > 0 ? Metric.incrementBy(Metrics.leaseTakeovers, takeovers) : Effect.void
+      ],
+      { discard: true }
+    )
+  })
+}
+
+/**
+ * One receive, and the claim of what it brought. The wait for deliveries (and the admission hook) may be
+ * interrupted: received messages simply return after their visibility. Once the claim is sent, the round runs to its
+ * end, so that every job a claim lands on is held and dispatched (a closing worker then releases it).
+ */
+const receiveAndClaim = <R>(env: Env<R>, want: number): Effect.Effect<void, never, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    restore(
+      env.transport.receive({ queue: env.queue, max: want, visibilityMs: env.visibilityMs, waitMs: env.receiveWaitMs })
+    ).pipe(
+      Effect.catchAll((error) =>
+        Effect.logWarning("receive failed", error).pipe(
+          Effect.zipRight(restore(Effect.sleep(env.receiveErrorDelayMs))),
+          Effect.as([] as ReadonlyArray<Delivery>)
+        )
+      ),
+      Effect.flatMap((deliveries) => {
+        // An empty receive that did not wait (a zero wait, a failing transport) yields, so it cannot spin.
+        if (deliveries.length === 0) return Effect.yieldNow()
+        const replies: Replies = { defers: [], acks: [] }
+        const { candidates, unknown } = candidatesOf(env, deliveries, replies)
+        return Effect.zipRight(
+          unknown > 0 ? Metric.incrementBy(Metrics.unknownHandlerDeferred, unknown) : Effect.void,
+          Effect.flatMap(restore(admitted(env, candidates, replies)), (admit) =>
+            (admit.length === 0
+              ? Effect.void
+              : Effect.zipRight(claimDeliveries(env, admit, replies), dispatch(env))
+            ).pipe(Effect.zipRight(reply(env, replies)))
+          )
+        )
+      })
+    )
+  )
+
+/** The transport-delivered intake loop. */
+const fromTransport = <R>(env: Env<R>): Effect.Effect<never, never, R> => {
+  const maxBatch = Math.max(1, env.transport.capabilities.maxBatch)
+  // Each round waits (for room, or in the receive; an empty receive that did not wait yields), so no yield between.
+  const again: Effect.Effect<never, never, R> = Effect.flatMap(
+    Effect.flatMap(awaitRoom(env), (want) => receiveAndClaim(env, Math.min(want, maxBatch))),
+    () => again
+  )
+  return again
+}
+
+/**
+ * The intake loop of a worker, in the shape its transport calls for.
+ *
+ * @internal
+ */
+export const intake = <R>(env: Env<R>): Effect.Effect<never, never, R> =>
+  env.transport.capabilities.claimsFromStore ? fromStore(env) : fromTransport(env)
