@@ -162,6 +162,14 @@ export interface Plan {
    * "no-relay world" (see `noRelay`). A plan saved without this field has the relay on.
    */
   readonly relay?: boolean | undefined
+  /** Jobs each worker claims ahead of a free slot (`WorkerOptions.prefetch`); a plan saved without it: 0. */
+  readonly prefetch?: number | undefined
+  /**
+   * How workers take work: from the transport's deliveries (`"transport"`, the in-memory SQS-like transport), or
+   * straight from the Store with `claimNext`, woken by a transport that carries only wake-ups (`"store"`, as on a
+   * transport built on the Store's tables). A plan saved without it: `"transport"`.
+   */
+  readonly intake?: "transport" | "store" | undefined
 }
 
 /**
@@ -325,9 +333,16 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
     ),
     targeted,
     faultPhaseMs: fc.integer({ min: 10_000, max: 30_000 }),
-    relay
+    relay,
+    // Both shrink toward the old behaviour: no local queue, deliveries from the transport.
+    prefetch: fc.integer({ min: 0, max: 3 }),
+    intake: fc.oneof(
+      { weight: 3, arbitrary: fc.constant("transport" as const) },
+      { weight: 1, arbitrary: fc.constant("store" as const) }
+    )
   })
-  return plan.map((p) => (p.relay === false ? noRelay(p, allowed) : p))
+  // A no-relay world is about messages (redrive, one receive per attempt): its workers take deliveries.
+  return plan.map((p) => (p.relay === false ? { ...noRelay(p, allowed), intake: "transport" as const } : p))
 }
 
 /**

@@ -16,6 +16,7 @@ import * as Transport from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
 import { Deferred, Effect, Either, Exit, Fiber, Logger, LogLevel, Option, Runtime, Schema, type Scope } from "effect"
 import { type Event, History, hashEvents } from "./History.js"
+import * as Wakeups from "./internal/wakeups.js"
 import { type Actor, actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
 import { defaultSweeper, type HandlerShape, has, isNoRelay, oneCall, type Plan } from "./Plan.js"
 import { noSkew, type Skew, VirtualClock } from "./SimClock.js"
@@ -46,6 +47,8 @@ const queue = "sim"
 const healWindowMs = 120_000
 /** With the relay off: later than any run lasts (fault phase, heal and replay windows), so it never fires. */
 const noRelayRepublishAfterMs = 3_600_000
+/** How long a worker claiming from the Store waits without a wake-up before it looks again. */
+const wakeupPollMs = 500
 /** Redrive after this many receives when F16 is on and the relay too. */
 const relayMaxReceiveCount = 3
 
@@ -113,6 +116,8 @@ const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: R
       // Long polls wake on the world clock's own timers: no sleeping fiber per waiting receive.
       timer: (ms, task) => clock.schedule(ms, task).cancel
     })
+    // Workers that claim from the Store are woken by a transport of wake-ups only (see `internal/wakeups.ts`).
+    const intakeTransport = plan.intake === "store" ? Wakeups.make(clock, wakeupPollMs) : memoryTransport
     const lease = leaseFor(attemptPolicy(plan))
     const model = SimModel.make(
       {
@@ -136,7 +141,7 @@ const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: R
       store: options.decorateStore === undefined ? memory : options.decorateStore(memory),
       query,
       peek,
-      transport: options.decorateTransport === undefined ? memoryTransport : options.decorateTransport(memoryTransport),
+      transport: options.decorateTransport === undefined ? intakeTransport : options.decorateTransport(intakeTransport),
       model,
       lease,
       slots: [],
@@ -303,6 +308,7 @@ const startWorker = (world: World, slot: number): Effect.Effect<void> =>
           id: incarnation.id,
           handlers: [handlerFor(world, incarnation)],
           concurrency: plan.concurrency,
+          prefetch: plan.prefetch ?? 0,
           receiveWaitMs: 5_000,
           shutdownGraceMs: 2_000,
           retry: { baseMs: 200, capMs: 3_000 },
