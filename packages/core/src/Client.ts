@@ -21,6 +21,7 @@ import { AlreadyTerminal, IdempotencyKeyReused, InvalidInput, JobNotFound, type 
 import * as Ids from "./Ids.js"
 import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Job.js"
 import type { SubmitItem } from "./Protocol.js"
+import * as Protocol from "./Protocol.js"
 import * as QueryModule from "./Query.js"
 import { type DeadLetterOptions, type DeadLetters, type ListOptions, Query, type StoreStats } from "./Query.js"
 import { Store, type SubmitError, type SubmitOutcome } from "./Store.js"
@@ -32,6 +33,12 @@ import { type Message, type PublishItem, Transport } from "./Transport.js"
  * then `input` must be absent, the job stores `null` as its input and the idempotency hash covers the reference.
  * Unset options take `defaults` (version 1, 3 attempts, priority 0), due now, no deadline, no budget, and the trace
  * id derived from the job id.
+ *
+ * Idempotency: a `requestKey` vouches for the whole request. Its fingerprint (`Protocol.fingerprint`) covers the
+ * type, the version, the input (or `inputRef`), `maxAttempts`, `priority`, `budgetCents`, `deadlineAt` and the due
+ * time as given (`delayMs` or `runAfter`), each with its default applied; a repeat of the key with any of them
+ * different is `IdempotencyKeyReused`, and an exact repeat returns the job the first submit made. The trace id is
+ * not part of it.
  *
  * @since 0.1.0
  * @category models
@@ -48,6 +55,11 @@ export interface SubmitOptions {
   readonly priority?: number | undefined
   /** Delay before the job becomes due, in ms after the store time of the submit. */
   readonly delayMs?: number | undefined
+  /**
+   * When the job becomes due, as an absolute store-time epoch ms (give at most one of `delayMs` and `runAfter`): it
+   * becomes a delay from the store's clock at the submit, and the fingerprint keeps the time as given.
+   */
+  readonly runAfter?: number | undefined
   /** Absolute deadline, store-time epoch ms. */
   readonly deadlineAt?: number | undefined
   readonly budgetCents?: number | undefined
@@ -193,7 +205,7 @@ const isInteger = (min: number) => (value: number) => Number.isInteger(value) &&
 /** The numeric options and what each must be; anything else is `InvalidInput` naming the option. */
 const numericRules: ReadonlyArray<
   readonly [
-    "version" | "maxAttempts" | "priority" | "delayMs" | "deadlineAt" | "budgetCents",
+    "version" | "maxAttempts" | "priority" | "delayMs" | "runAfter" | "deadlineAt" | "budgetCents",
     (value: number) => boolean,
     string
   ]
@@ -202,6 +214,7 @@ const numericRules: ReadonlyArray<
   ["maxAttempts", isInteger(1), "must be an integer of at least 1"],
   ["priority", Number.isSafeInteger, "must be an integer"],
   ["delayMs", Number.isFinite, "must be a finite number of milliseconds"],
+  ["runAfter", Number.isFinite, "must be a finite epoch-ms time"],
   ["deadlineAt", Number.isFinite, "must be a finite epoch-ms time"],
   ["budgetCents", (value) => Number.isFinite(value) && value >= 0, "must be a finite number of cents, at least 0"]
 ]
@@ -218,6 +231,9 @@ const optionsProblem = (options: SubmitOptions): InvalidInput | undefined => {
       return new InvalidInput({ path: "inputRef", message: "give either input or inputRef, not both" })
     }
   }
+  if (options.delayMs !== undefined && options.runAfter !== undefined) {
+    return new InvalidInput({ path: "delayMs", message: "give either delayMs or runAfter, not both" })
+  }
   for (const [name, valid, message] of numericRules) {
     const value = options[name]
     if (value !== undefined && !(typeof value === "number" && valid(value)))
@@ -227,9 +243,13 @@ const optionsProblem = (options: SubmitOptions): InvalidInput | undefined => {
 }
 
 /**
- * The Store item of one submit: validated, hashed, with a fresh id and every default applied. Writes nothing.
+ * The Store item of one submit: validated, hashed, fingerprinted, with a fresh id and every default applied. A
+ * `runAfter` becomes a delay from `storeNow` (read only when one is given). Writes nothing.
  */
-const prepare = (options: SubmitOptions): Effect.Effect<SubmitItem, InvalidInput> =>
+const prepare = <E>(
+  options: SubmitOptions,
+  storeNow: Effect.Effect<number, E>
+): Effect.Effect<SubmitItem, InvalidInput | E> =>
   Effect.gen(function* () {
     const problem = optionsProblem(options)
     if (problem !== undefined) return yield* Effect.fail(problem)
@@ -240,22 +260,40 @@ const prepare = (options: SubmitOptions): Effect.Effect<SubmitItem, InvalidInput
       options.inputRef === undefined ? input : { inputRef: options.inputRef }
     )
     const id = yield* Ids.makeJobId
+    const version = options.version ?? defaults.version
+    const priority = options.priority ?? defaults.priority
+    const maxAttempts = options.maxAttempts ?? defaults.maxAttempts
+    const budgetCents = options.budgetCents ?? null
+    const deadlineAt = options.deadlineAt ?? null
+    const delayMs =
+      options.runAfter === undefined ? (options.delayMs ?? 0) : Math.max(0, options.runAfter - (yield* storeNow))
+    const fingerprint = Protocol.fingerprint({
+      type: options.type,
+      version,
+      inputHash,
+      maxAttempts,
+      priority,
+      budgetCents,
+      deadlineAt,
+      schedule: options.runAfter === undefined ? { delayMs: options.delayMs ?? 0 } : { runAfter: options.runAfter }
+    })
     return {
       id,
       queue: options.queue,
       tenant: options.tenant ?? null,
       type: options.type,
-      version: options.version ?? defaults.version,
+      version,
       requestKey: options.requestKey ?? null,
       inputHash,
       input,
       inputRef: options.inputRef ?? null,
-      priority: options.priority ?? defaults.priority,
-      delayMs: options.delayMs ?? 0,
-      deadlineAt: options.deadlineAt ?? null,
-      budgetCents: options.budgetCents ?? null,
-      maxAttempts: options.maxAttempts ?? defaults.maxAttempts,
-      traceId: options.traceId ?? id.replace(/-/g, "")
+      priority,
+      delayMs,
+      deadlineAt,
+      budgetCents,
+      maxAttempts,
+      traceId: options.traceId ?? id.replace(/-/g, ""),
+      fingerprint
     }
   })
 
@@ -311,7 +349,7 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
 
   const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError> =>
     Effect.gen(function* () {
-      const item = yield* prepare(options)
+      const item = yield* prepare(options, store.now)
       const reply = yield* store.submit({ items: [item] })
       const outcome = reply.results[0]
       if (outcome === undefined) return yield* Effect.die(new Error("Store.submit returned no result for its item"))
@@ -333,9 +371,13 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
     items: ReadonlyArray<SubmitOptions>
   ): Effect.Effect<SubmitManyResult, InvalidInput | StoreError> =>
     Effect.gen(function* () {
+      // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
+      const storeNow = yield* Effect.cached(store.now)
       const prepared = yield* Effect.forEach(items, (options, index) =>
-        prepare(options).pipe(
-          Effect.mapError((error) => new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
+        prepare(options, storeNow).pipe(
+          Effect.catchTag("InvalidInput", (error) =>
+            Effect.fail(new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
+          )
         )
       )
       if (prepared.length === 0) return { now: yield* store.now, results: [] }

@@ -26,7 +26,8 @@ export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
 }
 
 /**
- * A submit reused an idempotency key with a different input. The existing job is untouched.
+ * A submit reused an idempotency key for another request: a different input, type, version or option the key's
+ * fingerprint covers (`Protocol.fingerprint`). The existing job is untouched.
  *
  * @since 0.1.0
  * @category errors
@@ -36,7 +37,7 @@ export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReuse
   existingJobId: JobId
 }) {
   override get message() {
-    return `idempotency key ${JSON.stringify(this.requestKey)} was used for job ${this.existingJobId} with other input`
+    return `idempotency key ${JSON.stringify(this.requestKey)} was used for job ${this.existingJobId} by another request`
   }
 }
 

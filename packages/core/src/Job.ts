@@ -91,6 +91,8 @@ const NullableMillis = Schema.NullOr(Schema.Number)
  * - `costCents` equals the sum of the job's charge ledger.
  * - `abandonReason` is set if and only if `state` is `abandoned`.
  * - `updatedAt` strictly increases on every accepted write.
+ * - `fingerprint` is the request fingerprint of the submit that created the job (`Protocol.fingerprint`), never
+ *   changed afterwards; null for a job whose submitter gave none (and for jobs stored before it existed).
  *
  * @since 0.1.0
  * @category models
@@ -105,6 +107,7 @@ export const Job = Schema.Struct({
   inputHash: Schema.String,
   input: Schema.NullOr(Json),
   inputRef: Schema.NullOr(Schema.String),
+  fingerprint: Schema.NullOr(Schema.String),
   state: JobState,
   abandonReason: Schema.NullOr(AbandonReason),
   attempts: Schema.Int,

@@ -11,6 +11,7 @@
  * @since 0.2.0
  */
 
+import { createHash } from "node:crypto"
 import type { ErrorClass } from "./ErrorClass.js"
 import type { AbandonReason, AttemptOutcome, Job, JobId, Json } from "./Job.js"
 import { attemptsLeft, isTerminal } from "./Job.js"
@@ -208,7 +209,8 @@ const expiredEnd = (job: Job): AttemptEnd => ({
 
 /**
  * What a submitter asks for, one job. `input` must be plain JSON (checked by `Canonical.ts` before it gets here).
- * `delayMs` is measured from the store time of the submit.
+ * `delayMs` is measured from the store time of the submit. `fingerprint` is the request's `fingerprint`, stored on
+ * the job and compared by `submitVerdict` when the request key is already taken.
  *
  * @since 0.2.0
  * @category models
@@ -229,6 +231,7 @@ export interface SubmitItem {
   readonly budgetCents?: number | null | undefined
   readonly maxAttempts: number
   readonly traceId?: string | null | undefined
+  readonly fingerprint?: string | null | undefined
 }
 
 /**
@@ -247,6 +250,7 @@ export const newJob = (item: SubmitItem, now: number): Job => ({
   inputHash: item.inputHash,
   input: item.input,
   inputRef: item.inputRef ?? null,
+  fingerprint: item.fingerprint ?? null,
   state: "queued",
   abandonReason: null,
   attempts: 0,
@@ -271,14 +275,67 @@ export const newJob = (item: SubmitItem, now: number): Job => ({
 })
 
 /**
- * The idempotency verdict of a submit whose request key already names `existing`: the same input returns that job
- * and writes nothing; other input is a reused key and writes nothing.
+ * The parts of a submit request its idempotency key vouches for: everything that changes what runs or what it may
+ * cost, as the caller gave it (defaults applied), so that a client repeating a request after a timeout repeats its
+ * fingerprint exactly. `schedule` is the due time in the form the caller used: a delay from store time, or an
+ * absolute time; never the other form computed from a clock, which would differ between two tries. Left out on
+ * purpose: the trace id (a retry may carry a new one) and the queue, tenant and key themselves (they are the key's
+ * scope, not what it vouches for).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface FingerprintFields {
+  readonly type: string
+  readonly version: number
+  /** The input hash: covers the inline input, or the input reference (`Canonical.inputHash`). */
+  readonly inputHash: string
+  readonly maxAttempts: number
+  readonly priority: number
+  readonly budgetCents: number | null
+  readonly deadlineAt: number | null
+  readonly schedule: { readonly delayMs: number } | { readonly runAfter: number }
+}
+
+/**
+ * The request fingerprint: lowercase hex sha-256 over the `FingerprintFields` in a fixed order, prefixed with a
+ * format version. Equal fields give equal fingerprints; any difference in one of them gives another (numbers are
+ * written as JSON writes them, `-0` as `0`). The one place the fingerprint is computed: `Client` fills
+ * `SubmitItem.fingerprint` with it, and a Store only stores and compares it.
+ *
+ * @since 0.3.0
+ * @category rules
+ */
+export const fingerprint = (fields: FingerprintFields): string => {
+  const schedule = "runAfter" in fields.schedule ? ["at", fields.schedule.runAfter] : ["in", fields.schedule.delayMs]
+  const text = JSON.stringify([
+    fields.type,
+    fields.version,
+    fields.inputHash,
+    fields.maxAttempts,
+    fields.priority,
+    fields.budgetCents,
+    fields.deadlineAt,
+    ...schedule
+  ])
+  return `f1:${createHash("sha256").update(text, "utf8").digest("hex")}`
+}
+
+/**
+ * The idempotency verdict of a submit whose request key already names `existing`: the same request returns that
+ * job and writes nothing; any other request is a reused key and writes nothing. When both the job and the item
+ * carry a fingerprint, the fingerprints decide (type, version, input and every option of `FingerprintFields`);
+ * when either has none (a job stored before fingerprints, a submitter that gives none), the input hash alone
+ * decides.
  *
  * @since 0.2.0
  * @category rules
  */
-export const submitVerdict = (existing: Job, item: SubmitItem): "Existing" | "KeyReused" =>
-  existing.inputHash === item.inputHash ? "Existing" : "KeyReused"
+export const submitVerdict = (existing: Job, item: SubmitItem): "Existing" | "KeyReused" => {
+  const given = item.fingerprint ?? null
+  if (existing.fingerprint !== null && given !== null) return existing.fingerprint === given ? "Existing" : "KeyReused"
+  return existing.inputHash === item.inputHash ? "Existing" : "KeyReused"
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Claim

@@ -52,8 +52,9 @@ export interface WriteOptions {
 /**
  * The result of submitting one job:
  * - `Created`: a new queued record;
- * - `Existing`: the request key already named a job with the same input hash; that job, nothing written;
- * - `KeyReused`: the request key names a job with another input hash; nothing written.
+ * - `Existing`: the request key already named a job of the same request (`Protocol.submitVerdict`: the same
+ *   fingerprint, or the same input hash where either side has no fingerprint); that job, nothing written;
+ * - `KeyReused`: the request key names a job of another request; nothing written.
  *
  * @since 0.2.0
  * @category models
@@ -261,9 +262,11 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
   Store,
   {
     /**
-     * Insert queued jobs (`Protocol.newJob`). A `requestKey` already used in the same (queue, tenant), by an earlier
-     * job or an earlier item of the batch, gives `Existing` or `KeyReused` (`Protocol.submitVerdict`) and writes
-     * nothing. A job id that exists already is a caller bug: `StoreError` with reason `Constraint`, nothing written.
+     * Insert queued jobs (`Protocol.newJob`, which keeps the item's `fingerprint` on the record). A `requestKey`
+     * already used in the same (queue, tenant), by an earlier job or an earlier item of the batch, gives `Existing`
+     * or `KeyReused` (`Protocol.submitVerdict` on the holder's stored fingerprint and input hash) and writes nothing.
+     * A Store never computes a fingerprint; it stores and compares the one it is given. A job id that exists already
+     * is a caller bug: `StoreError` with reason `Constraint`, nothing written.
      */
     readonly submit: (
       options: WriteOptions & { readonly items: ReadonlyArray<SubmitItem> }

@@ -147,6 +147,65 @@ describe("Client.submit", () => {
     })
   )
 
+  it.effect("a reused key with the same input but any other option the key vouches for is IdempotencyKeyReused", () =>
+    Effect.gen(function* () {
+      const { client, memory, query } = yield* setup()
+      const request: Client.SubmitOptions = {
+        queue: "q",
+        type: "t",
+        input: { text: "same" },
+        requestKey: "whole",
+        budgetCents: 10,
+        deadlineAt: 9_000_000,
+        delayMs: 100
+      }
+      const first = yield* client.submit(request)
+      const others: ReadonlyArray<Partial<Client.SubmitOptions>> = [
+        { type: "u" },
+        { version: 2 },
+        { budgetCents: 11 },
+        { budgetCents: undefined },
+        { maxAttempts: 5 },
+        { priority: 1 },
+        { deadlineAt: 9_000_001 },
+        { delayMs: 200 },
+        { delayMs: undefined, runAfter: 100 },
+        { input: undefined, inputRef: "s3://same" }
+      ]
+      for (const other of others) {
+        const result = yield* Effect.either(client.submit({ ...request, ...other }))
+        expect(Either.isLeft(result) && result.left, JSON.stringify(other)).toMatchObject({
+          _tag: "IdempotencyKeyReused",
+          existingJobId: first.job.id
+        })
+      }
+      // What the defaults fill in is the same request; so is another trace id.
+      const same = yield* client.submit({ ...request, version: 1, maxAttempts: 3, priority: 0, traceId: "retry" })
+      expect(same).toMatchObject({ created: false, job: first.job })
+      expect(yield* query.list({})).toEqual([first.job])
+      expect(yield* memory.size("q")).toBe(1)
+    })
+  )
+
+  it.effect("a retry with the same absolute runAfter is the same request, though store time has moved", () =>
+    Effect.gen(function* () {
+      const { client, query } = yield* setup()
+      const request: Client.SubmitOptions = { queue: "q", type: "t", input: 1, requestKey: "at", runAfter: 60_000 }
+      const first = yield* client.submit(request)
+      yield* TestClock.adjust(20_000)
+      const retry = yield* client.submit(request)
+      const delayed = yield* Effect.either(client.submit({ ...request, runAfter: 60_001 }))
+
+      expect(first.job.runAfter).toBe(60_000)
+      expect(retry).toMatchObject({ created: false, job: first.job })
+      expect(Either.isLeft(delayed) && delayed.left._tag).toBe("IdempotencyKeyReused")
+      expect(yield* Effect.either(client.submit({ ...request, delayMs: 5 }))).toMatchObject({
+        left: { _tag: "InvalidInput", path: "delayMs" }
+      })
+      expect((yield* query.list({})).length).toBe(1)
+    })
+  )
+
   it.effect("accepts the job when the publish fails; a delayed job is published with its delay", () =>
     Effect.gen(function* () {
       let publishes = 0

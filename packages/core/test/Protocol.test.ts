@@ -168,6 +168,7 @@ describe("Protocol.newJob and submitVerdict", () => {
       inputHash: "h",
       input: { n: 1 },
       inputRef: null,
+      fingerprint: null,
       state: "queued",
       abandonReason: null,
       attempts: 0,
@@ -197,10 +198,60 @@ describe("Protocol.newJob and submitVerdict", () => {
     expect(Protocol.newJob(item(), T0).runAfter).toBe(T0)
   })
 
-  it("the same input under a known request key is Existing; other input is KeyReused", () => {
+  it("without fingerprints, the same input under a known request key is Existing; other input is KeyReused", () => {
     const existing = queued({ requestKey: "k" })
     expect(Protocol.submitVerdict(existing, item({ requestKey: "k" }))).toBe("Existing")
     expect(Protocol.submitVerdict(existing, item({ requestKey: "k", inputHash: "other" }))).toBe("KeyReused")
+    // One side without a fingerprint: the input hash alone decides.
+    expect(Protocol.submitVerdict(existing, item({ requestKey: "k", fingerprint: "f1:x" }))).toBe("Existing")
+    const fingerprinted = queued({ requestKey: "k", fingerprint: "f1:x" })
+    expect(Protocol.submitVerdict(fingerprinted, item({ requestKey: "k", priority: 9 }))).toBe("Existing")
+  })
+
+  it("with fingerprints on both sides, the fingerprints decide, even when the input hash is the same", () => {
+    const existing = queued({ requestKey: "k", fingerprint: "f1:a" })
+    expect(existing.fingerprint).toBe("f1:a")
+    expect(Protocol.submitVerdict(existing, item({ requestKey: "k", fingerprint: "f1:a" }))).toBe("Existing")
+    expect(Protocol.submitVerdict(existing, item({ requestKey: "k", fingerprint: "f1:b" }))).toBe("KeyReused")
+  })
+})
+
+describe("Protocol.fingerprint", () => {
+  const fields: Protocol.FingerprintFields = {
+    type: "t",
+    version: 1,
+    inputHash: "h",
+    maxAttempts: 3,
+    priority: 0,
+    budgetCents: null,
+    deadlineAt: null,
+    schedule: { delayMs: 0 }
+  }
+
+  it("is a versioned sha-256 that equal fields always repeat", () => {
+    expect(Protocol.fingerprint(fields)).toMatch(/^f1:[0-9a-f]{64}$/)
+    expect(Protocol.fingerprint({ ...fields })).toBe(Protocol.fingerprint(fields))
+    expect(Protocol.fingerprint({ ...fields, schedule: { delayMs: -0 } })).toBe(Protocol.fingerprint(fields))
+  })
+
+  it("changes with every field the key vouches for", () => {
+    const variants: ReadonlyArray<Partial<Protocol.FingerprintFields>> = [
+      { type: "u" },
+      { version: 2 },
+      { inputHash: "h2" },
+      { maxAttempts: 4 },
+      { priority: 1 },
+      { budgetCents: 0 },
+      { budgetCents: 10 },
+      { deadlineAt: 0 },
+      { deadlineAt: 5_000 },
+      { schedule: { delayMs: 1 } },
+      // An absolute due time is another request than a delay of the same number.
+      { schedule: { runAfter: 0 } }
+    ]
+    const seen = new Set([Protocol.fingerprint(fields)])
+    for (const variant of variants) seen.add(Protocol.fingerprint({ ...fields, ...variant }))
+    expect(seen.size).toBe(variants.length + 1)
   })
 })
 

@@ -13,6 +13,7 @@ const job = (overrides: Partial<Job> = {}): Job => ({
   inputHash: "abc",
   input: { secret: "input" },
   inputRef: null,
+  fingerprint: null,
   state: "queued",
   abandonReason: null,
   attempts: 0,

@@ -238,6 +238,39 @@ export const contractSuite = (options: ContractOptions) => {
       expect(await server.run(countJobs(queue))).toBe(before)
     })
 
+    it("Idempotency-Key vouches for the whole request: any other option is 422, an exact retry is 200", async () => {
+      const key = unique("whole")
+      const request = {
+        input: { text: "same" },
+        budgetCents: 10,
+        priority: 2,
+        maxAttempts: 2,
+        runAfter: new Date(Date.now() + 60_000).toISOString()
+      }
+      const first = await submit(request, { "idempotency-key": key })
+      expect(first.response.status).toBe(202)
+      const before = await server.run(countJobs(queue))
+      const others: ReadonlyArray<Record<string, unknown>> = [
+        { type: "demo.echo" },
+        { version: 2 },
+        { budgetCents: 11 },
+        { priority: 3 },
+        { maxAttempts: 3 },
+        { runAfter: new Date(Date.now() + 120_000).toISOString() },
+        { deadline: new Date(Date.now() + 3_600_000).toISOString() }
+      ]
+      for (const other of others) {
+        const reused = await submit({ ...request, ...other }, { "idempotency-key": key })
+        expect(reused.response.status, JSON.stringify(other)).toBe(422)
+        expect(reused.body).toEqual({ error: "idempotency_key_reused" })
+      }
+      // A client retrying after a timeout sends the same body again (a new trace id does not matter).
+      const retry = await submit({ ...request, traceId: "retry-1" }, { "idempotency-key": key })
+      expect(retry.response.status).toBe(200)
+      expect(retry.body.id).toBe(first.body.id)
+      expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
     it("invalid bodies, unknown types and bad keys answer 400 invalid_request with issues and write nothing", async () => {
       const before = await server.run(countJobs(queue))
       const cases: Array<[unknown, Record<string, string>, string]> = [

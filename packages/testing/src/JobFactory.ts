@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto"
 import { inputHash } from "@slowcall/core/Canonical"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId, Json } from "@slowcall/core/Job"
-import type { SubmitItem } from "@slowcall/core/Protocol"
+import { fingerprint, type SubmitItem } from "@slowcall/core/Protocol"
 import { Effect, Random } from "effect"
 
 /**
@@ -26,7 +26,8 @@ export type JobSpec = Partial<Omit<SubmitItem, "id" | "inputHash" | "input">> & 
 
 /**
  * A factory of submit items. Every call gives a new job id (UUID v7 from the `Clock` in scope and a per-factory
- * seeded `Random`, so two factories never repeat an id); `inputHash` always matches `input`.
+ * seeded `Random`, so two factories never repeat an id); `inputHash` always matches `input`, and `fingerprint` is
+ * the item's own `Protocol.fingerprint` (with a delay as its schedule) unless the spec sets one (null: none).
  *
  * @since 0.1.0
  * @category testing
@@ -59,14 +60,22 @@ export const makeJobFactory = (): JobFactory => {
         const id = yield* jobId
         const input: Json | null = spec.input === undefined ? { n: ++counter } : spec.input
         const hash = yield* Effect.orDie(inputHash(input))
+        const base = { type: "conformance.echo", version: 1, maxAttempts: 3, ...spec, id, input, inputHash: hash }
         const item: SubmitItem = {
-          type: "conformance.echo",
-          version: 1,
-          maxAttempts: 3,
-          ...spec,
-          id,
-          input,
-          inputHash: hash
+          ...base,
+          fingerprint:
+            spec.fingerprint !== undefined
+              ? spec.fingerprint
+              : fingerprint({
+                  type: base.type,
+                  version: base.version,
+                  inputHash: hash,
+                  maxAttempts: base.maxAttempts,
+                  priority: base.priority ?? 0,
+                  budgetCents: base.budgetCents ?? null,
+                  deadlineAt: base.deadlineAt ?? null,
+                  schedule: { delayMs: base.delayMs ?? 0 }
+                })
         }
         return item
       })

@@ -35,6 +35,7 @@ export const toJob = (row: Row): Job => ({
   inputHash: String(row.input_hash),
   input: (row.input ?? null) as Json | null,
   inputRef: str(row.input_ref),
+  fingerprint: str(row.fingerprint),
   state: row.state as JobState,
   abandonReason: (row.abandon_reason ?? null) as AbandonReason | null,
   attempts: num(row.attempts),

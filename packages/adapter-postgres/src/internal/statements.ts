@@ -49,6 +49,7 @@ const jobColumnList = (a: string): ReadonlyArray<string> => [
   `${a}.input_hash`,
   `${a}.input`,
   `${a}.input_ref`,
+  `${a}.fingerprint`,
   `${a}.state`,
   `${a}.abandon_reason`,
   `${a}.attempts`,
@@ -192,8 +193,8 @@ const listing = (s: string, direction: "ASC" | "DESC"): string => `SELECT ${jobC
 /**
  * submit. Inputs: $1 ids, $2 queues, $3 tenants, $4 types, $5 versions, $6 request keys, $7 input hashes, $8
  * inputs (JSON text), $9 input refs, $10 priorities, $11 delays ms, $12 deadlines ms, $13 budgets, $14 max
- * attempts, $15 trace ids (one array element per item), $16 every id of the batch not yet written (none may
- * exist), $17 now. Outputs per item: `kind` 'created' with the new row, or 'existing' with the row holding its
+ * attempts, $15 trace ids, $18 request fingerprints (one array element per item), $16 every id of the batch not
+ * yet written (none may exist), $17 now. Outputs per item: `kind` 'created' with the new row, or 'existing' with the row holding its
  * request key (NULL columns when the snapshot shows none), and `clash`, the id of an existing job among $16
  * (then nothing is inserted). Locking: the unique index on (queue, tenant, request_key) NULLS NOT DISTINCT
  * arbitrates concurrent submits; ON CONFLICT DO NOTHING waits for the winner. A keyed item with no visible
@@ -204,17 +205,18 @@ const submitSql = (s: string): string => {
   const now = storeNow(17)
   return `WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[],
-        $8::text[], $9::text[], $10::int[], $11::float8[], $12::float8[], $13::float8[], $14::int[], $15::text[])
+        $8::text[], $9::text[], $10::int[], $11::float8[], $12::float8[], $13::float8[], $14::int[], $15::text[],
+        $18::text[])
       WITH ORDINALITY AS i(id, queue, tenant, type, version, request_key, input_hash, input, input_ref, priority,
-        delay_ms, deadline_ms, budget_cents, max_attempts, trace_id, ord)
+        delay_ms, deadline_ms, budget_cents, max_attempts, trace_id, fingerprint, ord)
     ), clash AS (
       SELECT j.id FROM ${s}.jobs j WHERE j.id = ANY($16::uuid[]) LIMIT 1
     ), ins AS (
       INSERT INTO ${s}.jobs (id, queue, tenant, type, version, request_key, input_hash, input, input_ref, state,
-        max_attempts, run_after, priority, deadline_at, budget_cents, trace_id, created_at, updated_at)
+        max_attempts, run_after, priority, deadline_at, budget_cents, trace_id, created_at, updated_at, fingerprint)
       SELECT i.id, i.queue, i.tenant, i.type, i.version, i.request_key, i.input_hash, i.input::jsonb, i.input_ref,
         'queued', i.max_attempts, ${now} + ${millis("greatest(0, coalesce(i.delay_ms, 0))")},
-        coalesce(i.priority, 0), ${ts("i.deadline_ms")}, i.budget_cents, i.trace_id, ${now}, ${now}
+        coalesce(i.priority, 0), ${ts("i.deadline_ms")}, i.budget_cents, i.trace_id, ${now}, ${now}, i.fingerprint
       FROM input i WHERE NOT EXISTS (SELECT 1 FROM clash) ORDER BY i.ord
       ON CONFLICT (queue, tenant, request_key) WHERE request_key IS NOT NULL DO NOTHING
       RETURNING *

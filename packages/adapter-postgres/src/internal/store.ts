@@ -178,7 +178,8 @@ const submit =
             chunk.map((i) => i.maxAttempts),
             chunk.map((i) => i.traceId ?? null),
             options.items.flatMap((i) => (created.has(i.id) ? [] : [i.id])),
-            now
+            now,
+            chunk.map((i) => i.fingerprint ?? null)
           ]),
           (rows): Effect.Effect<ChunkReply<SubmitOutcome>, StoreError> => {
             const clash = rows[0]?.clash

@@ -33,9 +33,6 @@ const submit = (request: { readonly payload: SubmitBody; readonly headers: typeo
         invalidRequest([{ path: ["type"], message: `unknown job type ${JSON.stringify(body.type)}` }])
       )
     }
-    // An absolute `runAfter` becomes a delay from the store's time, the one clock every due time is measured on.
-    const delayMs =
-      body.runAfter === undefined ? body.delayMs : Math.max(0, Date.parse(body.runAfter) - (yield* client.now))
     const result = yield* client
       .submit({
         queue: options.queue,
@@ -46,7 +43,10 @@ const submit = (request: { readonly payload: SubmitBody; readonly headers: typeo
         inputRef: body.inputRef,
         requestKey: request.headers["idempotency-key"],
         priority: body.priority,
-        delayMs,
+        delayMs: body.delayMs,
+        // An absolute `runAfter` becomes a delay from the store's time in Client, the one clock every due time is
+        // measured on; the idempotency fingerprint keeps it as given.
+        runAfter: body.runAfter === undefined ? undefined : Date.parse(body.runAfter),
         deadlineAt: body.deadline === undefined ? undefined : Date.parse(body.deadline),
         budgetCents: body.budgetCents,
         maxAttempts: body.maxAttempts,

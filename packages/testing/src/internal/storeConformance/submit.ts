@@ -1,7 +1,8 @@
 /**
  * Store conformance, submit and idempotency: a submit inserts a queued record exactly as `Protocol.newJob` builds
- * it, a request key names one job per (queue, tenant) and a repeat of it writes nothing, and a job id that exists
- * already is a caller bug that fails the call and writes nothing.
+ * it, a request key names one job per (queue, tenant) and a repeat of it writes nothing, the repeat is the same
+ * request only when its fingerprint is the same (`Protocol.submitVerdict`), and a job id that exists already is a
+ * caller bug that fails the call and writes nothing.
  *
  * @internal
  */
@@ -44,6 +45,7 @@ export const submitTests = ({ it, fixture }: Area): void => {
           deadlineAt: null,
           budgetCents: null,
           inputRef: null,
+          fingerprint: submitted.fingerprint,
           traceId: null,
           requestKey: null,
           createdAt: at,
@@ -74,7 +76,8 @@ export const submitTests = ({ it, fixture }: Area): void => {
           traceId: "trace-1",
           requestKey: "every-field",
           type: "summarise",
-          version: 2
+          version: 2,
+          fingerprint: "f1:every-field"
         })
 
         const read = yield* get(job.id)
@@ -90,7 +93,8 @@ export const submitTests = ({ it, fixture }: Area): void => {
           traceId: "trace-1",
           requestKey: "every-field",
           type: "summarise",
-          version: 2
+          version: 2,
+          fingerprint: "f1:every-field"
         })
       })
     )
@@ -122,6 +126,51 @@ export const submitTests = ({ it, fixture }: Area): void => {
         expect(outcome).toEqual({ _tag: "KeyReused", requestKey: "key-2", existingJobId: first.id })
         expect(yield* query.list({ queue })).toEqual([first])
         expect(yield* Effect.flip(query.get({ jobId: other.id }))).toMatchObject({ _tag: "JobNotFound" })
+      })
+    )
+
+    it.effect("a used request key with the same input but another fingerprint is KeyReused and writes nothing", () =>
+      Effect.gen(function* () {
+        const { query, queue, submit, item, submitOne } = yield* fixture
+        const input = { prompt: "same input" }
+        const first = yield* submit({ requestKey: "key-fp", input, budgetCents: 10 })
+        expect(first.fingerprint).toMatch(/^f1:[0-9a-f]{64}$/)
+
+        // Each of these differs from the first request in one option the key vouches for; the input is the same.
+        const others = [
+          { type: "conformance.other" },
+          { version: 2 },
+          { budgetCents: 11 },
+          { maxAttempts: 4 },
+          { priority: 1 },
+          { delayMs: 1_000 }
+        ]
+        for (const spec of others) {
+          const outcome = yield* submitOne(yield* item({ requestKey: "key-fp", input, budgetCents: 10, ...spec }))
+          expect(outcome, JSON.stringify(spec)).toEqual({
+            _tag: "KeyReused",
+            requestKey: "key-fp",
+            existingJobId: first.id
+          })
+        }
+        const same = yield* submitOne(yield* item({ requestKey: "key-fp", input, budgetCents: 10 }))
+
+        expect(same).toEqual({ _tag: "Existing", job: first })
+        expect(yield* query.list({ queue })).toEqual([first])
+      })
+    )
+
+    it.effect("without a fingerprint on either side, the input hash alone decides", () =>
+      Effect.gen(function* () {
+        const { submit, item, submitOne, get } = yield* fixture
+        const legacy = yield* submit({ requestKey: "key-legacy", input: { a: 1 }, fingerprint: null })
+        expect(yield* get(legacy.id)).toMatchObject({ fingerprint: null })
+
+        const sameInput = yield* submitOne(yield* item({ requestKey: "key-legacy", input: { a: 1 }, priority: 5 }))
+        const otherInput = yield* submitOne(yield* item({ requestKey: "key-legacy", input: { a: 2 } }))
+
+        expect(sameInput).toEqual({ _tag: "Existing", job: legacy })
+        expect(otherInput).toEqual({ _tag: "KeyReused", requestKey: "key-legacy", existingJobId: legacy.id })
       })
     )
 

@@ -1,6 +1,7 @@
 /**
  * The generators of the model-based property: small value sets chosen so that sequences meet the interesting
- * cases often (a couple of shared request keys with the same and other inputs, a few owners, tokens that are
+ * cases often (a couple of shared request keys with the same and other inputs and options, with and without their
+ * fingerprint, a few owners, tokens that are
  * current, one behind or one ahead, leases of 1 ms, budgets that a few charges exhaust, deadlines a lease or two
  * away) and time steps that land on boundaries. Amounts are multiples of 0.5, so every sum is exact.
  *
@@ -69,7 +70,8 @@ const submitSpec: fc.Arbitrary<SubmitSpec> = fc.record({
   deadlineMs: fc.constantFrom(null, null, 1_000, 4_000),
   budgetCents: fc.constantFrom(null, null, 3, 6),
   maxAttempts: fc.constantFrom(1, 2, 3),
-  priority: fc.constantFrom(0, 0, 1)
+  priority: fc.constantFrom(0, 0, 1),
+  fingerprinted: fc.constantFrom(true, true, true, false)
 })
 
 const outcome: fc.Arbitrary<OutcomeSpec> = fc.oneof(

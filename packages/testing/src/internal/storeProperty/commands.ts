@@ -10,7 +10,7 @@
 
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import type { AbandonReason, JobId, JobState, Json } from "@slowcall/core/Job"
-import type { Outcome } from "@slowcall/core/Protocol"
+import { fingerprint, type Outcome } from "@slowcall/core/Protocol"
 import * as Query from "@slowcall/core/Query"
 import { Effect } from "effect"
 import type fc from "fast-check"
@@ -41,6 +41,8 @@ export interface SubmitSpec {
   readonly budgetCents: number | null
   readonly maxAttempts: number
   readonly priority: number
+  /** Whether the item carries its request fingerprint (without one, the input hash alone decides). */
+  readonly fingerprinted: boolean
 }
 
 /** A settle outcome as data. */
@@ -157,6 +159,17 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     const items = []
     for (const spec of specs) {
       const input = world.inputs[spec.input % world.inputs.length]!
+      const deadlineAt = spec.deadlineMs === null ? null : world.clock + spec.deadlineMs
+      const fields = {
+        type: `prop.${spec.type}`,
+        version: 1,
+        inputHash: input.hash,
+        maxAttempts: spec.maxAttempts,
+        priority: spec.priority,
+        budgetCents: spec.budgetCents,
+        deadlineAt,
+        schedule: { delayMs: spec.delayMs }
+      }
       items.push({
         id: await unknownId(world),
         queue: world.queue,
@@ -168,9 +181,10 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
         input: input.input,
         priority: spec.priority,
         delayMs: spec.delayMs,
-        deadlineAt: spec.deadlineMs === null ? null : world.clock + spec.deadlineMs,
+        deadlineAt,
         budgetCents: spec.budgetCents,
-        maxAttempts: spec.maxAttempts
+        maxAttempts: spec.maxAttempts,
+        fingerprint: spec.fingerprinted ? fingerprint(fields) : null
       })
     }
     const reply = await real.run(real.store.submit({ items, now: world.clock }))
