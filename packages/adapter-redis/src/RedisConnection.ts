@@ -14,6 +14,7 @@
 import type { StoreError } from "@slowcall/core/Errors"
 import { Context, Effect, Layer, type Scope } from "effect"
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from "ioredis"
+import { release } from "./internal/context.js"
 import { toStoreError } from "./internal/errors.js"
 import { checkPrefix } from "./internal/keys.js"
 
@@ -105,7 +106,9 @@ export const acquire = (
   Effect.gen(function* () {
     const prefix = checkPrefix(options.prefix ?? "slowcall")
     if (options.client !== undefined) {
-      return { client: options.client, prefix, cluster: options.client instanceof Cluster }
+      const service = { client: options.client, prefix, cluster: options.client instanceof Cluster }
+      yield* Effect.addFinalizer(() => release(service))
+      return service
     }
     const client = yield* Effect.acquireRelease(
       Effect.sync(() => makeClient(options)),
@@ -120,7 +123,10 @@ export const acquire = (
       },
       catch: (error) => toStoreError("connect", error, false)
     })
-    return { client, prefix, cluster: client instanceof Cluster }
+    const service = { client, prefix, cluster: client instanceof Cluster }
+    // Runs before the client's own release (finalizers run in reverse order).
+    yield* Effect.addFinalizer(() => release(service))
+    return service
   })
 
 /**

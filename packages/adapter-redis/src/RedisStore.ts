@@ -22,16 +22,19 @@
  *
  * @since 0.1.0
  */
-import type { StoreError } from "@slowcall/core/Errors"
-import type { JobId } from "@slowcall/core/Job"
+import { JobNotFound, type StoreError } from "@slowcall/core/Errors"
+import { isTerminal, type Job, type JobId } from "@slowcall/core/Job"
 import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
-import { Context, Effect, Layer } from "effect"
+import type { Transport } from "@slowcall/core/Transport"
+import { Config, type ConfigError, Context, Effect, Layer, Option, Stream } from "effect"
 import * as internalContext from "./internal/context.js"
+import { cue } from "./internal/events.js"
 import { makeQuery } from "./internal/query.js"
 import * as Server from "./internal/server.js"
 import { makeStore } from "./internal/store.js"
-import { RedisConnection, type RedisConnectionService } from "./RedisConnection.js"
+import * as RedisConnection from "./RedisConnection.js"
+import * as RedisTransport from "./RedisTransport.js"
 
 type StoreService = Store["Type"]
 type QueryService = Query["Type"]
@@ -68,6 +71,15 @@ export interface RedisStoreService extends StoreService, QueryService {
   readonly checkServer: Effect.Effect<ServerCheck, StoreError>
   /** The queue of a job, or undefined when there is no such job. */
   readonly queueOf: (jobId: JobId) => Effect.Effect<string | undefined, StoreError>
+  /**
+   * The job now, then every change (by `updatedAt`), ending after the first terminal state it emits: the record is
+   * read again whenever a write event names the job (pub/sub), and at least every `intervalMs` (default 1 s) in
+   * case an event was missed. The record is the truth; an event is only the cue to read it.
+   */
+  readonly watch: (
+    jobId: JobId,
+    options?: { readonly intervalMs?: number | undefined; readonly tenant?: string | undefined }
+  ) => Stream.Stream<Job, JobNotFound | StoreError>
 }
 
 /**
@@ -106,14 +118,52 @@ export const DEFAULT_DATA_RETENTION_MS: number = internalContext.DEFAULT_DATA_RE
  * @since 0.1.0
  * @category constructors
  */
-export const make = (connection: RedisConnectionService, options: StoreOptions = {}): RedisStoreService => {
+export const make = (
+  connection: RedisConnection.RedisConnectionService,
+  options: StoreOptions = {}
+): RedisStoreService => {
   const ctx = internalContext.contextOf(connection, options.dataRetentionMs)
+  const query = makeQuery(ctx)
+  const watch: RedisStoreService["watch"] = (jobId, watchOptions = {}) =>
+    Stream.unwrapScoped(
+      Effect.gen(function* () {
+        const routes = yield* ctx.routes.resolve("watch", [jobId])
+        const queue = routes.get(jobId)
+        if (queue === undefined) return yield* new JobNotFound({ jobId })
+        let signal = cue()
+        const unlisten = yield* ctx.events.listen(queue, (event) => {
+          if (!event.jobIds.includes(jobId)) return
+          const fired = signal
+          signal = cue()
+          fired.fire()
+        })
+        yield* Effect.addFinalizer(() => Effect.sync(unlisten))
+        const read = query.get({ jobId, tenant: watchOptions.tenant })
+        const first = yield* read
+        let last: Job = first
+        const interval = watchOptions.intervalMs ?? 1_000
+        const next: Effect.Effect<Job, Option.Option<JobNotFound | StoreError>> = Effect.gen(function* () {
+          if (isTerminal(last.state)) return yield* Effect.fail(Option.none())
+          while (true) {
+            const waiting = signal.promise
+            const job = yield* Effect.mapError(read, Option.some)
+            if (job.updatedAt !== last.updatedAt) {
+              last = job
+              return job
+            }
+            yield* Effect.promise(() => waiting).pipe(Effect.timeout(interval), Effect.ignore)
+          }
+        })
+        return Stream.concat(Stream.succeed(first), Stream.repeatEffectOption(next))
+      })
+    )
   return {
     ...makeStore(ctx),
-    ...makeQuery(ctx),
+    ...query,
     prefix: connection.prefix,
     checkServer: Server.check(connection.client),
-    queueOf: (jobId) => Effect.map(ctx.routes.resolve("queueOf", [jobId]), (routes) => routes.get(jobId))
+    queueOf: (jobId) => Effect.map(ctx.routes.resolve("queueOf", [jobId]), (routes) => routes.get(jobId)),
+    watch
   }
 }
 
@@ -126,10 +176,10 @@ export const make = (connection: RedisConnectionService, options: StoreOptions =
  */
 export const layerFromConnection = (
   options: StoreOptions = {}
-): Layer.Layer<RedisStore | Store | Query, never, RedisConnection> =>
+): Layer.Layer<RedisStore | Store | Query, never, RedisConnection.RedisConnection> =>
   Layer.effectContext(
     Effect.gen(function* () {
-      const connection = yield* RedisConnection
+      const connection = yield* RedisConnection.RedisConnection
       const store = make(connection, options)
       if (options.checkServer !== false) {
         yield* store.checkServer.pipe(
@@ -138,5 +188,55 @@ export const layerFromConnection = (
         )
       }
       return Context.make(RedisStore, store).pipe(Context.add(Store, store), Context.add(Query, store))
+    })
+  )
+
+/**
+ * Options of the convenience layers: the connection's, the Store's and the Transport's.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LayerOptions
+  extends RedisConnection.ConnectionOptions,
+    StoreOptions,
+    RedisTransport.TransportOptions {}
+
+/** Everything the convenience layers provide. */
+type Everything =
+  | RedisConnection.RedisConnection
+  | RedisStore
+  | Store
+  | Query
+  | RedisTransport.RedisTransport
+  | Transport
+
+/**
+ * The whole adapter on one connection: `RedisConnection`, `RedisStore`/`Store`/`Query` and
+ * `RedisTransport`/`Transport`. Give a `url` (default `redis://127.0.0.1:6379`), Cluster `nodes`, or a `client` of
+ * your own.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: LayerOptions = {}): Layer.Layer<Everything, StoreError> =>
+  Layer.mergeAll(layerFromConnection(options), RedisTransport.layerFromConnection(options)).pipe(
+    Layer.provideMerge(RedisConnection.layer(options))
+  )
+
+/**
+ * `layer` configured from `REDIS_URL` (and `SLOWCALL_REDIS_PREFIX`, default `slowcall`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  options: Omit<LayerOptions, "url" | "prefix" | "nodes" | "client"> = {}
+): Layer.Layer<Everything, StoreError | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const url = yield* Config.string("REDIS_URL")
+      const prefix = yield* Config.withDefault(Config.string("SLOWCALL_REDIS_PREFIX"), "slowcall")
+      return layer({ ...options, url, prefix })
     })
   )

@@ -14,3 +14,9 @@ export * as RedisConnection from "./RedisConnection.js"
  * @since 0.1.0
  */
 export * as RedisStore from "./RedisStore.js"
+/**
+ * The Transport on the Store's own keys: sorted sets by delivery time, receipts per delivery, pub/sub wake-ups.
+ *
+ * @since 0.1.0
+ */
+export * as RedisTransport from "./RedisTransport.js"

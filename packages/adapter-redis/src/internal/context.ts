@@ -14,6 +14,7 @@
 import { StoreError } from "@slowcall/core/Errors"
 import { Effect } from "effect"
 import { toStoreError } from "./errors.js"
+import { type Events, make as makeEvents } from "./events.js"
 import type { Keys } from "./keys.js"
 import * as KeysModule from "./keys.js"
 import { type Client, run, type ScriptName } from "./scripts.js"
@@ -25,6 +26,8 @@ export interface Context {
   /** How long a finished (succeeded or abandoned) job's input and result are kept; null keeps them. */
   readonly retentionMs: number | null
   readonly routes: Routes
+  /** The queues' write events (one subscriber connection, made on first use). */
+  readonly events: Events
 }
 
 /** The route cache and its reads and writes. @internal */
@@ -173,7 +176,7 @@ export const DEFAULT_DATA_RETENTION_MS = 7 * 24 * 3_600_000
 
 /** One context per connection service and retention, so a Store and a Transport on one connection share routes. */
 const contexts = new WeakMap<object, Map<number | null, Context>>()
-const routesOf = new WeakMap<object, Routes>()
+const shared = new WeakMap<object, { readonly routes: Routes; readonly events: Events }>()
 
 /**
  * The adapter's context over a connection (`undefined` retention: the default).
@@ -190,9 +193,22 @@ export const contextOf = (
   const known = byRetention.get(retentionMs)
   if (known !== undefined) return known
   const keys = KeysModule.make(connection.prefix)
-  let routes = routesOf.get(connection)
-  if (routes === undefined) routesOf.set(connection, (routes = makeRoutes(connection.client, keys)))
-  const made: Context = { client: connection.client, keys, retentionMs, routes }
+  let parts = shared.get(connection)
+  if (parts === undefined) {
+    parts = { routes: makeRoutes(connection.client, keys), events: makeEvents(connection.client, keys) }
+    shared.set(connection, parts)
+  }
+  const made: Context = { client: connection.client, keys, retentionMs, routes: parts.routes, events: parts.events }
   byRetention.set(retentionMs, made)
   return made
+}
+
+/**
+ * Closes what the contexts of a connection opened besides the client (the subscriber connection).
+ *
+ * @internal
+ */
+export const release = (connection: object): Effect.Effect<void> => {
+  const parts = shared.get(connection)
+  return parts === undefined ? Effect.void : parts.events.close
 }

@@ -25,7 +25,9 @@ export const names = [
   "get",
   "list",
   "deadLetters",
-  "stats"
+  "stats",
+  "receive",
+  "hide"
 ] as const
 
 /** @internal */
