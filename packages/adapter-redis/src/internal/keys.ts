@@ -8,7 +8,7 @@
  * - `Q j:<id>`: the job record (a hash of short fields, `jobFields`); `Q d:<id>`: its input and result (the part
  *   that expires after the retention); `Q a:<id>`: attempt rows by token; `Q c:<id>`: ledger rows by call id.
  * - Sorted sets over members `<12-digit insertion counter><id>` (equal scores keep insertion order):
- *   `x:all` and `x:s:<state>` by createdAt, `x:t:enc(tenant)` and `x:ts:<state>:enc(tenant)` by createdAt;
+ *   `x:s:<state>` and `x:ts:<state>:enc(tenant)` by createdAt (a listing of every state merges the five);
  *   `x:r:<priority>` (queued jobs by runAfter) with `x:p` (the priorities that have queued jobs), and per tenant
  *   `x:tr:<priority>:enc(tenant)` with `x:tp:enc(tenant)`; `x:v:<priority>` (queued jobs by the time a transport
  *   may deliver them); `x:l` (running jobs by lease end); `x:dq` (queued jobs by deadline); `x:tt` (queued jobs by
@@ -35,9 +35,7 @@ export const suffix = {
   data: "d:",
   attempts: "a:",
   charges: "c:",
-  all: "x:all",
   state: "x:s:",
-  tenant: "x:t:",
   tenantState: "x:ts:",
   ready: "x:r:",
   prios: "x:p",

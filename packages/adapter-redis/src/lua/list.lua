@@ -3,8 +3,9 @@
 -- KEYS[1]: the queue's meta hash; every other key is built from its prefix (one slot).
 -- ARGV: tenant, state, type, error class (each "-" or "+text"), limit ("" = all), order ("newest" | "oldest").
 -- Returns: the matching jobs in createdAt order, insertion order breaking ties, at most limit.
--- Index: the narrowest of `x:ts:<state>:<tenant>`, `x:t:<tenant>`, `x:s:<state>` and `x:all` (all by createdAt);
---        type and error class are checked on each record walked.
+-- Index: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`) by createdAt, with the insertion
+--        counter in the member; without a state, the five of them merged in that same order. Type and error class
+--        are checked on each record walked.
 -- Atomic: one script reads one instant of the queue.
 -- @include base
 
@@ -15,39 +16,86 @@ local errorClass = optString(ARGV[4])
 local limit = optNumber(ARGV[5])
 local newest = ARGV[6] ~= "oldest"
 
-local key = base .. K.all
-if tenant ~= nil and state ~= nil then
-  key = base .. K.tenantState .. state .. ":" .. enc(tenant)
-elseif tenant ~= nil then
-  key = base .. K.tenant .. enc(tenant)
-elseif state ~= nil then
-  key = base .. K.state .. state
+local states = { "queued", "running", "succeeded", "failed", "abandoned" }
+if state ~= nil then
+  states = { state }
+end
+local PAGE = 200
+
+-- One source per state: its key, a buffer of { member, score } in listing order, and the next rank to fetch.
+local sources = {}
+for _, s in ipairs(states) do
+  local key = base .. K.state .. s
+  if tenant ~= nil then
+    key = base .. K.tenantState .. s .. ":" .. enc(tenant)
+  end
+  sources[#sources + 1] = { key = key, buffer = {}, at = 1, rank = 0, done = false }
+end
+
+local function head(source)
+  if source.at > #source.buffer then
+    if source.done then
+      return nil
+    end
+    local raw
+    if newest then
+      raw = redis.call("ZREVRANGE", source.key, source.rank, source.rank + PAGE - 1, "WITHSCORES")
+    else
+      raw = redis.call("ZRANGE", source.key, source.rank, source.rank + PAGE - 1, "WITHSCORES")
+    end
+    source.buffer = {}
+    for i = 1, #raw, 2 do
+      source.buffer[#source.buffer + 1] = { raw[i], tonumber(raw[i + 1]) }
+    end
+    source.at = 1
+    source.rank = source.rank + PAGE
+    if #raw < 2 * PAGE then
+      source.done = true
+    end
+    if #source.buffer == 0 then
+      return nil
+    end
+  end
+  return source.buffer[source.at]
+end
+
+-- Whether entry a comes before entry b in the listing.
+local function before(a, b)
+  if a[2] ~= b[2] then
+    if newest then
+      return a[2] > b[2]
+    end
+    return a[2] < b[2]
+  end
+  if newest then
+    return a[1] > b[1]
+  end
+  return a[1] < b[1]
 end
 
 local out = {}
 if limit ~= nil and limit <= 0 then
   return out
 end
-local PAGE = 200
-local start = 0
 while true do
-  local members
-  if newest then
-    members = redis.call("ZREVRANGE", key, start, start + PAGE - 1)
-  else
-    members = redis.call("ZRANGE", key, start, start + PAGE - 1)
-  end
-  for _, member in ipairs(members) do
-    local job = load(idOfMember(member))
-    if job ~= nil and (jobType == nil or job.type == jobType) and (errorClass == nil or job.errorClass == errorClass) then
-      out[#out + 1] = jobReply(job)
-      if limit ~= nil and #out >= limit then
-        return out
-      end
+  local best = nil
+  local bestSource = nil
+  for _, source in ipairs(sources) do
+    local entry = head(source)
+    if entry ~= nil and (best == nil or before(entry, best)) then
+      best = entry
+      bestSource = source
     end
   end
-  if #members < PAGE then
+  if best == nil then
     return out
   end
-  start = start + PAGE
+  bestSource.at = bestSource.at + 1
+  local job = load(idOfMember(best[1]))
+  if job ~= nil and (jobType == nil or job.type == jobType) and (errorClass == nil or job.errorClass == errorClass) then
+    out[#out + 1] = jobReply(job)
+    if limit ~= nil and #out >= limit then
+      return out
+    end
+  end
 end

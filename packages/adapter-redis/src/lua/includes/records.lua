@@ -10,10 +10,8 @@ local function entries(job)
   local t = job.tenant
   local created = job.createdAt
   local state = job.state
-  e[base .. K.all] = created
   e[base .. K.state .. state] = created
   if t ~= nil then
-    e[base .. K.tenant .. enc(t)] = created
     e[base .. K.tenantState .. state .. ":" .. enc(t)] = created
   end
   if state == "queued" then
