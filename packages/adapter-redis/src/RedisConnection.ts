@@ -6,8 +6,10 @@
  * Defaults chosen for a job store: every command has a timeout (`commandTimeoutMs`, default 5 s), so a black-holed
  * network fails a call instead of hanging it; a command whose connection drops is never sent again behind the
  * caller's back (`autoResendUnfulfilledCommands: false`), since only the caller can tell whether repeating it is
- * safe (it fails as an ambiguous write instead); commands issued while the connection is down wait for it at most
- * one reconnection attempt; commands of one tick travel in one write (auto-pipelining).
+ * safe: commands in flight when a connection closes fail at once as ambiguous writes, and commands issued while
+ * it is down fail as soon as a reconnection attempt does (`maxRetriesPerRequest: 0`); a command that times out
+ * drops its connection, so no later reply is matched to the wrong command; commands of one tick travel in one
+ * write (auto-pipelining).
  *
  * @since 0.1.0
  */
@@ -65,7 +67,7 @@ export interface ConnectionOptions {
 const defaults = (commandTimeoutMs: number): RedisOptions => ({
   commandTimeout: commandTimeoutMs,
   autoResendUnfulfilledCommands: false,
-  maxRetriesPerRequest: 1,
+  maxRetriesPerRequest: 0,
   enableAutoPipelining: true,
   lazyConnect: true
 })

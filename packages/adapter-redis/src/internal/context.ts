@@ -15,6 +15,7 @@ import { StoreError } from "@slowcall/core/Errors"
 import { Effect } from "effect"
 import { toStoreError } from "./errors.js"
 import { type Events, make as makeEvents } from "./events.js"
+import { guarded } from "./guard.js"
 import type { Keys } from "./keys.js"
 import * as KeysModule from "./keys.js"
 import { type Client, run, type ScriptName } from "./scripts.js"
@@ -51,8 +52,18 @@ export interface Routes {
 
 const CACHE_LIMIT = 100_000
 
-const attempt = <A>(operation: string, write: boolean, f: () => Promise<A>): Effect.Effect<A, StoreError> =>
-  Effect.tryPromise({ try: f, catch: (error) => toStoreError(operation, error, write) })
+/**
+ * One command (or a few) of `client` as an Effect, its failure a `StoreError`.
+ *
+ * @internal
+ */
+export const attempt = <A>(
+  client: Client,
+  operation: string,
+  write: boolean,
+  f: () => Promise<A>
+): Effect.Effect<A, StoreError> =>
+  Effect.tryPromise({ try: () => guarded(client, f), catch: (error) => toStoreError(operation, error, write) })
 
 /**
  * The route cache over `client`.
@@ -89,7 +100,7 @@ export const makeRoutes = (client: Client, keys: Keys): Routes => {
           else if (!missing.includes(id)) missing.push(id)
         }
         if (missing.length === 0) return Effect.succeed(found)
-        return attempt(operation, false, () =>
+        return attempt(client, operation, false, () =>
           Promise.all(
             [...byBucket(missing)].map(async ([key, bucketIds]) => {
               const queues = await client.hmget(key, ...bucketIds)
@@ -106,7 +117,7 @@ export const makeRoutes = (client: Client, keys: Keys): Routes => {
       }),
     reserve: (operation, items) =>
       Effect.gen(function* () {
-        const outcomes = yield* attempt(operation, true, () =>
+        const outcomes = yield* attempt(client, operation, true, () =>
           Promise.all(items.map((item) => client.hsetnx(keys.route(item.id), item.id, item.queue)))
         )
         const taken = items.filter((_, i) => outcomes[i] === 0)
@@ -138,11 +149,11 @@ export const makeRoutes = (client: Client, keys: Keys): Routes => {
     register: (operation, queue) =>
       registered.has(queue)
         ? Effect.void
-        : attempt(operation, true, () => client.sadd(keys.queues, queue)).pipe(
+        : attempt(client, operation, true, () => client.sadd(keys.queues, queue)).pipe(
             Effect.tap(() => Effect.sync(() => registered.add(queue))),
             Effect.asVoid
           ),
-    queues: (operation) => attempt(operation, false, () => client.smembers(keys.queues))
+    queues: (operation) => attempt(client, operation, false, () => client.smembers(keys.queues))
   }
 }
 
@@ -159,7 +170,7 @@ export const script = (
   args: ReadonlyArray<string>,
   write: boolean
 ): Effect.Effect<unknown, StoreError> =>
-  attempt(operation, write, () => run(ctx.client, name, [ctx.keys.meta(queue)], args))
+  attempt(ctx.client, operation, write, () => run(ctx.client, name, [ctx.keys.meta(queue)], args))
 
 /**
  * Store time now: the server's `TIME` in epoch ms, to the microsecond.
@@ -167,7 +178,7 @@ export const script = (
  * @internal
  */
 export const serverNow = (ctx: Context, operation = "now"): Effect.Effect<number, StoreError> =>
-  attempt(operation, false, () => ctx.client.time()).pipe(
+  attempt(ctx.client, operation, false, () => ctx.client.time()).pipe(
     Effect.map(([seconds, micros]) => (Number(seconds) * 1_000_000 + Number(micros)) / 1000)
   )
 

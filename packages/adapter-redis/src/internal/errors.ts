@@ -15,7 +15,7 @@ export type ErrorKind =
   | "connection_lost"
   /** A socket error on the command itself. */
   | "socket"
-  /** The command never left: the client gave up reconnecting, or is closed for good. */
+  /** The command never left: the client is closed for good, or the Cluster has no node to send it to. */
   | "not_connected"
   /** The server refused to run it now: loading, a busy script, a Cluster that is down or moving, a replica. */
   | "unavailable"
@@ -55,8 +55,10 @@ export const classify = (error: unknown): ErrorKind => {
   const message = fieldOf(error, "message") ?? ""
   const code = fieldOf(error, "code")
   if (message === "Command timed out") return "command_timeout"
-  if (message === "Connection is closed.") return "connection_lost"
-  if (name === "MaxRetriesPerRequestError" || message.startsWith("Stream isn't writeable")) return "not_connected"
+  // ioredis fails the commands in flight with MaxRetriesPerRequestError when their connection closes (the
+  // adapter's clients allow no retries): each may have reached the server.
+  if (message === "Connection is closed." || name === "MaxRetriesPerRequestError") return "connection_lost"
+  if (message.startsWith("Stream isn't writeable")) return "not_connected"
   if (message.startsWith("None of startup nodes is available") || message.startsWith("Failed to refresh slots")) {
     return "not_connected"
   }

@@ -13,8 +13,7 @@ import * as Protocol from "@slowcall/core/Protocol"
 import type { DeadLetterGroup, Query, StoreStats } from "@slowcall/core/Query"
 import { Effect } from "effect"
 import { optNumber, optString, type Raw, toAttempts, toCharges, toJob, toSum } from "./codec.js"
-import { type Context, script } from "./context.js"
-import { toStoreError } from "./errors.js"
+import { attempt, type Context, script } from "./context.js"
 
 type QueryService = Query["Type"]
 
@@ -91,10 +90,7 @@ export const makeQuery = (ctx: Context): QueryService => {
       const routes = yield* ctx.routes.resolve(operation, [jobId])
       const queue = routes.get(jobId)
       if (queue === undefined) return []
-      const hash = yield* Effect.tryPromise({
-        try: () => ctx.client.hgetall(key(queue, jobId)),
-        catch: (error) => toStoreError(operation, error, false)
-      })
+      const hash = yield* attempt(ctx.client, operation, false, () => ctx.client.hgetall(key(queue, jobId)))
       return decode(jobId, hash)
     })
 

@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import type { Cluster, Redis } from "ioredis"
+import { guarded } from "./guard.js"
 import { luaKeys } from "./keys.js"
 
 /** The scripts, by name (their file names without `.lua`). */
@@ -102,10 +103,12 @@ export const run = async (
   args: ReadonlyArray<string>
 ): Promise<unknown> => {
   const script = all().get(name)!
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args)
-  } catch (error) {
-    if (!isNoScript(error)) throw error
-    return await client.eval(script.source, keys.length, ...keys, ...args)
-  }
+  return guarded(client, async () => {
+    try {
+      return await client.evalsha(script.sha, keys.length, ...keys, ...args)
+    } catch (error) {
+      if (!isNoScript(error)) throw error
+      return await client.eval(script.source, keys.length, ...keys, ...args)
+    }
+  })
 }
