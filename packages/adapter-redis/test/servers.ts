@@ -1,6 +1,6 @@
 /**
  * Redis servers a test starts itself, each in a temporary folder of its own on free ports: a Cluster of three
- * masters, or one server with the append-only file on. Every server is stopped (`SHUTDOWN NOSAVE`, or SIGKILL for
+ * masters, or one server (with the append-only file on, or with no persistence). Every server is stopped (`SHUTDOWN NOSAVE`, or SIGKILL for
  * a crash) and its folder removed by `stop`, which the tests call in `afterAll` even when they fail.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process"
@@ -114,8 +114,8 @@ export const startCluster = async (): Promise<LocalCluster> => {
   }
 }
 
-/** A single Redis server with the append-only file on, which a test may crash (SIGKILL) and start again. */
-export interface AofServer {
+/** A single Redis server a test may crash (SIGKILL) and start again on the same folder. */
+export interface LocalServer {
   readonly port: number
   readonly url: string
   readonly dir: string
@@ -126,10 +126,10 @@ export interface AofServer {
 }
 
 /**
- * Prepares (and starts) a server on a free port with `appendonly yes` and `appendfsync` as given, its data in a
- * temporary folder that outlives a kill.
+ * Starts a server on a free port, its data in a temporary folder that outlives a kill: with the append-only file
+ * (`appendfsync` as given) or with no persistence at all (`appendonly no`, no snapshots).
  */
-export const startAofServer = async (appendfsync: "always" | "everysec"): Promise<AofServer> => {
+const startServer = async (appendfsync: "always" | "everysec" | null): Promise<LocalServer> => {
   const dir = mkdtempSync(join(tmpdir(), "slowcall-aof-"))
   const [port] = await freePorts(1)
   const pidFile = join(dir, "redis.pid")
@@ -143,10 +143,7 @@ export const startAofServer = async (appendfsync: "always" | "everysec"): Promis
         "127.0.0.1",
         "--dir",
         dir,
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        appendfsync,
+        ...(appendfsync === null ? ["--appendonly", "no"] : ["--appendonly", "yes", "--appendfsync", appendfsync]),
         "--save",
         "",
         "--pidfile",
@@ -191,3 +188,9 @@ export const startAofServer = async (appendfsync: "always" | "everysec"): Promis
     }
   }
 }
+
+/** A server with `appendonly yes` and the given `appendfsync`. */
+export const startAofServer = (appendfsync: "always" | "everysec"): Promise<LocalServer> => startServer(appendfsync)
+
+/** A server that keeps nothing on disk. */
+export const startPlainServer = (): Promise<LocalServer> => startServer(null)
