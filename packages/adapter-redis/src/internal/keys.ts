@@ -213,8 +213,9 @@ export const make = (prefix: string): Keys => {
 const luaString = (value: string): string => JSON.stringify(value)
 
 /**
- * The Lua view of this module: the table `K` of suffixes, the record's hash fields (`FIELDS`, `BYSHORT`) and the
- * reply order (`REPLY`). Spliced into every script before its includes.
+ * The Lua view of this module: the table `K` of suffixes, the record's hash fields (`FIELD_NAMES` and
+ * `FIELD_SHORTS` in order, `NAME_OF` a short name's field, `NUMERIC` the numeric short names) and the reply order
+ * (`REPLY`). Spliced into every script before its includes.
  *
  * @internal
  */
@@ -222,14 +223,18 @@ export const luaKeys = (): string => {
   const k = Object.entries(suffix)
     .map(([name, value]) => `${name} = ${luaString(value)}`)
     .join(", ")
-  const fields = jobFields.map(([name, short, kind]) => `{ ${luaString(name)}, ${luaString(short)}, "${kind}" }`)
+  const list = (values: ReadonlyArray<string>) => `{ ${values.map(luaString).join(", ")} }`
+  const byShort = jobFields.map(([name, short]) => `${short} = ${luaString(name)}`).join(", ")
+  const numeric = jobFields.flatMap(([, short, kind]) => (kind === "n" ? [`${short} = true`] : [])).join(", ")
   return [
-    "-- Generated from src/internal/keys.ts: the key layout and the record's hash fields.",
+    "-- Generated from src/internal/keys.ts: the key layout and the record's hash fields (flat tables: a script",
+    "-- builds them on every call).",
     `local K = { ${k} }`,
-    `local FIELDS = { ${fields.join(", ")} }`,
-    "local BYSHORT = {}",
-    "for _, f in ipairs(FIELDS) do BYSHORT[f[2]] = f end",
-    `local REPLY = { ${replyFields.map(luaString).join(", ")} }`,
+    `local FIELD_NAMES = ${list(jobFields.map(([name]) => name))}`,
+    `local FIELD_SHORTS = ${list(jobFields.map(([, short]) => short))}`,
+    `local NAME_OF = { ${byShort} }`,
+    `local NUMERIC = { ${numeric} }`,
+    `local REPLY = ${list(replyFields)}`,
     ""
   ].join("\n")
 }

@@ -74,12 +74,13 @@ local function load(id)
   end
   local job = { id = id }
   for i = 1, #raw, 2 do
-    local f = BYSHORT[raw[i]]
-    if f ~= nil then
-      if f[3] == "n" then
-        job[f[1]] = tonumber(raw[i + 1])
+    local short = raw[i]
+    local name = NAME_OF[short]
+    if name ~= nil then
+      if NUMERIC[short] then
+        job[name] = tonumber(raw[i + 1])
       else
-        job[f[1]] = raw[i + 1]
+        job[name] = raw[i + 1]
       end
     end
   end
@@ -98,17 +99,17 @@ end
 local function storeFields(old, new)
   local set = {}
   local del = {}
-  for _, f in ipairs(FIELDS) do
-    local name = f[1]
+  for i, name in ipairs(FIELD_NAMES) do
     local value = new[name]
     if old == nil or value ~= old[name] then
+      local short = FIELD_SHORTS[i]
       if value == nil then
         if old ~= nil then
-          del[#del + 1] = f[2]
+          del[#del + 1] = short
         end
       else
-        set[#set + 1] = f[2]
-        if f[3] == "n" then
+        set[#set + 1] = short
+        if NUMERIC[short] then
           set[#set + 1] = fmt(value)
         else
           set[#set + 1] = value
