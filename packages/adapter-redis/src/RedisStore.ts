@@ -72,6 +72,17 @@ export interface RedisStoreService extends StoreService, QueryService {
   /** The queue of a job, or undefined when there is no such job. */
   readonly queueOf: (jobId: JobId) => Effect.Effect<string | undefined, StoreError>
   /**
+   * Deletes finished jobs of `queue` created before `createdBefore` (store time, epoch ms), oldest first, at most
+   * `limit` (default 1000): record, input and result, attempts, charges, routes and index entries, as if they had
+   * never been. `states` (default all three finished ones) narrows it, e.g. to keep dead letters. Returns the ids.
+   */
+  readonly purge: (options: {
+    readonly queue: string
+    readonly createdBefore: number
+    readonly states?: ReadonlyArray<"succeeded" | "abandoned" | "failed"> | undefined
+    readonly limit?: number | undefined
+  }) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
    * The job now, then every change (by `updatedAt`), ending after the first terminal state it emits: the record is
    * read again whenever a write event names the job (pub/sub), and at least every `intervalMs` (default 1 s) in
    * case an event was missed. The record is the truth; an event is only the cue to read it.
@@ -157,9 +168,25 @@ export const make = (
         return Stream.concat(Stream.succeed(first), Stream.repeatEffectOption(next))
       })
     )
+  const purge: RedisStoreService["purge"] = (purgeOptions) =>
+    Effect.gen(function* () {
+      const states = purgeOptions.states ?? ["succeeded", "abandoned", "failed"]
+      const raw = yield* internalContext.script(
+        ctx,
+        "purge",
+        "purge",
+        purgeOptions.queue,
+        [String(purgeOptions.createdBefore), String(purgeOptions.limit ?? 1_000), ...states],
+        true
+      )
+      const ids = raw as ReadonlyArray<JobId>
+      yield* ctx.routes.release(ids.map((id) => ({ id, queue: purgeOptions.queue })))
+      return ids
+    })
   return {
     ...makeStore(ctx),
     ...query,
+    purge,
     prefix: connection.prefix,
     checkServer: Server.check(connection.client),
     queueOf: (jobId) => Effect.map(ctx.routes.resolve("queueOf", [jobId]), (routes) => routes.get(jobId)),

@@ -165,6 +165,68 @@ describe("retention", () => {
   )
 })
 
+describe("purge", () => {
+  it.live("deletes finished jobs and every trace of them; a queued job and, when asked, dead letters stay", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const prefix = uniquePrefix("purge")
+        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
+        const store = Context.get(
+          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
+          RedisStore.RedisStore
+        )
+        const done = yield* item("purge", { requestKey: "k-done" })
+        const dead = yield* item("purge")
+        const waiting = yield* item("purge")
+        yield* store.submit({ items: [done, dead, waiting] })
+        const claimed = yield* store.claim({
+          items: [done, dead].map((j) => ({ jobId: j.id, owner: "w", leaseMs: 10_000 }))
+        })
+        const [t1, t2] = claimed.results.map((r) => (r._tag === "Claimed" ? r.job.leaseToken : -1))
+        yield* store.charge({ items: [{ jobId: dead.id, callId: "c", token: t2!, amountCents: 5, settled: true }] })
+        const settled = yield* store.settle({
+          items: [
+            { jobId: done.id, token: t1!, outcome: { _tag: "Complete", result: null } },
+            { jobId: dead.id, token: t2!, outcome: { _tag: "Fail", errorClass: "auth", error: "401" } }
+          ]
+        })
+
+        const first = yield* store.purge({ queue: "purge", createdBefore: settled.now + 1, states: ["succeeded"] })
+        const stillDead = yield* store.deadLetters({ queue: "purge" })
+        const second = yield* store.purge({ queue: "purge", createdBefore: settled.now + 1 })
+        const stats = yield* store.stats({ queue: "purge", failedSince: 0 })
+        const keys = yield* Effect.promise(async () => {
+          const client = new Redis(REDIS_URL)
+          const found = await Promise.all(
+            [done.id, dead.id].map((id) => client.keys(`${prefix}:*${id}*`).then((k) => k.length))
+          )
+          const routes = await Promise.all(
+            [done.id, dead.id].map(async (id) => {
+              const buckets = await client.keys(`${prefix}:r:*`)
+              const hits = await Promise.all(buckets.map((b) => client.hexists(b, id)))
+              return hits.filter((h) => h === 1).length
+            })
+          )
+          client.disconnect()
+          return { found, routes }
+        })
+        const again = yield* store.submit({ items: [{ ...(yield* item("purge")), requestKey: "k-done" }] })
+
+        expect(first).toEqual([done.id])
+        expect(stillDead.jobs.map((j) => j.id)).toEqual([dead.id])
+        expect(second).toEqual([dead.id])
+        expect(stats.byState).toEqual({ queued: 1, running: 0, succeeded: 0, failed: 0, abandoned: 0 })
+        expect(stats.costCentsByErrorClass).toEqual({})
+        expect(yield* store.deadLetters({ queue: "purge" })).toEqual({ jobs: [], groups: [] })
+        expect(keys).toEqual({ found: [0, 0], routes: [0, 0] })
+        expect(yield* Effect.flip(store.get({ jobId: done.id }))).toMatchObject({ _tag: "JobNotFound" })
+        expect((yield* store.list({ queue: "purge", limit: null })).map((j) => j.id)).toContain(waiting.id)
+        expect(again.results[0]!._tag).toBe("Created")
+      })
+    )
+  )
+})
+
 describe("reads and sweeps over every queue", () => {
   it.live("list, stats, deadLetters and sweep without a queue span every queue of the prefix", () =>
     Effect.scoped(

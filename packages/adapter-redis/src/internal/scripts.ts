@@ -28,7 +28,8 @@ export const names = [
   "deadLetters",
   "stats",
   "receive",
-  "hide"
+  "hide",
+  "purge"
 ] as const
 
 /** @internal */

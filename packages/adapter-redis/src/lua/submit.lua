@@ -42,20 +42,12 @@ for i = 0, count - 1 do
   items[#items + 1] = item
 end
 
--- The request-key field: tenant (or its absence) and key, unambiguous.
-local function keyField(tenant, requestKey)
-  if tenant == nil then
-    return "n" .. enc(requestKey)
-  end
-  return "t" .. enc(tenant) .. enc(requestKey)
-end
-
 local out = { fmt(now) }
 for _, item in ipairs(items) do
   local field = nil
   local existing = nil
   if item.requestKey ~= nil then
-    field = keyField(item.tenant, item.requestKey)
+    field = requestKeyField(item.tenant, item.requestKey)
     local holder = redis.call("HGET", base .. K.requestKeys, field)
     if holder then
       existing = load(holder)

@@ -4,6 +4,14 @@
 -- record, the attempt row it ends or starts, the failure mark, the result, the retention of the job's data.
 -- Ledger and attempt rows are JSON arrays of text (numbers as "%.17g" text, so no precision is lost).
 
+-- The field of a request key in `rk`: tenant (or its absence) and key, unambiguous.
+local function requestKeyField(tenant, requestKey)
+  if tenant == nil then
+    return "n" .. enc(requestKey)
+  end
+  return "t" .. enc(tenant) .. enc(requestKey)
+end
+
 -- Where a job belongs: index key -> score.
 local function entries(job)
   local e = {}
