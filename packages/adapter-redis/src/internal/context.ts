@@ -13,6 +13,7 @@
  */
 import { StoreError } from "@slowcall/core/Errors"
 import { Effect } from "effect"
+import { Cluster } from "ioredis"
 import { toStoreError } from "./errors.js"
 import { type Events, make as makeEvents } from "./events.js"
 import { guarded } from "./guard.js"
@@ -27,6 +28,8 @@ export interface Context {
   /** How long a finished (succeeded or abandoned) job's input and result are kept; null keeps them. */
   readonly retentionMs: number | null
   readonly routes: Routes
+  /** Whether the client is a Cluster client (a single server allows a submit's routes and script in one write). */
+  readonly cluster: boolean
   /** The queues' write events (one subscriber connection, made on first use). */
   readonly events: Events
 }
@@ -42,6 +45,16 @@ export interface Routes {
     operation: string,
     items: ReadonlyArray<{ readonly id: string; readonly queue: string }>
   ) => Effect.Effect<void, StoreError>
+  /**
+   * After a submit that wrote its routes beside the script (`HSETNX` found some taken): takes over the routes that
+   * are orphans of failed submits or already name `queue`, and returns the first id whose route names another
+   * queue that holds a job with that id (a clash), or undefined.
+   */
+  readonly claimRoutes: (
+    operation: string,
+    queue: string,
+    items: ReadonlyArray<{ readonly id: string }>
+  ) => Effect.Effect<string | undefined, StoreError>
   /** Takes back routes `reserve` wrote, when the submit they were for did not create the jobs. */
   readonly release: (items: ReadonlyArray<{ readonly id: string; readonly queue: string }>) => Effect.Effect<void>
   /** Adds a queue to the set of queues (once per process), for the verbs and reads that span every queue. */
@@ -135,6 +148,19 @@ export const makeRoutes = (client: Client, keys: Keys): Routes => {
           detail: `job id ${taken[0]!.id} already exists`
         })
       }),
+    claimRoutes: (operation, queue, items) =>
+      attempt(client, operation, true, async () => {
+        for (const item of items) {
+          const owner = await client.hget(keys.route(item.id), item.id)
+          if (owner === null || owner === queue) {
+            if (owner === null) await client.hset(keys.route(item.id), item.id, queue)
+            continue
+          }
+          if ((await client.exists(keys.job(owner, item.id))) === 1) return item.id
+          await client.hset(keys.route(item.id), item.id, queue)
+        }
+        return undefined
+      }),
     release: (items) =>
       Effect.promise(() =>
         Promise.all(items.map((item) => client.hdel(keys.route(item.id), item.id))).catch(() => undefined)
@@ -209,7 +235,14 @@ export const contextOf = (
     parts = { routes: makeRoutes(connection.client, keys), events: makeEvents(connection.client, keys) }
     shared.set(connection, parts)
   }
-  const made: Context = { client: connection.client, keys, retentionMs, routes: parts.routes, events: parts.events }
+  const made: Context = {
+    client: connection.client,
+    keys,
+    retentionMs,
+    routes: parts.routes,
+    events: parts.events,
+    cluster: connection.client instanceof Cluster
+  }
   byRetention.set(retentionMs, made)
   return made
 }

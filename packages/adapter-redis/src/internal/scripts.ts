@@ -29,7 +29,8 @@ export const names = [
   "stats",
   "receive",
   "hide",
-  "purge"
+  "purge",
+  "retract"
 ] as const
 
 /** @internal */

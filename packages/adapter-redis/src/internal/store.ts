@@ -12,6 +12,7 @@
  */
 import { StoreError } from "@slowcall/core/Errors"
 import type { Job, JobId, JobState } from "@slowcall/core/Job"
+import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Protocol from "@slowcall/core/Protocol"
 import type {
   CancelItem,
@@ -34,6 +35,9 @@ import type {
 import { Effect } from "effect"
 import { nowArg, optNumber, optString, type Raw, toJob } from "./codec.js"
 import { type Context, script, serverNow } from "./context.js"
+import { toStoreError } from "./errors.js"
+import { guarded } from "./guard.js"
+import { run } from "./scripts.js"
 
 type StoreService = Store["Type"]
 
@@ -139,6 +143,102 @@ export const makeStore = (ctx: Context): StoreService => {
     return decoded
   }
 
+  /** The submit script's arguments for some items of one queue. */
+  const submitArgs = (items: ReadonlyArray<SubmitItem>, now: number | undefined): Array<string> => {
+    const args = [nowArg(now)]
+    for (const item of items) {
+      args.push(
+        item.id,
+        optString(item.tenant),
+        item.type,
+        String(item.version),
+        optString(item.requestKey),
+        item.inputHash,
+        JSON.stringify(item.input),
+        optString(item.inputRef),
+        optNumber(item.priority),
+        optNumber(item.delayMs),
+        optNumber(item.deadlineAt),
+        optNumber(item.budgetCents),
+        String(item.maxAttempts),
+        optString(item.traceId)
+      )
+    }
+    return args
+  }
+
+  /** The submit script's reply for `items` of `queue`: its store time and outcomes, or a Constraint failure. */
+  const submitReply = (
+    queue: string,
+    items: ReadonlyArray<SubmitItem>,
+    raw: unknown
+  ): Effect.Effect<Reply<SubmitOutcome>, StoreError> => {
+    const list = raw as ReadonlyArray<Raw>
+    if (list[0] === "constraint") {
+      return Effect.fail(
+        new StoreError({
+          reason: "Constraint",
+          operation: "submit",
+          detail: `job id ${list[1] as string} already exists`
+        })
+      )
+    }
+    const reply = split(list)
+    return Effect.succeed({
+      now: reply.now,
+      results: reply.results.map((r, k): SubmitOutcome => {
+        const item = items[k]!
+        return r[0] === "Created"
+          ? { _tag: "Created", job: job(queue, r[1]!) }
+          : r[0] === "Existing"
+            ? { _tag: "Existing", job: job(queue, r[1]!) }
+            : { _tag: "KeyReused", requestKey: item.requestKey!, existingJobId: r[1] as JobId }
+      })
+    })
+  }
+
+  /**
+   * A submit to one queue of a single server in one round trip: the routes (HSETNX) and the submit script travel in
+   * one write, the routes first, so a job never exists before its route. A route that was there already is looked
+   * at afterwards: the same queue's (an earlier try, or the job exists and the script refused it), an orphan of a
+   * failed submit (taken over), or another queue's job with this id, a caller's bug: the jobs this submit created
+   * are taken back while untouched (`retract`) and the call fails with `Constraint`.
+   */
+  const submitOneQueue = (queue: string, items: ReadonlyArray<SubmitItem>, now: number | undefined) =>
+    Effect.gen(function* () {
+      const client = ctx.client
+      const [reserved, scripted] = yield* Effect.promise(() =>
+        Promise.allSettled([
+          guarded(client, () =>
+            Promise.all(items.map((item) => client.hsetnx(ctx.keys.route(item.id), item.id, queue)))
+          ),
+          run(client, "submit", [ctx.keys.meta(queue)], submitArgs(items, now))
+        ])
+      )
+      if (scripted.status === "rejected") return yield* Effect.fail(toStoreError("submit", scripted.reason, true))
+      const taken: Array<SubmitItem> =
+        reserved.status === "fulfilled" ? items.filter((_, i) => reserved.value[i] === 0) : [...items]
+      const mine = reserved.status === "fulfilled" ? items.filter((_, i) => reserved.value[i] === 1) : []
+      const reply = yield* submitReply(queue, items, scripted.value).pipe(
+        Effect.tapError(() => ctx.routes.release(mine.map((item) => ({ id: item.id, queue }))))
+      )
+      if (taken.length > 0) {
+        const clash = yield* ctx.routes.claimRoutes("submit", queue, taken)
+        if (clash !== undefined) {
+          const created = reply.results.flatMap((r) => (r._tag === "Created" ? [r.job.id] : []))
+          if (created.length > 0) yield* script(ctx, "submit", "retract", queue, created, true)
+          yield* ctx.routes.release(mine.map((item) => ({ id: item.id, queue })))
+          return yield* new StoreError({
+            reason: "Constraint",
+            operation: "submit",
+            detail: `job id ${clash} already exists`
+          })
+        }
+      }
+      for (const item of items) ctx.routes.learn(item.id, queue)
+      return reply
+    })
+
   const submit: StoreService["submit"] = (options) =>
     Effect.gen(function* () {
       const items = options.items
@@ -164,55 +264,41 @@ export const makeStore = (ctx: Context): StoreService => {
         concurrency: "unbounded",
         discard: true
       })
+      const reply: Reply<SubmitOutcome> =
+        !ctx.cluster && groups.size === 1
+          ? yield* submitOneQueue(items[0]!.queue, items, options.now)
+          : yield* submitByQueue(groups, items, options.now)
+      // An item that met an existing job created nothing: its route goes back.
+      const unused = items.filter((_, i) => reply.results[i]?._tag !== "Created")
+      if (unused.length > 0) yield* ctx.routes.release(unused)
+      return reply
+    })
+
+  /**
+   * A submit over several queues, or on a Cluster (where the routes live on other nodes): the routes first, in a
+   * round trip of their own, then one script per queue at one store time.
+   */
+  const submitByQueue = (
+    groups: ReadonlyMap<string, ReadonlyArray<number>>,
+    items: ReadonlyArray<SubmitItem>,
+    requestedNow: number | undefined
+  ) =>
+    Effect.gen(function* () {
       yield* ctx.routes.reserve("submit", items)
       const results: Array<SubmitOutcome | undefined> = new Array(items.length)
       const runGroup = (queue: string, indexes: ReadonlyArray<number>, now: number | undefined) =>
         Effect.gen(function* () {
-          const args = [nowArg(now)]
-          for (const i of indexes) {
-            const item = items[i]!
-            args.push(
-              item.id,
-              optString(item.tenant),
-              item.type,
-              String(item.version),
-              optString(item.requestKey),
-              item.inputHash,
-              JSON.stringify(item.input),
-              optString(item.inputRef),
-              optNumber(item.priority),
-              optNumber(item.delayMs),
-              optNumber(item.deadlineAt),
-              optNumber(item.budgetCents),
-              String(item.maxAttempts),
-              optString(item.traceId)
-            )
-          }
-          const raw = (yield* script(ctx, "submit", "submit", queue, args, true)) as ReadonlyArray<Raw>
-          if (raw[0] === "constraint") {
-            return yield* new StoreError({
-              reason: "Constraint",
-              operation: "submit",
-              detail: `job id ${raw[1] as string} already exists`
-            })
-          }
-          const reply = split(raw)
+          const chunk = indexes.map((i) => items[i]!)
+          const raw = yield* script(ctx, "submit", "submit", queue, submitArgs(chunk, now), true)
+          const reply = yield* submitReply(queue, chunk, raw)
           indexes.forEach((index, k) => {
-            const r = reply.results[k]!
-            const item = items[index]!
-            results[index] =
-              r[0] === "Created"
-                ? { _tag: "Created", job: job(queue, r[1]!) }
-                : r[0] === "Existing"
-                  ? { _tag: "Existing", job: job(queue, r[1]!) }
-                  : { _tag: "KeyReused", requestKey: item.requestKey!, existingJobId: r[1] as JobId }
+            results[index] = reply.results[k]
           })
           return reply.now
         })
-      const entries = [...groups]
-      const [first, ...rest] = entries
-      const attempt = Effect.gen(function* () {
-        let now = options.now
+      const [first, ...rest] = [...groups]
+      const all = Effect.gen(function* () {
+        let now = requestedNow
         if (now === undefined) now = yield* runGroup(first![0], first![1], undefined)
         else rest.unshift(first!)
         const at = now
@@ -223,12 +309,9 @@ export const makeStore = (ctx: Context): StoreService => {
         return at
       })
       // A refused submit (an id that exists in its queue) created nothing: its routes go back.
-      const now = yield* attempt.pipe(
+      const now = yield* all.pipe(
         Effect.tapError((error) => (error.reason === "Constraint" ? ctx.routes.release(items) : Effect.void))
       )
-      // An item that met an existing job created nothing: its route goes back too.
-      const unused = items.filter((_, i) => results[i]?._tag !== "Created")
-      if (unused.length > 0) yield* ctx.routes.release(unused)
       return { now, results: results as ReadonlyArray<SubmitOutcome> }
     })
 

@@ -21,17 +21,7 @@ for a = 3, #ARGV do
     local members = redis.call("ZRANGEBYSCORE", base .. K.state .. state, "-inf", "(" .. before, "LIMIT", 0, left)
     for _, member in ipairs(members) do
       local job = load(idOfMember(member))
-      for key, _ in pairs(entries(job)) do
-        redis.call("ZREM", key, member)
-      end
-      moveSums(job, nil)
-      if job.requestKey ~= nil then
-        local field = requestKeyField(job.tenant, job.requestKey)
-        if redis.call("HGET", base .. K.requestKeys, field) == job.id then
-          redis.call("HDEL", base .. K.requestKeys, field)
-        end
-      end
-      redis.call("UNLINK", jobKey(job.id), dataKey(job.id), attemptsKey(job.id), chargesKey(job.id))
+      removeJob(job)
       purged[#purged + 1] = job.id
       left = left - 1
     end

@@ -308,3 +308,21 @@ local function apply(old, now, tr, retentionMs)
   touched(new)
   return new
 end
+
+-- Deletes a job and every trace of it in the queue: index entries, sums, its request key, its keys. Its route
+-- lives in another slot: the caller deletes it.
+local function removeJob(job)
+  local member = memberOf(job)
+  for key, _ in pairs(entries(job)) do
+    redis.call("ZREM", key, member)
+  end
+  movePriorities(job, nil)
+  moveSums(job, nil)
+  if job.requestKey ~= nil then
+    local field = requestKeyField(job.tenant, job.requestKey)
+    if redis.call("HGET", base .. K.requestKeys, field) == job.id then
+      redis.call("HDEL", base .. K.requestKeys, field)
+    end
+  end
+  redis.call("UNLINK", jobKey(job.id), dataKey(job.id), attemptsKey(job.id), chargesKey(job.id))
+end
