@@ -1,21 +1,26 @@
 /**
  * The Store suites on a real Redis Cluster: three `redis-server --cluster-enabled yes` masters this file starts on
  * free ports in its own folder (and stops afterwards), joined by `redis-cli --cluster create`, driven through an
- * ioredis `Cluster` client. The conformance suite and the model-based property run unchanged; then the cases that
+ * ioredis `Cluster` client. The conformance suites (the Transport's waking on sharded pub/sub) and the model-based
+ * property run unchanged; then the cases that
  * only a Cluster has: a job whose queue lives on one node and whose route on another, seen by a submitter and a
  * worker on separate clients, and one batch whose items live on three nodes.
  */
 import { expect, it } from "@effect/vitest"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Job"
+import type { Message } from "@slowcall/core/Transport"
+import { makeJobFactory } from "@slowcall/testing/JobFactory"
 import { StoreConformance } from "@slowcall/testing/StoreConformance"
 import { StoreProperty } from "@slowcall/testing/StoreProperty"
-import { Effect, Layer } from "effect"
+import { TransportConformance } from "@slowcall/testing/TransportConformance"
+import { Clock, Effect, Layer } from "effect"
 import { Cluster } from "ioredis"
 import { afterAll, beforeAll, describe } from "vitest"
 import * as Keys from "../src/internal/keys.js"
 import * as RedisConnection from "../src/RedisConnection.js"
 import * as RedisStore from "../src/RedisStore.js"
+import * as RedisTransport from "../src/RedisTransport.js"
 import { type LocalCluster, startCluster } from "./servers.js"
 
 let cluster: LocalCluster | undefined
@@ -41,6 +46,20 @@ StoreConformance({
 })
 
 StoreProperty({ name: "redis cluster", layer: clusterLayer("prop"), numRuns: 1000 })
+
+const factory = makeJobFactory()
+
+TransportConformance({
+  name: "redis cluster",
+  layer: RedisTransport.layerFromConnection({ timeSource: "clock" }).pipe(Layer.provideMerge(clusterLayer("tconf"))),
+  prepare: ({ message, queue }: { readonly queue: string; readonly message: Message }) =>
+    Effect.gen(function* () {
+      const store = yield* RedisStore.RedisStore
+      const now = yield* Clock.currentTimeMillis
+      const item = yield* factory.submitItem({ queue, type: message.type, version: message.version })
+      yield* store.submit({ items: [{ ...item, id: message.jobId, priority: message.priority ?? 0 }], now })
+    })
+})
 
 /** The node (its port) serving a key's slot. */
 const nodeOf = async (client: Cluster, key: string): Promise<number> => {
