@@ -1,9 +1,8 @@
 /**
- * The Store suites on a real Redis Cluster: three `redis-server --cluster-enabled yes` masters this file starts on
- * free ports in its own folder (and stops afterwards), joined by `redis-cli --cluster create`, driven through an
- * ioredis `Cluster` client. The conformance suites (the Transport's waking on sharded pub/sub) and the model-based
- * property run unchanged; then the cases that
- * only a Cluster has: a job whose queue lives on one node and whose route on another, seen by a submitter and a
+ * The suites on a real Redis Cluster: three `redis-server --cluster-enabled yes` masters this file starts on free
+ * ports in its own folder (and stops afterwards), joined by `redis-cli --cluster create`, driven through an ioredis
+ * `Cluster` client. The Store and Transport conformance suites (the Transport waking on sharded pub/sub) and the
+ * model-based property run unchanged; then the cases that only a Cluster has: a job whose queue lives on one node and whose route on another, seen by a submitter and a
  * worker on separate clients, and one batch whose items live on three nodes.
  */
 import { expect, it } from "@effect/vitest"
