@@ -2,7 +2,7 @@
  * slowcall on Redis: a worker, a sweeper and a client on the machine's Redis (REDIS_URL, default
  * redis://127.0.0.1:6379), keys under the prefix `example`.
  *
- * A fake billed model call fails the first time with an HTTP 500 (the job retries and succeeds); a job whose
+ * A fake billed model call fails its first try with an HTTP 500 (the job retries and succeeds); a job whose
  * handler meets a permanent error becomes a dead letter, with its spend; the dead-letter view groups it by error
  * class and input; then everything this run made is purged, so the example leaves nothing behind but its queues'
  * counters.
@@ -16,13 +16,14 @@ import * as Sweeper from "@slowcall/core/Sweeper"
 import * as Worker from "@slowcall/core/Worker"
 import { Effect, Layer, Schema, Stream } from "effect"
 
-let calls = 0
+const calls = new Map<string, number>()
 const fakeModel = (text: string) =>
   Effect.gen(function* () {
-    calls++
+    const call = (calls.get(text) ?? 0) + 1
+    calls.set(text, call)
     yield* Effect.sleep("20 millis")
-    if (calls === 1) return yield* Effect.fail({ status: 500, message: "upstream error" })
     if (text.includes("forbidden")) return yield* Effect.fail({ status: 401, message: "bad key" })
+    if (call === 1) return yield* Effect.fail({ status: 500, message: "upstream error" })
     return { summary: text.slice(0, 12), cents: 2 }
   })
 
