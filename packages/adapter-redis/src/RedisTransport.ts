@@ -127,7 +127,7 @@ export const make = (connection: RedisConnectionService, options: TransportOptio
   const wakeOf = (queue: string): Effect.Effect<Cue> =>
     Effect.suspend(() => {
       const known = wakes.get(queue)
-      if (known !== undefined) return Effect.succeed(known)
+      if (known !== undefined) return Effect.as(ctx.events.resubscribe(queue), known)
       wakes.set(queue, cue())
       const listening = ctx.events.listen(queue, (event) => {
         if (!event.queued) return

@@ -25,6 +25,8 @@ export interface Events {
    * (or failed: the caller then relies on polling alone).
    */
   readonly listen: (queue: string, listener: (event: WriteEvent) => void) => Effect.Effect<() => void>
+  /** Subscribes again to a queue whose subscription failed; nothing when it is active. */
+  readonly resubscribe: (queue: string) => Effect.Effect<void>
   /** Closes the subscriber connection. */
   readonly close: Effect.Effect<void>
 }
@@ -42,6 +44,7 @@ const parse = (message: string): WriteEvent => {
 export const make = (client: Client, keys: Keys): Events => {
   let subscriber: Client | undefined
   const listeners = new Map<string, Set<(event: WriteEvent) => void>>()
+  const subscribed = new Set<string>()
   const connection = (): Client => {
     if (subscriber !== undefined) return subscriber
     const made = client.duplicate() as Client
@@ -63,20 +66,40 @@ export const make = (client: Client, keys: Keys): Events => {
         if (set === undefined) {
           set = new Set()
           listeners.set(channel, set)
-          await connection()
-            .ssubscribe(channel)
-            .catch(() => undefined)
         }
         set.add(listener)
+        // A subscription that failed (the server was away) is tried again by the next listener of the channel.
+        if (!subscribed.has(channel)) {
+          subscribed.add(channel)
+          await connection()
+            .ssubscribe(channel)
+            .catch(() => subscribed.delete(channel))
+        }
         const mine = set
         return () => {
           mine.delete(listener)
         }
       }),
+    resubscribe: (queue) => {
+      const channel = keys.events(queue)
+      if (subscribed.has(channel) || !listeners.has(channel)) return Effect.void
+      subscribed.add(channel)
+      return Effect.promise(() =>
+        connection()
+          .ssubscribe(channel)
+          .then(
+            () => undefined,
+            () => {
+              subscribed.delete(channel)
+            }
+          )
+      )
+    },
     close: Effect.promise(async () => {
       const made = subscriber
       subscriber = undefined
       listeners.clear()
+      subscribed.clear()
       if (made !== undefined) await made.quit().catch(() => made.disconnect())
     })
   }
