@@ -63,6 +63,7 @@ export default defineConfig({
             { text: "Choosing an adapter", link: "/adapters/" },
             { text: "In-memory adapter", link: "/adapters/memory" },
             { text: "Postgres adapter", link: "/adapters/postgres" },
+            { text: "Redis adapter", link: "/adapters/redis" },
             { text: "The simulator in your CI", link: "/guide/simulator" },
             { text: "Benchmarks", link: "/guide/benchmarks" },
             { text: "Examples", link: "/guide/examples" }

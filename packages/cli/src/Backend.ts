@@ -1,24 +1,26 @@
 /**
- * Which Store, Query and Transport a command runs on: a Postgres server when a database URL is given, embedded PGlite
- * under a data directory otherwise, or the in-memory store for throwaway runs.
+ * Which Store, Query and Transport a command runs on: Redis when a Redis URL is given, a Postgres server when a
+ * database URL is given, embedded PGlite under a data directory otherwise, or the in-memory store for throwaway runs.
  *
  * @since 0.1.0
  */
 import { mkdirSync } from "node:fs"
 import * as PgStore from "@slowcall/adapter-postgres/PgStore"
+import * as RedisStore from "@slowcall/adapter-redis/RedisStore"
 import type * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import { Layer } from "effect"
 
 /**
- * Where the data lives. `url` wins over `dataDir`; `memory` wins over both.
+ * Where the data lives. `memory` wins over everything, then `redisUrl`, then `databaseUrl`, then `dataDir`.
  *
  * @since 0.1.0
  * @category models
  */
 export interface BackendOptions {
   readonly databaseUrl?: string | undefined
+  readonly redisUrl?: string | undefined
   readonly dataDir: string
   readonly memory?: boolean | undefined
   readonly schema?: string | undefined
@@ -33,9 +35,11 @@ export interface BackendOptions {
 export const describe = (options: BackendOptions): string =>
   options.memory
     ? "in-memory store (nothing is kept)"
-    : options.databaseUrl
-      ? `Postgres at ${redactUrl(options.databaseUrl)}`
-      : `embedded PGlite in ${options.dataDir}`
+    : options.redisUrl
+      ? `Redis at ${redactUrl(options.redisUrl)}`
+      : options.databaseUrl
+        ? `Postgres at ${redactUrl(options.databaseUrl)}`
+        : `embedded PGlite in ${options.dataDir}`
 
 const redactUrl = (url: string): string => {
   try {
@@ -50,7 +54,8 @@ const redactUrl = (url: string): string => {
 /**
  * The protocol Store, its Query and a Transport over the same data for the options; migrations run when it is
  * built. On Postgres (a server or PGlite) this is the adapter's whole-adapter layer: Store, Query and the
- * table-backed transport on one connection.
+ * table-backed transport on one connection; on Redis the same on one client (the `schema` is the key prefix), with
+ * a warning at start when the server keeps nothing on disk or may evict keys.
  *
  * @since 0.1.0
  * @category layers
@@ -59,6 +64,7 @@ export const layer = (
   options: BackendOptions
 ): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
   if (options.memory) return Layer.merge(Store.layerMemory, Transport.layerMemory())
+  if (options.redisUrl) return RedisStore.layer({ url: options.redisUrl, prefix: options.schema })
   if (options.databaseUrl) {
     return PgStore.layer({ connectionString: options.databaseUrl, schema: options.schema })
   }

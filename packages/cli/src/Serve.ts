@@ -84,7 +84,7 @@ export const run = (options: ServeOptions) =>
   )
 
 /**
- * `slowcall serve [--demo] [--port N] [--host H] [--database-url URL] [--data-dir DIR] [--memory]`.
+ * `slowcall serve [--demo] [--port N] [--host H] [--redis-url URL | --database-url URL | --data-dir DIR | --memory]`.
  *
  * @since 0.1.0
  * @category commands
@@ -103,6 +103,10 @@ export const serveCommand = Command.make(
       Options.withFallbackConfig(Config.string("DATABASE_URL")),
       Options.optional,
       Options.withDescription("Postgres server (DATABASE_URL); without it, embedded PGlite")
+    ),
+    redisUrl: Options.text("redis-url").pipe(
+      Options.optional,
+      Options.withDescription("Redis server: the Store, Query and Transport on Redis, keys under the --schema prefix")
     ),
     dataDir: Options.directory("data-dir").pipe(
       Options.withDefault("./.slowcall"),
@@ -124,6 +128,7 @@ export const serveCommand = Command.make(
   (options) =>
     run({
       ...options,
-      databaseUrl: Option.getOrUndefined(options.databaseUrl)
+      databaseUrl: Option.getOrUndefined(options.databaseUrl),
+      redisUrl: Option.getOrUndefined(options.redisUrl)
     })
 ).pipe(Command.withDescription("serve the HTTP API and the dashboard"))

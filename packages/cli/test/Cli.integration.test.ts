@@ -1,6 +1,6 @@
 /**
  * The `slowcall` executable, run as a user runs it (`packages/cli/bin/slowcall.mjs`), against a live server on the
- * memory store and against PGlite and the Postgres server for `migrate`.
+ * memory store and against PGlite, the Postgres server and Redis for `migrate`.
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -146,6 +146,22 @@ describe("slowcall migrate", () => {
     const down = await slowcall(["migrate", "--database-url", "postgres://postgres@127.0.0.1:9/none"])
     expect(down.code).not.toBe(0)
     expect(down.stderr.trim().split("\n")).toHaveLength(1)
+    expect(down.stderr).toMatch(/^slowcall: migrate failed: /)
+  })
+
+  it("on Redis has nothing to migrate and reports what the server keeps", async () => {
+    const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379/2"
+    const text = await slowcall(["migrate", "--redis-url", redisUrl])
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toContain("Redis needs no migration")
+    expect(text.stdout).toMatch(
+      /127\.0\.0\.1:6379: appendonly (yes|no), appendfsync \w+, save "[^"]*", maxmemory-policy [\w-]+/
+    )
+    const json = await slowcall(["migrate", "--redis-url", redisUrl, "--json"])
+    const check = JSON.parse(json.stdout)
+    expect(check).toMatchObject({ backend: "redis", nodes: [{ node: "127.0.0.1:6379" }] })
+    const down = await slowcall(["migrate", "--redis-url", "redis://127.0.0.1:9"])
+    expect(down.code).not.toBe(0)
     expect(down.stderr).toMatch(/^slowcall: migrate failed: /)
   })
 })

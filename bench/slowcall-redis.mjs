@@ -1,0 +1,137 @@
+// slowcall on Redis in the peer benchmark harness (shared/bench): one adapter file with the shape documented at the
+// top of the harness's adapters/index.mjs, so slowcall's Redis adapter runs side by side with BullMQ in one run:
+//
+//   node ../shared/bench/run.mjs --quick --reps 1 --peers bullmq,$PWD/bench/slowcall-redis.mjs --workloads w1
+//
+// Redis: SLOWCALL_BENCH_REDIS_URL, default redis://127.0.0.1:6379/3. Not db 0: the harness's BullMQ adapter runs
+// FLUSHDB there. A fresh setup deletes this adapter's own keys (prefix `anchors-slowcall`, SCAN + UNLINK); it never
+// flushes a database.
+//
+// Every call goes through the public API and keeps the whole protocol; nothing is skipped for the benchmark:
+// - enqueue:     Client.submit({ queue, type, input }), one call per job, each awaited: validate and hash the input
+//                (canonical JSON, sha-256), write the job id's route (HSETNX), then the submit script (EVALSHA: the
+//                job record, its input, every index and the write event, in one script on the queue's slot). The
+//                transport's publish writes nothing: the queued record is the message.
+// - enqueueBulk: Client.submitMany(chunk), one call per chunk: the same per job, as one Store.submit batch (the
+//                routes pipelined, one submit script for the chunk).
+// - worker:      Worker.make({ queue, concurrency, handlers: [Handler.make(...)] }) on RedisStore.layer: RedisTransport
+//                receive (a script that hides due jobs under fresh receipts, woken by the queue's sharded pub/sub
+//                channel) -> Store.claim (the claim script: fencing token bumped, attempt row appended, lease in store
+//                time) -> the handler -> Store.settle (the fenced settle script: state, attempt row ended, result,
+//                indexes) -> ack (nothing to write). The handler declares a 30 s call timeout (a 33 s lease), longer
+//                than any W3 call, so no live attempt is taken over; it makes no model call, so it writes no charge.
+// - pending:     Query.stats({ queue }): queued + running, from the per-state sorted sets (ZCARD).
+// The TypeScript sources are loaded as they are, through tsx's ESM loader; nothing is built first.
+import { register } from "tsx/esm/api"
+
+register()
+
+const [{ Context, Effect, Exit, Layer, Schema, Scope }, RedisStore, Client, Handler, Worker, ioredis] =
+  await Promise.all([
+    import("effect"),
+    import("../packages/adapter-redis/src/RedisStore.ts"),
+    import("../packages/core/src/Client.ts"),
+    import("../packages/core/src/Handler.ts"),
+    import("../packages/core/src/Worker.ts"),
+    import("ioredis")
+  ])
+
+const QUEUE = "anchors"
+const TYPE = "anchors"
+const PREFIX = "anchors-slowcall"
+const REDIS_URL = process.env.SLOWCALL_BENCH_REDIS_URL || "redis://127.0.0.1:6379/3"
+/** The handler's declared attempt: a 30 s call timeout gives a 33 s lease that no W3 call outruns. */
+const ATTEMPT = { timeoutMs: 30_000 }
+
+/** Deletes this adapter's keys (never a whole database). */
+async function dropKeys() {
+  const client = new ioredis.Redis(REDIS_URL)
+  try {
+    let cursor = "0"
+    do {
+      const [next, keys] = await client.scan(cursor, "MATCH", `${PREFIX}:*`, "COUNT", 5000)
+      cursor = next
+      if (keys.length > 0) await client.unlink(...keys)
+    } while (cursor !== "0")
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** @param {{ url?: string }} [options] */
+export default function create(options = {}) {
+  const url = options.url || REDIS_URL
+  let layerScope
+  let context
+  let client
+  let store
+  let workerScope
+
+  const runPromise = (effect) => Effect.runPromise(Effect.provide(effect, context))
+
+  return {
+    name: "slowcall-redis",
+    package: "@slowcall/core + @slowcall/adapter-redis",
+    version: "0.1.0",
+    backend: "redis",
+    api: {
+      enqueue: "client.submit({ queue, type, input })",
+      enqueueBulk: "client.submitMany(chunk): one Store.submit batch (routes pipelined, one submit script)",
+      worker:
+        "Worker.make({ queue, concurrency, handlers: [Handler.make(...)] }) on RedisStore.layer (RedisTransport receive -> claim -> settle)",
+      workerShort: "Worker.make (receive -> claim -> settle)"
+    },
+
+    async setup({ fresh }) {
+      if (fresh) await dropKeys()
+      layerScope = await Effect.runPromise(Scope.make())
+      context = await Effect.runPromise(
+        Layer.buildWithScope(RedisStore.layer({ url, prefix: PREFIX, checkServer: false }), layerScope)
+      )
+      client = await runPromise(Client.make)
+      store = Context.get(context, RedisStore.RedisStore)
+    },
+
+    async enqueue(jobs) {
+      for (const input of jobs) await runPromise(client.submit({ queue: QUEUE, type: TYPE, input }))
+    },
+
+    async enqueueBulk(jobs) {
+      await runPromise(client.submitMany(jobs.map((input) => ({ queue: QUEUE, type: TYPE, input }))))
+    },
+
+    async startWorker({ concurrency, handler }) {
+      const job = Handler.make({
+        type: TYPE,
+        version: 1,
+        input: Schema.Unknown,
+        result: Schema.Null,
+        attempt: ATTEMPT,
+        run: (payload) =>
+          Effect.as(
+            Effect.promise(() => handler(payload)),
+            null
+          )
+      })
+      workerScope = await Effect.runPromise(Scope.make())
+      await runPromise(Scope.extend(Worker.make({ queue: QUEUE, concurrency, handlers: [job] }), workerScope))
+    },
+
+    async pending() {
+      const stats = await Effect.runPromise(store.stats({ queue: QUEUE, failedSince: 0 }))
+      return stats.byState.queued + stats.byState.running
+    },
+
+    // Closing the worker's scope stops receiving and lets running handlers finish (shutdownGraceMs).
+    async stop() {
+      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
+      workerScope = undefined
+    },
+
+    async teardown() {
+      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
+      if (layerScope) await Effect.runPromise(Scope.close(layerScope, Exit.void))
+      workerScope = layerScope = context = client = store = undefined
+    }
+  }
+}

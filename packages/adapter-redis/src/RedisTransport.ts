@@ -1,0 +1,275 @@
+/**
+ * The Transport on the Store's own keys: a "message" is a queued job record, so there is nothing to publish after
+ * a submit and nothing for the transport to lose. Due and delayed jobs and priorities are sorted sets the Store's
+ * scripts keep (`x:v:<priority>`: each queued job scored by the time it may be delivered, the later of its
+ * `runAfter` and the end of its last hiding); a delivery hides the job for the visibility time (visibility is that
+ * score) under a receipt of its own (`<id>:<receive count>`). Once a worker claims the job it is no longer queued
+ * and the Store's lease keeps it from everyone else; when it is queued again (retry, release, replay, an expired
+ * lease) any old hiding is dropped and it is deliverable at once.
+ *
+ * - `publish` without a delay writes nothing (the submit already made the job deliverable and woke the receivers);
+ *   with a delay it makes the job wait, never bringing a hidden job forward, so a worker's `defer` survives the
+ *   sweeper's republish.
+ * - `extend` and `defer` hide a delivery for a while, only under its own receipt; `ack` writes nothing (the job
+ *   record is the message: it leaves with its job's state).
+ * - Wake-ups: every write script publishes on the queue's sharded channel; a waiting `receive` wakes on a message
+ *   saying something was queued, and also looks every `pollMs` (default 500 ms), so a lost subscription only
+ *   delays work.
+ *
+ * Capabilities: `defer` yes; no `maxReceiveCount` (a job is never moved aside by the transport; the Store's
+ * attempts and the sweeper decide its fate); priorities; no delay limit; batches of up to 1000. The batch verbs
+ * (`publishMany`, `extendMany`, `deferMany`, `ackMany`: one script per queue) and `awaitWork` are there for callers
+ * that hold many deliveries at once.
+ *
+ * Time: visibility is store time (the server's `TIME`, the clock of the leases). With `timeSource: "clock"` every
+ * script gets the `Clock`'s time instead, so a `TestClock` drives visibility, delays and long polls.
+ *
+ * @since 0.1.0
+ */
+import type { TransportError } from "@slowcall/core/Errors"
+import type { JobId } from "@slowcall/core/Job"
+import { type Delivery, type Message, Transport, type TransportCapabilities } from "@slowcall/core/Transport"
+import { Clock, Context, Effect, Layer } from "effect"
+import { nowArg, type Raw } from "./internal/codec.js"
+import { type Context as AdapterContext, contextOf } from "./internal/context.js"
+import { toTransportError } from "./internal/errors.js"
+import { type Cue, cue } from "./internal/events.js"
+import { run, type ScriptName } from "./internal/scripts.js"
+import { RedisConnection, type RedisConnectionService } from "./RedisConnection.js"
+
+type TransportService = Transport["Type"]
+
+/**
+ * What RedisTransport declares (see the module header).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const capabilities: TransportCapabilities = {
+  defer: true,
+  maxReceiveCount: null,
+  ackRemoves: false,
+  visibilityFollowsLease: true,
+  maxBatch: 1000,
+  maxDelayMs: null,
+  priority: true
+}
+
+/**
+ * The Transport verbs plus their batch forms and a wait for new work.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RedisTransportService extends TransportService {
+  /** Publish many messages of one queue, each after its delay. */
+  readonly publishMany: (options: {
+    readonly queue: string
+    readonly items: ReadonlyArray<{ readonly message: Message; readonly delayMs?: number | undefined }>
+  }) => Effect.Effect<void, TransportError>
+  /** Keep many deliveries hidden, each for its `visibilityMs` from now. */
+  readonly extendMany: (options: {
+    readonly items: ReadonlyArray<{ readonly delivery: Delivery; readonly visibilityMs: number }>
+  }) => Effect.Effect<void, TransportError>
+  /** Hide many deliveries, each until its `delayMs` from now. */
+  readonly deferMany: (options: {
+    readonly items: ReadonlyArray<{ readonly delivery: Delivery; readonly delayMs: number }>
+  }) => Effect.Effect<void, TransportError>
+  /** Ack many deliveries (nothing to write: the job record is the message). */
+  readonly ackMany: (options: { readonly items: ReadonlyArray<{ readonly delivery: Delivery }> }) => Effect.Effect<void>
+  /** Waits until something is queued in `queue` (a write event) or `waitMs` passed; never fails. */
+  readonly awaitWork: (options: { readonly queue: string; readonly waitMs: number }) => Effect.Effect<void>
+}
+
+/**
+ * The RedisTransport tag (same instance as the generic `Transport` its layers provide).
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class RedisTransport extends Context.Tag("@slowcall/adapter-redis/RedisTransport")<
+  RedisTransport,
+  RedisTransportService
+>() {}
+
+/**
+ * Options of `make`: `pollMs` (default 500) bounds how long a waiting receive goes without looking; `timeSource`
+ * (default `"server"`) says whose clock hides and reveals deliveries.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TransportOptions {
+  readonly pollMs?: number | undefined
+  readonly timeSource?: "server" | "clock" | undefined
+}
+
+const parseReceipt = (receipt: string): { readonly jobId: string; readonly count: number } | undefined => {
+  const at = receipt.lastIndexOf(":")
+  const count = Number(receipt.slice(at + 1))
+  return at > 0 && Number.isInteger(count) ? { jobId: receipt.slice(0, at), count } : undefined
+}
+
+/**
+ * A RedisTransport over a connection. Its queue subscriptions end with the connection.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (connection: RedisConnectionService, options: TransportOptions = {}): RedisTransportService => {
+  const ctx: AdapterContext = contextOf(connection, undefined)
+  const pollMs = options.pollMs ?? 500
+  const scriptNow: Effect.Effect<number | undefined> =
+    options.timeSource === "clock" ? Clock.currentTimeMillis : Effect.succeed(undefined)
+  const wakes = new Map<string, Cue>()
+
+  /** The queue's wake-up, subscribing on first use (the subscription lives as long as the connection). */
+  const wakeOf = (queue: string): Effect.Effect<Cue> =>
+    Effect.suspend(() => {
+      const known = wakes.get(queue)
+      if (known !== undefined) return Effect.as(ctx.events.resubscribe(queue), known)
+      wakes.set(queue, cue())
+      const listening = ctx.events.listen(queue, (event) => {
+        if (!event.queued) return
+        const current = wakes.get(queue)!
+        wakes.set(queue, cue())
+        current.fire()
+      })
+      return Effect.map(listening, () => wakes.get(queue)!)
+    })
+
+  const runScript = (operation: string, name: ScriptName, queue: string, args: ReadonlyArray<string>) =>
+    Effect.tryPromise({
+      try: () => run(ctx.client, name, [ctx.keys.meta(queue)], args),
+      catch: (error) => toTransportError(operation, error)
+    })
+
+  const hide = (
+    operation: string,
+    mode: "publish" | "hide",
+    items: ReadonlyArray<{
+      readonly queue: string
+      readonly jobId: string
+      readonly count: string
+      readonly ms: number
+    }>
+  ) =>
+    Effect.gen(function* () {
+      if (items.length === 0) return
+      const now = nowArg(yield* scriptNow)
+      const byQueue = new Map<string, Array<string>>()
+      for (const item of items) {
+        const args = byQueue.get(item.queue) ?? []
+        args.push(item.jobId, item.count, String(Math.max(0, item.ms)))
+        byQueue.set(item.queue, args)
+      }
+      yield* Effect.forEach(byQueue, ([queue, args]) => runScript(operation, "hide", queue, [now, mode, ...args]), {
+        concurrency: "unbounded",
+        discard: true
+      })
+    })
+
+  const hideDeliveries = (
+    operation: string,
+    items: ReadonlyArray<{ readonly delivery: Delivery; readonly ms: number }>
+  ) =>
+    hide(
+      operation,
+      "hide",
+      items.flatMap(({ delivery, ms }) => {
+        const parsed = parseReceipt(delivery.receipt)
+        return parsed === undefined
+          ? []
+          : [{ queue: delivery.queue, jobId: parsed.jobId, count: String(parsed.count), ms }]
+      })
+    )
+
+  const receiveOnce = (queue: string, max: number, visibilityMs: number) =>
+    Effect.flatMap(scriptNow, (now) =>
+      runScript("receive", "receive", queue, [nowArg(now), String(max), String(visibilityMs)]).pipe(
+        Effect.map((raw) =>
+          (raw as ReadonlyArray<Raw>).slice(1).map((entry): Delivery => {
+            const [id, type, version, priority, count] = entry as ReadonlyArray<string>
+            ctx.routes.learn(id!, queue)
+            return {
+              jobId: id as JobId,
+              type: type!,
+              version: Number(version),
+              priority: Number(priority),
+              queue,
+              receipt: `${id}:${count}`,
+              receiveCount: Number(count)
+            }
+          })
+        )
+      )
+    )
+
+  const publishMany: RedisTransportService["publishMany"] = ({ items, queue }) =>
+    hide(
+      "publish",
+      "publish",
+      items.flatMap((item) =>
+        item.delayMs !== undefined && item.delayMs > 0
+          ? [{ queue, jobId: item.message.jobId, count: "", ms: item.delayMs }]
+          : []
+      )
+    )
+
+  const receive: RedisTransportService["receive"] = ({ max, queue, visibilityMs, waitMs }) =>
+    Effect.gen(function* () {
+      const deadline = (yield* Clock.currentTimeMillis) + waitMs
+      while (true) {
+        const waiter = waitMs > 0 ? yield* wakeOf(queue) : undefined
+        const askedAt = yield* Clock.currentTimeMillis
+        const batch = yield* receiveOnce(queue, Math.min(capabilities.maxBatch, Math.max(1, max)), visibilityMs)
+        if (batch.length > 0 || askedAt >= deadline || waiter === undefined) return batch
+        // The next look is due `pollMs` after this one began (or at the deadline), however long the script took.
+        const wait = Math.min(askedAt + pollMs, deadline) - (yield* Clock.currentTimeMillis)
+        if (wait > 0) yield* Effect.promise(() => waiter.promise).pipe(Effect.timeout(wait), Effect.ignore)
+      }
+    })
+
+  const awaitWork: RedisTransportService["awaitWork"] = ({ queue, waitMs }) =>
+    Effect.flatMap(wakeOf(queue), (waiter) =>
+      waitMs <= 0 ? Effect.void : Effect.promise(() => waiter.promise).pipe(Effect.timeout(waitMs), Effect.ignore)
+    )
+
+  return {
+    publish: ({ delayMs, message, queue }) => publishMany({ queue, items: [{ message, delayMs }] }),
+    publishMany,
+    receive,
+    extend: ({ delivery, visibilityMs }) => hideDeliveries("extend", [{ delivery, ms: visibilityMs }]),
+    extendMany: ({ items }) =>
+      hideDeliveries(
+        "extend",
+        items.map((item) => ({ delivery: item.delivery, ms: item.visibilityMs }))
+      ),
+    defer: ({ delayMs, delivery }) => hideDeliveries("defer", [{ delivery, ms: delayMs }]),
+    deferMany: ({ items }) =>
+      hideDeliveries(
+        "defer",
+        items.map((item) => ({ delivery: item.delivery, ms: item.delayMs }))
+      ),
+    ack: () => Effect.void,
+    ackMany: () => Effect.void,
+    awaitWork,
+    capabilities
+  }
+}
+
+/**
+ * RedisTransport and the generic `Transport` (same instance) over the `RedisConnection` in context.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerFromConnection = (
+  options: TransportOptions = {}
+): Layer.Layer<RedisTransport | Transport, never, RedisConnection> =>
+  Layer.effectContext(
+    Effect.map(RedisConnection, (connection) => {
+      const transport = make(connection, options)
+      return Context.make(RedisTransport, transport).pipe(Context.add(Transport, transport))
+    })
+  )

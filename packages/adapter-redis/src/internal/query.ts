@@ -1,0 +1,206 @@
+/**
+ * The Query service on Redis: read-only scripts over the indexes the write scripts keep (`lua/list.lua`,
+ * `deadLetters.lua`, `stats.lua`, `get.lua`), and the attempt and ledger hashes read whole. A read without a queue
+ * spans every queue of the prefix (the set `<prefix>:queues`): one script per queue, merged here; across queues,
+ * equal `createdAt` go by queue name, then insertion order.
+ *
+ * @internal
+ */
+import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import { JobNotFound } from "@slowcall/core/Errors"
+import type { Job, JobId, JobState } from "@slowcall/core/Job"
+import * as Protocol from "@slowcall/core/Protocol"
+import type { DeadLetterGroup, Query, StoreStats } from "@slowcall/core/Query"
+import { Effect } from "effect"
+import { optNumber, optString, type Raw, toAttempts, toCharges, toJob, toSum } from "./codec.js"
+import { attempt, type Context, script } from "./context.js"
+
+type QueryService = Query["Type"]
+
+const STATES: ReadonlyArray<JobState> = ["queued", "running", "succeeded", "failed", "abandoned"]
+
+/**
+ * The Query service over `ctx`.
+ *
+ * @internal
+ */
+export const makeQuery = (ctx: Context): QueryService => {
+  const queuesOf = (operation: string, queue: string | undefined) =>
+    queue === undefined
+      ? Effect.map(ctx.routes.queues(operation), (queues) => [...queues].sort())
+      : Effect.succeed([queue])
+
+  const get: QueryService["get"] = (options) =>
+    Effect.gen(function* () {
+      const routes = yield* ctx.routes.resolve("get", [options.jobId])
+      const queue = routes.get(options.jobId)
+      if (queue === undefined) return yield* new JobNotFound({ jobId: options.jobId })
+      const raw = (yield* script(ctx, "get", "get", queue, [options.jobId], false)) as ReadonlyArray<Raw>
+      const found = raw[0]
+      if (found == null) return yield* new JobNotFound({ jobId: options.jobId })
+      const job = toJob(queue, found)
+      if (options.tenant !== undefined && job.tenant !== options.tenant) {
+        return yield* new JobNotFound({ jobId: options.jobId })
+      }
+      return job
+    })
+
+  const list: QueryService["list"] = (options) =>
+    Effect.gen(function* () {
+      const limit = options.limit === null ? null : (options.limit ?? Protocol.defaults.listLimit)
+      const queues = yield* queuesOf("list", options.queue)
+      const order = options.order === "oldest" ? "oldest" : "newest"
+      const perQueue = yield* Effect.forEach(
+        queues,
+        (queue) =>
+          Effect.map(
+            script(
+              ctx,
+              "list",
+              "list",
+              queue,
+              [
+                optString(options.tenant),
+                optString(options.state),
+                optString(options.type),
+                optString(options.errorClass),
+                optNumber(limit),
+                order
+              ],
+              false
+            ),
+            (raw) => (raw as ReadonlyArray<Raw>).map((r) => toJob(queue, r))
+          ),
+        { concurrency: 8 }
+      )
+      if (perQueue.length === 1) return perQueue[0]!
+      const sign = order === "oldest" ? 1 : -1
+      // Each queue's list is in order already; a stable sort by createdAt keeps queue order, then insertion order.
+      const merged = perQueue.flat().sort((a, b) => sign * (a.createdAt - b.createdAt))
+      return limit === null ? merged : merged.slice(0, limit)
+    })
+
+  const rowsOf = <A>(
+    operation: string,
+    jobId: JobId,
+    key: (queue: string, jobId: string) => string,
+    decode: (jobId: JobId, hash: Record<string, string>) => ReadonlyArray<A>
+  ) =>
+    Effect.gen(function* () {
+      const routes = yield* ctx.routes.resolve(operation, [jobId])
+      const queue = routes.get(jobId)
+      if (queue === undefined) return []
+      const hash = yield* attempt(ctx.client, operation, false, () => ctx.client.hgetall(key(queue, jobId)))
+      return decode(jobId, hash)
+    })
+
+  const deadLetters: QueryService["deadLetters"] = (options) =>
+    Effect.gen(function* () {
+      const limit = options.limit ?? Protocol.defaults.listLimit
+      const queues = yield* queuesOf("deadLetters", options.queue)
+      const perQueue = yield* Effect.forEach(
+        queues,
+        (queue) =>
+          Effect.map(
+            script(
+              ctx,
+              "deadLetters",
+              "deadLetters",
+              queue,
+              [optString(options.tenant), optString(options.errorClass), optString(options.type), String(limit)],
+              false
+            ),
+            (raw) => {
+              const [jobs, groups] = raw as [ReadonlyArray<Raw>, ReadonlyArray<string>]
+              return { jobs: jobs.map((r) => toJob(queue, r)), groups }
+            }
+          ),
+        { concurrency: 8 }
+      )
+      const sums = new Map<string, { errorClass: ErrorClass | null; inputHash: string; count: number; sum: number }>()
+      for (const { groups } of perQueue) {
+        for (let i = 0; i < groups.length; i += 2) {
+          const field = groups[i]!
+          const colon = field.indexOf(":")
+          const errorClass = field.startsWith("c") ? (field.slice(1, colon) as ErrorClass) : null
+          const inputHash = field.slice(colon + 1)
+          const { count, sum } = toSum(groups[i + 1]!)
+          const group = sums.get(field)
+          if (group === undefined) sums.set(field, { errorClass, inputHash, count, sum })
+          else {
+            group.count += count
+            group.sum += sum
+          }
+        }
+      }
+      const groups: Array<DeadLetterGroup> = [...sums.values()]
+        .map((g) => ({ errorClass: g.errorClass, inputHash: g.inputHash, count: g.count, costCents: g.sum }))
+        .sort(
+          (a, b) =>
+            b.count - a.count ||
+            b.costCents - a.costCents ||
+            (a.inputHash < b.inputHash ? -1 : a.inputHash > b.inputHash ? 1 : 0)
+        )
+      const jobs: ReadonlyArray<Job> =
+        perQueue.length === 1
+          ? perQueue[0]!.jobs
+          : perQueue
+              .flatMap((q) => q.jobs)
+              .sort((a, b) => b.updatedAt - a.updatedAt)
+              .slice(0, limit)
+      return { jobs, groups }
+    })
+
+  const stats: QueryService["stats"] = (options) =>
+    Effect.gen(function* () {
+      const queues = yield* queuesOf("stats", options.queue)
+      const byState: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, abandoned: 0 }
+      const oldestQueuedAt: Record<string, number> = {}
+      const costs = new Map<string, { count: number; sum: number }>()
+      let failedInWindow = 0
+      let now = options.now
+      for (const queue of queues) {
+        const raw = (yield* script(
+          ctx,
+          "stats",
+          "stats",
+          queue,
+          [optString(options.tenant), String(options.failedSince), optNumber(now)],
+          false
+        )) as [string, ReadonlyArray<string>, ReadonlyArray<string>, ReadonlyArray<string>, string]
+        const [at, counts, oldest, costCells, failures] = raw
+        now ??= Number(at)
+        STATES.forEach((state, i) => {
+          byState[state] += Number(counts[i])
+        })
+        for (let i = 0; i < oldest.length; i += 2) {
+          const key = oldest[i]!
+          const value = Number(oldest[i + 1])
+          const current = oldestQueuedAt[key]
+          oldestQueuedAt[key] = current === undefined ? value : Math.min(current, value)
+        }
+        for (let i = 0; i < costCells.length; i += 2) {
+          const { count, sum } = toSum(costCells[i + 1]!)
+          const cell = costs.get(costCells[i]!)
+          if (cell === undefined) costs.set(costCells[i]!, { count, sum })
+          else {
+            cell.count += count
+            cell.sum += sum
+          }
+        }
+        failedInWindow += Number(failures)
+      }
+      const costCentsByErrorClass: Record<string, number> = {}
+      for (const [errorClass, cell] of costs) if (cell.count > 0) costCentsByErrorClass[errorClass] = cell.sum
+      return { byState, oldestQueuedAt, costCentsByErrorClass, failedInWindow } satisfies StoreStats
+    })
+
+  return {
+    get,
+    list,
+    attempts: (options) => rowsOf("attempts", options.jobId, ctx.keys.attempts, toAttempts),
+    charges: (options) => rowsOf("charges", options.jobId, ctx.keys.charges, toCharges),
+    deadLetters,
+    stats
+  } satisfies QueryService
+}

@@ -1,0 +1,637 @@
+/**
+ * The protocol Store verbs on Redis: each batch runs as one script per queue (one slot), see `lua/`. This file
+ * only shapes arguments and reads replies; every rule is the scripts'.
+ *
+ * Batches over several queues: the items are grouped by queue (their routes, see `context.ts`) and each group runs
+ * as one script, in item order within the group. Items of different queues name different jobs, so running the
+ * groups one after another or side by side gives every item the result it would get "as if one after another".
+ * One store time serves the whole call: the caller's `now`, else the first group's server time, which the other
+ * groups are given. An item whose job has no route gets its "no such job" answer without a script.
+ *
+ * @internal
+ */
+import { StoreError } from "@slowcall/core/Errors"
+import type { Job, JobId, JobState } from "@slowcall/core/Job"
+import type { SubmitItem } from "@slowcall/core/Protocol"
+import * as Protocol from "@slowcall/core/Protocol"
+import type {
+  CancelItem,
+  CancelResult,
+  ChargeItem,
+  ChargeResult,
+  ClaimItem,
+  ClaimResult,
+  Fenced,
+  HeartbeatItem,
+  HeartbeatResult,
+  ReplayItemResult,
+  Reply,
+  SettleItem,
+  SettleResult,
+  Store,
+  SubmitOutcome,
+  SweepResult
+} from "@slowcall/core/Store"
+import { Effect } from "effect"
+import { nowArg, optNumber, optString, type Raw, toJob } from "./codec.js"
+import { type Context, script, serverNow } from "./context.js"
+import { toStoreError } from "./errors.js"
+import { guarded } from "./guard.js"
+import { run } from "./scripts.js"
+
+type StoreService = Store["Type"]
+
+/** A script's per-item reply list: the store time first, then one result per item. */
+const split = (raw: unknown): { readonly now: number; readonly results: ReadonlyArray<ReadonlyArray<Raw>> } => {
+  const list = raw as ReadonlyArray<Raw>
+  return { now: Number(list[0] as string), results: list.slice(1) as ReadonlyArray<ReadonlyArray<Raw>> }
+}
+
+const lost = (jobId: JobId, token: number, r: ReadonlyArray<Raw>): Fenced => ({
+  _tag: "LeaseLost",
+  jobId,
+  token,
+  currentToken: r[1] == null ? null : Number(r[1] as string),
+  state: (r[2] ?? null) as JobState | null
+})
+
+/**
+ * Runs a batch of items that each name a job: groups them by queue, answers unrouted items with `local`, runs
+ * `chunk` per queue at one store time, and returns the results in item order.
+ */
+const byQueue = <I extends { readonly jobId: JobId }, R>(
+  ctx: Context,
+  operation: string,
+  items: ReadonlyArray<I>,
+  requestedNow: number | undefined,
+  local: (item: I) => R,
+  chunk: (queue: string, items: ReadonlyArray<I>, now: number | undefined) => Effect.Effect<Reply<R>, StoreError>
+): Effect.Effect<Reply<R>, StoreError> =>
+  Effect.gen(function* () {
+    if (items.length === 0) return { now: requestedNow ?? (yield* serverNow(ctx, operation)), results: [] }
+    const routes = yield* ctx.routes.resolve(
+      operation,
+      items.map((item) => item.jobId)
+    )
+    const results: Array<R | undefined> = new Array(items.length)
+    const groups = new Map<string, Array<number>>()
+    items.forEach((item, i) => {
+      const queue = routes.get(item.jobId)
+      if (queue === undefined) {
+        results[i] = local(item)
+        return
+      }
+      const group = groups.get(queue)
+      if (group === undefined) groups.set(queue, [i])
+      else group.push(i)
+    })
+    const runGroup = (queue: string, indexes: ReadonlyArray<number>, now: number | undefined) =>
+      Effect.map(
+        chunk(
+          queue,
+          indexes.map((i) => items[i]!),
+          now
+        ),
+        (reply) => {
+          indexes.forEach((index, k) => {
+            results[index] = reply.results[k]
+          })
+          return reply.now
+        }
+      )
+    const entries = [...groups]
+    let now = requestedNow
+    if (entries.length === 0) now ??= yield* serverNow(ctx, operation)
+    else {
+      const [first, ...rest] = entries
+      if (now === undefined) now = yield* runGroup(first![0], first![1], undefined)
+      else rest.unshift(first!)
+      const at = now
+      yield* Effect.forEach(rest, ([queue, indexes]) => runGroup(queue, indexes, at), {
+        concurrency: "unbounded",
+        discard: true
+      })
+    }
+    return { now: now!, results: results as ReadonlyArray<R> }
+  })
+
+const outcomeArgs = (outcome: Protocol.Outcome): ReadonlyArray<string> => {
+  switch (outcome._tag) {
+    case "Complete":
+      return ["complete", JSON.stringify(outcome.result), "", "-", "-", ""]
+    case "Retry":
+      return ["retry", "", String(outcome.delayMs), optString(outcome.errorClass), optString(outcome.error), ""]
+    case "Fail":
+      return ["fail", "", "", optString(outcome.errorClass), optString(outcome.error), ""]
+    case "Abandon":
+      return ["abandon", "", "", optString(outcome.errorClass), optString(outcome.error), outcome.reason]
+    case "Release":
+      return ["release", "", "", "-", "-", ""]
+  }
+}
+
+/**
+ * The protocol Store over `ctx`.
+ *
+ * @internal
+ */
+export const makeStore = (ctx: Context): StoreService => {
+  const retention = optNumber(ctx.retentionMs)
+  const job = (queue: string, raw: Raw): Job => {
+    const decoded = toJob(queue, raw)
+    ctx.routes.learn(decoded.id, queue)
+    return decoded
+  }
+
+  /** The submit script's arguments for some items of one queue. */
+  const submitArgs = (items: ReadonlyArray<SubmitItem>, now: number | undefined): Array<string> => {
+    const args = [nowArg(now)]
+    for (const item of items) {
+      args.push(
+        item.id,
+        optString(item.tenant),
+        item.type,
+        String(item.version),
+        optString(item.requestKey),
+        item.inputHash,
+        JSON.stringify(item.input),
+        optString(item.inputRef),
+        optNumber(item.priority),
+        optNumber(item.delayMs),
+        optNumber(item.deadlineAt),
+        optNumber(item.budgetCents),
+        String(item.maxAttempts),
+        optString(item.traceId)
+      )
+    }
+    return args
+  }
+
+  /** The submit script's reply for `items` of `queue`: its store time and outcomes, or a Constraint failure. */
+  const submitReply = (
+    queue: string,
+    items: ReadonlyArray<SubmitItem>,
+    raw: unknown
+  ): Effect.Effect<Reply<SubmitOutcome>, StoreError> => {
+    const list = raw as ReadonlyArray<Raw>
+    if (list[0] === "constraint") {
+      return Effect.fail(
+        new StoreError({
+          reason: "Constraint",
+          operation: "submit",
+          detail: `job id ${list[1] as string} already exists`
+        })
+      )
+    }
+    const reply = split(list)
+    return Effect.succeed({
+      now: reply.now,
+      results: reply.results.map((r, k): SubmitOutcome => {
+        const item = items[k]!
+        return r[0] === "Created"
+          ? { _tag: "Created", job: job(queue, r[1]!) }
+          : r[0] === "Existing"
+            ? { _tag: "Existing", job: job(queue, r[1]!) }
+            : { _tag: "KeyReused", requestKey: item.requestKey!, existingJobId: r[1] as JobId }
+      })
+    })
+  }
+
+  /**
+   * A submit to one queue of a single server in one round trip: the routes (HSETNX) and the submit script travel in
+   * one write, the routes first, so a job never exists before its route. A route that was there already is looked
+   * at afterwards: the same queue's (an earlier try, or the job exists and the script refused it), an orphan of a
+   * failed submit (taken over), or another queue's job with this id, a caller's bug: the jobs this submit created
+   * are taken back while untouched (`retract`) and the call fails with `Constraint`.
+   */
+  const submitOneQueue = (queue: string, items: ReadonlyArray<SubmitItem>, now: number | undefined) =>
+    Effect.gen(function* () {
+      const client = ctx.client
+      const [reserved, scripted] = yield* Effect.promise(() =>
+        Promise.allSettled([
+          guarded(client, () =>
+            Promise.all(items.map((item) => client.hsetnx(ctx.keys.route(item.id), item.id, queue)))
+          ),
+          run(client, "submit", [ctx.keys.meta(queue)], submitArgs(items, now))
+        ])
+      )
+      if (scripted.status === "rejected") return yield* Effect.fail(toStoreError("submit", scripted.reason, true))
+      const taken: Array<SubmitItem> =
+        reserved.status === "fulfilled" ? items.filter((_, i) => reserved.value[i] === 0) : [...items]
+      const mine = reserved.status === "fulfilled" ? items.filter((_, i) => reserved.value[i] === 1) : []
+      const reply = yield* submitReply(queue, items, scripted.value).pipe(
+        Effect.tapError(() => ctx.routes.release(mine.map((item) => ({ id: item.id, queue }))))
+      )
+      if (taken.length > 0) {
+        const clash = yield* ctx.routes.claimRoutes("submit", queue, taken)
+        if (clash !== undefined) {
+          const created = reply.results.flatMap((r) => (r._tag === "Created" ? [r.job.id] : []))
+          if (created.length > 0) yield* script(ctx, "submit", "retract", queue, created, true)
+          yield* ctx.routes.release(mine.map((item) => ({ id: item.id, queue })))
+          return yield* new StoreError({
+            reason: "Constraint",
+            operation: "submit",
+            detail: `job id ${clash} already exists`
+          })
+        }
+      }
+      for (const item of items) ctx.routes.learn(item.id, queue)
+      return reply
+    })
+
+  const submit: StoreService["submit"] = (options) =>
+    Effect.gen(function* () {
+      const items = options.items
+      if (items.length === 0) return { now: options.now ?? (yield* serverNow(ctx, "submit")), results: [] }
+      const seen = new Set<string>()
+      for (const item of items) {
+        if (seen.has(item.id)) {
+          return yield* new StoreError({
+            reason: "Constraint",
+            operation: "submit",
+            detail: `job id ${item.id} given twice`
+          })
+        }
+        seen.add(item.id)
+      }
+      const groups = new Map<string, Array<number>>()
+      items.forEach((item, i) => {
+        const group = groups.get(item.queue)
+        if (group === undefined) groups.set(item.queue, [i])
+        else group.push(i)
+      })
+      yield* Effect.forEach(groups.keys(), (queue) => ctx.routes.register("submit", queue), {
+        concurrency: "unbounded",
+        discard: true
+      })
+      const reply: Reply<SubmitOutcome> =
+        !ctx.cluster && groups.size === 1
+          ? yield* submitOneQueue(items[0]!.queue, items, options.now)
+          : yield* submitByQueue(groups, items, options.now)
+      // An item that met an existing job created nothing: its route goes back.
+      const unused = items.filter((_, i) => reply.results[i]?._tag !== "Created")
+      if (unused.length > 0) yield* ctx.routes.release(unused)
+      return reply
+    })
+
+  /**
+   * A submit over several queues, or on a Cluster (where the routes live on other nodes): the routes first, in a
+   * round trip of their own, then one script per queue at one store time.
+   */
+  const submitByQueue = (
+    groups: ReadonlyMap<string, ReadonlyArray<number>>,
+    items: ReadonlyArray<SubmitItem>,
+    requestedNow: number | undefined
+  ) =>
+    Effect.gen(function* () {
+      yield* ctx.routes.reserve("submit", items)
+      const results: Array<SubmitOutcome | undefined> = new Array(items.length)
+      const runGroup = (queue: string, indexes: ReadonlyArray<number>, now: number | undefined) =>
+        Effect.gen(function* () {
+          const chunk = indexes.map((i) => items[i]!)
+          const raw = yield* script(ctx, "submit", "submit", queue, submitArgs(chunk, now), true)
+          const reply = yield* submitReply(queue, chunk, raw)
+          indexes.forEach((index, k) => {
+            results[index] = reply.results[k]
+          })
+          return reply.now
+        })
+      const [first, ...rest] = [...groups]
+      const all = Effect.gen(function* () {
+        let now = requestedNow
+        if (now === undefined) now = yield* runGroup(first![0], first![1], undefined)
+        else rest.unshift(first!)
+        const at = now
+        yield* Effect.forEach(rest, ([queue, indexes]) => runGroup(queue, indexes, at), {
+          concurrency: "unbounded",
+          discard: true
+        })
+        return at
+      })
+      // A refused submit (an id that exists in its queue) created nothing: its routes go back.
+      const now = yield* all.pipe(
+        Effect.tapError((error) => (error.reason === "Constraint" ? ctx.routes.release(items) : Effect.void))
+      )
+      return { now, results: results as ReadonlyArray<SubmitOutcome> }
+    })
+
+  const claimResult = (queue: string, r: ReadonlyArray<Raw>, jobId: JobId): ClaimResult => {
+    switch (r[0]) {
+      case "Claimed":
+        return { _tag: "Claimed", job: job(queue, r[1]!), takeover: r[2] === "1" }
+      case "Busy":
+        return { _tag: "Busy", job: job(queue, r[1]!), until: Number(r[2] as string) }
+      case "NotDue":
+        return { _tag: "NotDue", job: job(queue, r[1]!), until: Number(r[2] as string) }
+      case "Settled":
+        return { _tag: "Settled", job: job(queue, r[1]!) }
+      default:
+        return { _tag: "NotFound", jobId }
+    }
+  }
+
+  const claim: StoreService["claim"] = (options) =>
+    byQueue<ClaimItem, ClaimResult>(
+      ctx,
+      "claim",
+      options.items,
+      options.now,
+      (item) => ({ _tag: "NotFound", jobId: item.jobId }),
+      (queue, items, now) =>
+        Effect.map(
+          script(
+            ctx,
+            "claim",
+            "claim",
+            queue,
+            [
+              nowArg(now),
+              retention,
+              ...items.flatMap((i) => [i.jobId, i.owner, String(i.leaseMs), optNumber(i.estimateCents)])
+            ],
+            true
+          ),
+          (raw) => {
+            const reply = split(raw)
+            return { now: reply.now, results: reply.results.map((r, k) => claimResult(queue, r, items[k]!.jobId)) }
+          }
+        )
+    )
+
+  const claimNext: StoreService["claimNext"] = (options) =>
+    Effect.map(
+      script(
+        ctx,
+        "claimNext",
+        "claimNext",
+        options.queue,
+        [nowArg(options.now), retention, String(Math.max(0, options.max)), options.owner, String(options.leaseMs)],
+        true
+      ),
+      (raw) => {
+        const reply = split(raw)
+        return {
+          now: reply.now,
+          results: reply.results.map((r) => claimResult(options.queue, r, r[1]![0] as JobId)) as Array<
+            Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>
+          >
+        }
+      }
+    )
+
+  const heartbeat: StoreService["heartbeat"] = (options) =>
+    byQueue<HeartbeatItem, HeartbeatResult>(
+      ctx,
+      "heartbeat",
+      options.items,
+      options.now,
+      (item) => ({ _tag: "LeaseLost", jobId: item.jobId, token: item.token, currentToken: null, state: null }),
+      (queue, items, now) =>
+        Effect.map(
+          script(
+            ctx,
+            "heartbeat",
+            "heartbeat",
+            queue,
+            [
+              nowArg(now),
+              ...items.flatMap((i) => [i.jobId, String(i.token), String(i.leaseMs), optNumber(i.progress)])
+            ],
+            true
+          ),
+          (raw) => {
+            const reply = split(raw)
+            return {
+              now: reply.now,
+              results: reply.results.map((r, k): HeartbeatResult => {
+                const item = items[k]!
+                return r[0] === "Renewed"
+                  ? {
+                      _tag: "Renewed",
+                      leaseUntil: Number(r[1] as string),
+                      cancelRequested: r[2] === "1",
+                      costCents: Number(r[3] as string)
+                    }
+                  : lost(item.jobId, item.token, r)
+              })
+            }
+          }
+        )
+    )
+
+  const charge: StoreService["charge"] = (options) =>
+    byQueue<ChargeItem, ChargeResult>(
+      ctx,
+      "charge",
+      options.items,
+      options.now,
+      (item) => ({ _tag: "NotFound", jobId: item.jobId }),
+      (queue, items, now) =>
+        Effect.map(
+          script(
+            ctx,
+            "charge",
+            "charge",
+            queue,
+            [
+              nowArg(now),
+              ...items.flatMap((i) => [
+                i.jobId,
+                i.callId,
+                String(i.token),
+                String(i.amountCents),
+                i.settled ? "1" : "0"
+              ])
+            ],
+            true
+          ),
+          (raw) => {
+            const reply = split(raw)
+            return {
+              now: reply.now,
+              results: reply.results.map(
+                (r, k): ChargeResult =>
+                  r[0] === "Charged"
+                    ? { _tag: "Charged", costCents: Number(r[1] as string) }
+                    : { _tag: "NotFound", jobId: items[k]!.jobId }
+              )
+            }
+          }
+        )
+    )
+
+  const settle: StoreService["settle"] = (options) =>
+    byQueue<SettleItem, SettleResult>(
+      ctx,
+      "settle",
+      options.items,
+      options.now,
+      (item) => ({ _tag: "LeaseLost", jobId: item.jobId, token: item.token, currentToken: null, state: null }),
+      (queue, items, now) =>
+        Effect.map(
+          script(
+            ctx,
+            "settle",
+            "settle",
+            queue,
+            [nowArg(now), retention, ...items.flatMap((i) => [i.jobId, String(i.token), ...outcomeArgs(i.outcome)])],
+            true
+          ),
+          (raw) => {
+            const reply = split(raw)
+            return {
+              now: reply.now,
+              results: reply.results.map((r, k): SettleResult => {
+                const item = items[k]!
+                return r[0] === "Settled"
+                  ? { _tag: "Settled", job: job(queue, r[1]!) }
+                  : lost(item.jobId, item.token, r)
+              })
+            }
+          }
+        )
+    )
+
+  const cancel: StoreService["cancel"] = (options) =>
+    byQueue<CancelItem, CancelResult>(
+      ctx,
+      "cancel",
+      options.items,
+      options.now,
+      (item) => ({ _tag: "NotFound", jobId: item.jobId }),
+      (queue, items, now) =>
+        Effect.map(
+          script(
+            ctx,
+            "cancel",
+            "cancel",
+            queue,
+            [nowArg(now), retention, ...items.flatMap((i) => [i.jobId, optString(i.tenant)])],
+            true
+          ),
+          (raw) => {
+            const reply = split(raw)
+            return {
+              now: reply.now,
+              results: reply.results.map((r, k): CancelResult => {
+                switch (r[0]) {
+                  case "Cancelled":
+                    return { _tag: "Cancelled", job: job(queue, r[1]!) }
+                  case "AlreadyTerminal":
+                    return { _tag: "AlreadyTerminal", job: job(queue, r[1]!) }
+                  default:
+                    return { _tag: "NotFound", jobId: items[k]!.jobId }
+                }
+              })
+            }
+          }
+        )
+    )
+
+  const replay: StoreService["replay"] = (options) => {
+    const filter = options.filter ?? {}
+    return byQueue<{ readonly jobId: JobId }, ReplayItemResult>(
+      ctx,
+      "replay",
+      options.items,
+      options.now,
+      (item) => ({ _tag: "Skipped", jobId: item.jobId, state: null }),
+      (queue, items, now) =>
+        Effect.map(
+          script(
+            ctx,
+            "replay",
+            "replay",
+            queue,
+            [
+              nowArg(now),
+              queue,
+              optString(filter.queue),
+              optString(filter.tenant),
+              optString(filter.errorClass),
+              optString(filter.type),
+              ...items.map((i) => i.jobId)
+            ],
+            true
+          ),
+          (raw) => {
+            const reply = split(raw)
+            return {
+              now: reply.now,
+              results: reply.results.map(
+                (r, k): ReplayItemResult =>
+                  r[0] === "Replayed"
+                    ? { _tag: "Replayed", job: job(queue, r[1]!) }
+                    : { _tag: "Skipped", jobId: items[k]!.jobId, state: (r[1] ?? null) as JobState | null }
+              )
+            }
+          }
+        )
+    )
+  }
+
+  const sweepQueue = (queue: string, options: Parameters<StoreService["sweep"]>[0], limit: number, now: string) =>
+    Effect.map(
+      script(
+        ctx,
+        "sweep",
+        "sweep",
+        queue,
+        [now, retention, String(options.republishAfterMs ?? Protocol.defaults.republishAfterMs), String(limit)],
+        true
+      ),
+      (raw): SweepResult => {
+        const [at, requeued, expiredFailed, abandoned, stale] = raw as [
+          string,
+          ReadonlyArray<Raw>,
+          ReadonlyArray<string>,
+          ReadonlyArray<string>,
+          ReadonlyArray<Raw>
+        ]
+        return {
+          now: Number(at),
+          requeued: requeued.map((r) => job(queue, r)),
+          expiredFailed: expiredFailed as ReadonlyArray<JobId>,
+          abandoned: abandoned as ReadonlyArray<JobId>,
+          stale: stale.map((r) => job(queue, r))
+        }
+      }
+    )
+
+  const sweep: StoreService["sweep"] = (options) =>
+    Effect.gen(function* () {
+      const limit = options.limit ?? Protocol.defaults.sweepLimit
+      if (options.queue !== undefined) return yield* sweepQueue(options.queue, options, limit, nowArg(options.now))
+      // Every queue in turn, one limit for the pass; the first queue's store time serves all of them.
+      const queues = yield* ctx.routes.queues("sweep")
+      let now = options.now
+      let left = limit
+      const requeued: Array<Job> = []
+      const expiredFailed: Array<JobId> = []
+      const abandoned: Array<JobId> = []
+      const stale: Array<Job> = []
+      for (const queue of [...queues].sort()) {
+        const result = yield* sweepQueue(queue, options, Math.max(0, left), nowArg(now))
+        now ??= result.now
+        requeued.push(...result.requeued)
+        expiredFailed.push(...result.expiredFailed)
+        abandoned.push(...result.abandoned)
+        stale.push(...result.stale)
+        left -= result.requeued.length + result.expiredFailed.length + result.abandoned.length + result.stale.length
+      }
+      return { now: now ?? (yield* serverNow(ctx, "sweep")), requeued, expiredFailed, abandoned, stale }
+    })
+
+  return {
+    submit,
+    claim,
+    claimNext,
+    heartbeat,
+    charge,
+    settle,
+    cancel,
+    replay,
+    sweep,
+    now: serverNow(ctx)
+  } satisfies StoreService
+}

@@ -1,0 +1,47 @@
+-- charge: record reservations and settlements in the ledger (Store.charge). Not fenced: the money was spent.
+-- KEYS[1]: the queue's meta hash; every other key is built from its prefix (one slot).
+-- ARGV: now ("" = server TIME), then 5 values per item: job id, call id, token, amount cents, settled "1"/"0".
+-- Returns: { now, results... }, each { "Charged", costCents } | { "NotFound" }.
+-- Atomic: the ledger row (keyed by call id) and the job's spend change in one script, so a call id counts
+--         once however often it is sent and the spend is always the ledger's sum.
+-- @include base
+-- @include protocol
+-- @include records
+
+local now = storeNow(ARGV[1])
+local out = { fmt(now) }
+for a = 2, #ARGV, 5 do
+  local job = load(ARGV[a])
+  if job == nil then
+    out[#out + 1] = { "NotFound" }
+  else
+    local callId = ARGV[a + 1]
+    local key = chargesKey(job.id)
+    local raw = redis.call("HGET", key, callId)
+    local existing = nil
+    if raw then
+      existing = decodeCharge(callId, raw)
+    end
+    local charge = {
+      callId = callId,
+      token = tonumber(ARGV[a + 2]),
+      amountCents = tonumber(ARGV[a + 3]),
+      settled = ARGV[a + 4] == "1"
+    }
+    local result = chargeStep(existing, charge, now)
+    if result ~= nil then
+      local row = result.row
+      if existing == nil then
+        row.seq = redis.call("HLEN", key) + 1
+      end
+      redis.call("HSET", key, callId, encodeCharge(row))
+      local new = charged(job, result.delta, now)
+      save(job, new)
+      touched(new)
+      job = new
+    end
+    out[#out + 1] = { "Charged", fmt(job.costCents) }
+  end
+end
+publishWrites()
+return out

@@ -1,0 +1,146 @@
+-- base: what every script shares. Numbers leave as "%.17g" text, which reads back as the same double in
+-- JavaScript (a Lua number returned bare would be cut to an integer). The queue's keys are built from the
+-- prefix of KEYS[1] (the queue's meta hash, `<prefix>:{<queue>}:m`) and the suffixes of `K`, so every key a
+-- script touches carries the queue's hash tag and lives in the script's slot. `NULL` marks a field a patch
+-- clears (a Lua table cannot hold nil).
+
+local base = string.sub(KEYS[1], 1, #KEYS[1] - #K.meta)
+local NULL = {}
+
+local function fmt(x)
+  return string.format("%.17g", x)
+end
+
+-- Store time: the caller's override (tests), else the server's clock in epoch ms, to the microsecond.
+local function storeNow(arg)
+  if arg ~= nil and arg ~= "" then
+    return tonumber(arg)
+  end
+  local t = redis.call("TIME")
+  return (tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000
+end
+
+-- A string inside a key name: length first, so no two values give the same name.
+local function enc(s)
+  return #s .. ":" .. s
+end
+
+-- Optional values in ARGV: "-" is null, "+" followed by the text is a string; "" is a null number.
+local function optString(s)
+  if s == "-" then
+    return nil
+  end
+  return string.sub(s, 2)
+end
+
+local function optNumber(s)
+  if s == "" then
+    return nil
+  end
+  return tonumber(s)
+end
+
+local function jobKey(id)
+  return base .. K.job .. id
+end
+
+local function dataKey(id)
+  return base .. K.data .. id
+end
+
+local function attemptsKey(id)
+  return base .. K.attempts .. id
+end
+
+local function chargesKey(id)
+  return base .. K.charges .. id
+end
+
+-- The sorted-set member of a job: its insertion counter (12 digits) then its id, so equal scores keep
+-- insertion order.
+local function memberOf(job)
+  return string.format("%012d", job.seq) .. job.id
+end
+
+local function idOfMember(member)
+  return string.sub(member, 13)
+end
+
+-- The job record as the hash holds it, or nil.
+local function load(id)
+  local raw = redis.call("HGETALL", jobKey(id))
+  if #raw == 0 then
+    return nil
+  end
+  local job = { id = id }
+  for i = 1, #raw, 2 do
+    local short = raw[i]
+    local name = NAME_OF[short]
+    if name ~= nil then
+      if NUMERIC[short] then
+        job[name] = tonumber(raw[i + 1])
+      else
+        job[name] = raw[i + 1]
+      end
+    end
+  end
+  return job
+end
+
+local function copy(job)
+  local out = {}
+  for k, v in pairs(job) do
+    out[k] = v
+  end
+  return out
+end
+
+-- Writes the fields that differ between `old` (nil for a new job) and `new` in one HSET and one HDEL.
+local function storeFields(old, new)
+  local set = {}
+  local del = {}
+  for i, name in ipairs(FIELD_NAMES) do
+    local value = new[name]
+    if old == nil or value ~= old[name] then
+      local short = FIELD_SHORTS[i]
+      if value == nil then
+        if old ~= nil then
+          del[#del + 1] = short
+        end
+      else
+        set[#set + 1] = short
+        if NUMERIC[short] then
+          set[#set + 1] = fmt(value)
+        else
+          set[#set + 1] = value
+        end
+      end
+    end
+  end
+  if #set > 0 then
+    redis.call("HSET", jobKey(new.id), unpack(set))
+  end
+  if #del > 0 then
+    redis.call("HDEL", jobKey(new.id), unpack(del))
+  end
+end
+
+-- The reply form of a job: its id, the fields of REPLY (text or false for null), then input and result (JSON
+-- text, or false when absent or expired).
+local function jobReply(job)
+  local out = { job.id }
+  for i, name in ipairs(REPLY) do
+    local value = job[name]
+    if value == nil then
+      out[i + 1] = false
+    elseif type(value) == "number" then
+      out[i + 1] = fmt(value)
+    else
+      out[i + 1] = value
+    end
+  end
+  local data = redis.call("HMGET", dataKey(job.id), "i", "r")
+  out[#REPLY + 2] = data[1]
+  out[#REPLY + 3] = data[2]
+  return out
+end

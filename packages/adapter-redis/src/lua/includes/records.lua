@@ -1,0 +1,328 @@
+-- records: storing a job and everything kept beside it. `save(old, new)` writes the record's changed fields
+-- and moves the job between the secondary indexes (sorted sets and sums, see keys.ts) by comparing where the
+-- old and the new record belong, so no write can forget an index. `apply` stores a protocol transition: the
+-- record, the attempt row it ends or starts, the failure mark, the result, the retention of the job's data.
+-- Ledger and attempt rows are JSON arrays of text (numbers as "%.17g" text, so no precision is lost).
+
+-- The field of a request key in `rk`: tenant (or its absence) and key, unambiguous.
+local function requestKeyField(tenant, requestKey)
+  if tenant == nil then
+    return "n" .. enc(requestKey)
+  end
+  return "t" .. enc(tenant) .. enc(requestKey)
+end
+
+-- Where a job belongs: index key -> score.
+local function entries(job)
+  local e = {}
+  local t = job.tenant
+  local created = job.createdAt
+  local state = job.state
+  e[base .. K.state .. state] = created
+  if t ~= nil then
+    e[base .. K.tenantState .. state .. ":" .. enc(t)] = created
+  end
+  if state == "queued" then
+    local p = fmt(job.priority)
+    e[base .. K.ready .. p] = job.runAfter
+    if t ~= nil then
+      e[base .. K.tenantReady .. p .. ":" .. enc(t)] = job.runAfter
+    end
+    e[base .. K.visible .. p] = math.max(job.runAfter, job.visibleAt or job.runAfter)
+    if job.deadlineAt ~= nil then
+      e[base .. K.deadline] = job.deadlineAt
+    end
+    e[base .. K.touch] = lastTouched(job, job.republishedAt)
+  elseif state == "running" then
+    if job.leaseUntil ~= nil then
+      e[base .. K.lease] = job.leaseUntil
+    end
+  elseif state == "failed" then
+    e[base .. K.dead] = job.updatedAt
+    if t ~= nil then
+      e[base .. K.tenantDead .. enc(t)] = job.updatedAt
+    end
+    if job.failedAt ~= nil then
+      e[base .. K.failed] = job.failedAt
+      if t ~= nil then
+        e[base .. K.tenantFailed .. enc(t)] = job.failedAt
+      end
+    end
+  end
+  return e
+end
+
+-- A "count|sum" cell of a sums hash moved by one job of `cents`; the cell goes when its count reaches 0.
+local function addSum(key, field, count, cents)
+  local cell = redis.call("HGET", key, field)
+  local n, sum = 0, 0
+  if cell then
+    local bar = string.find(cell, "|", 1, true)
+    n = tonumber(string.sub(cell, 1, bar - 1))
+    sum = tonumber(string.sub(cell, bar + 1))
+  end
+  n = n + count
+  if n <= 0 then
+    redis.call("HDEL", key, field)
+  else
+    redis.call("HSET", key, field, n .. "|" .. fmt(sum + cents))
+  end
+end
+
+-- The dead-letter group sums a failed job counts in (count and cost per error class and input hash).
+local function groupKeys(job)
+  local keys = { base .. K.groups, base .. K.typeGroups .. enc(job.type) }
+  if job.tenant ~= nil then
+    keys[3] = base .. K.tenantGroups .. enc(job.tenant)
+    keys[4] = base .. K.tenantTypeGroups .. enc(job.tenant) .. enc(job.type)
+  end
+  return keys
+end
+
+local function groupField(job)
+  if job.errorClass == nil then
+    return "n:" .. job.inputHash
+  end
+  return "c" .. job.errorClass .. ":" .. job.inputHash
+end
+
+local function costKeys(job)
+  local keys = { base .. K.costs }
+  if job.tenant ~= nil then
+    keys[2] = base .. K.tenantCosts .. enc(job.tenant)
+  end
+  return keys
+end
+
+local function moveSums(old, new)
+  local oldFailed = old ~= nil and old.state == "failed"
+  local newFailed = new ~= nil and new.state == "failed"
+  if oldFailed ~= newFailed or (oldFailed and (old.errorClass ~= new.errorClass or old.costCents ~= new.costCents)) then
+    if oldFailed then
+      for _, key in ipairs(groupKeys(old)) do
+        addSum(key, groupField(old), -1, -old.costCents)
+      end
+    end
+    if newFailed then
+      for _, key in ipairs(groupKeys(new)) do
+        addSum(key, groupField(new), 1, new.costCents)
+      end
+    end
+  end
+  local oldClass = old ~= nil and old.errorClass or nil
+  local newClass = new ~= nil and new.errorClass or nil
+  if oldClass ~= newClass or (oldClass ~= nil and old.costCents ~= new.costCents) then
+    if oldClass ~= nil then
+      for _, key in ipairs(costKeys(old)) do
+        addSum(key, oldClass, -1, -old.costCents)
+      end
+    end
+    if newClass ~= nil then
+      for _, key in ipairs(costKeys(new)) do
+        addSum(key, newClass, 1, new.costCents)
+      end
+    end
+  end
+end
+
+-- The priorities with queued jobs (for claimNext, receive and stats): a priority joins when a job of it
+-- becomes queued and leaves when its last queued job leaves.
+local function movePriorities(old, new)
+  local wasQueued = old ~= nil and old.state == "queued"
+  local isQueued = new ~= nil and new.state == "queued"
+  if wasQueued == isQueued then
+    return
+  end
+  local job = new or old
+  local p = fmt(job.priority)
+  local t = job.tenant
+  if isQueued then
+    redis.call("ZADD", base .. K.prios, job.priority, p)
+    if t ~= nil then
+      redis.call("ZADD", base .. K.tenantPrios .. enc(t), job.priority, p)
+    end
+  else
+    if redis.call("EXISTS", base .. K.ready .. p) == 0 then
+      redis.call("ZREM", base .. K.prios, p)
+    end
+    if t ~= nil and redis.call("EXISTS", base .. K.tenantReady .. p .. ":" .. enc(t)) == 0 then
+      redis.call("ZREM", base .. K.tenantPrios .. enc(t), p)
+    end
+  end
+end
+
+-- Writes `new` (a record, never nil) over `old` (nil for a new job) with every index and sum kept.
+local function save(old, new)
+  storeFields(old, new)
+  local member = memberOf(new)
+  local before = {}
+  if old ~= nil then
+    before = entries(old)
+  end
+  local after = entries(new)
+  for key, _ in pairs(before) do
+    if after[key] == nil then
+      redis.call("ZREM", key, member)
+    end
+  end
+  for key, score in pairs(after) do
+    if before[key] ~= score then
+      redis.call("ZADD", key, score, member)
+    end
+  end
+  movePriorities(old, new)
+  moveSums(old, new)
+end
+
+-- Every job a script wrote, for the one event message it publishes at the end.
+local written = {}
+local wokeQueue = false
+
+local function touched(job)
+  written[#written + 1] = job.id
+  if job.state == "queued" then
+    wokeQueue = true
+  end
+end
+
+-- Publishes what the script wrote on the queue's sharded channel: "q" (something is queued) or "w", then the
+-- ids. Watchers re-read the records; receivers look for deliveries.
+local function publishWrites()
+  if #written == 0 then
+    return
+  end
+  local head = "w"
+  if wokeQueue then
+    head = "q"
+  end
+  redis.call("SPUBLISH", base .. K.events, head .. " " .. table.concat(written, " "))
+end
+
+-- `n` is the row's length: a Lua table constructor with nils has no reliable length of its own.
+local function encodeRow(n, values)
+  local out = {}
+  for i = 1, n do
+    local v = values[i]
+    if v == nil or v == NULL then
+      out[i] = cjson.null
+    elseif type(v) == "number" then
+      out[i] = fmt(v)
+    else
+      out[i] = v
+    end
+  end
+  return cjson.encode(out)
+end
+
+local function decodeText(v)
+  if v == cjson.null then
+    return nil
+  end
+  return v
+end
+
+local function decodeNumber(v)
+  if v == cjson.null then
+    return nil
+  end
+  return tonumber(v)
+end
+
+-- Attempt rows: token -> [worker, startedAt, endedAt, outcome, errorClass, evidence].
+local function endAttempt(id, stop, now)
+  local key = attemptsKey(id)
+  local raw = redis.call("HGET", key, stop.token)
+  if not raw then
+    return
+  end
+  local row = cjson.decode(raw)
+  if row[4] ~= "running" then
+    return
+  end
+  redis.call("HSET", key, stop.token, encodeRow(6, { row[1], row[2], now, stop.outcome, stop.errorClass, stop.evidence }))
+end
+
+local function startAttempt(id, start, now)
+  redis.call("HSET", attemptsKey(id), start.token, encodeRow(6, { start.worker, now, nil, "running", nil, nil }))
+end
+
+-- Ledger rows: callId -> [seq, token, amountCents, settled ("1"/"0"), createdAt, updatedAt].
+local function decodeCharge(callId, raw)
+  local row = cjson.decode(raw)
+  return {
+    seq = tonumber(row[1]),
+    callId = callId,
+    token = tonumber(row[2]),
+    amountCents = tonumber(row[3]),
+    settled = row[4] == "1",
+    createdAt = tonumber(row[5]),
+    updatedAt = tonumber(row[6])
+  }
+end
+
+local function encodeCharge(row)
+  local settled = "0"
+  if row.settled then
+    settled = "1"
+  end
+  return encodeRow(6, { row.seq, row.token, row.amountCents, settled, row.createdAt, row.updatedAt })
+end
+
+-- The job's ledger rows in insertion order.
+local function chargesOf(id)
+  local raw = redis.call("HGETALL", chargesKey(id))
+  local rows = {}
+  for i = 1, #raw, 2 do
+    rows[#rows + 1] = decodeCharge(raw[i], raw[i + 1])
+  end
+  table.sort(rows, function(a, b)
+    return a.seq < b.seq
+  end)
+  return rows
+end
+
+-- Stores a transition of `old` at `now`; `retentionMs` (nil: keep) is how long a finished job's input and
+-- result outlive it. Returns the new record.
+local function apply(old, now, tr, retentionMs)
+  local new = tr.job
+  if tr.stop ~= nil then
+    endAttempt(old.id, tr.stop, now)
+  end
+  if tr.start ~= nil then
+    startAttempt(old.id, tr.start, now)
+  end
+  if tr.becameFailed then
+    new.failedAt = now
+  end
+  -- A job queued again is deliverable again: a transport's hiding belongs to the delivery it was made for.
+  if new.state == "queued" and old.state ~= "queued" then
+    new.visibleAt = nil
+  end
+  save(old, new)
+  if tr.result ~= nil then
+    redis.call("HSET", dataKey(old.id), "r", tr.result)
+  end
+  if retentionMs ~= nil and (new.state == "succeeded" or new.state == "abandoned") then
+    redis.call("PEXPIRE", dataKey(old.id), retentionMs)
+  end
+  touched(new)
+  return new
+end
+
+-- Deletes a job and every trace of it in the queue: index entries, sums, its request key, its keys. Its route
+-- lives in another slot: the caller deletes it.
+local function removeJob(job)
+  local member = memberOf(job)
+  for key, _ in pairs(entries(job)) do
+    redis.call("ZREM", key, member)
+  end
+  movePriorities(job, nil)
+  moveSums(job, nil)
+  if job.requestKey ~= nil then
+    local field = requestKeyField(job.tenant, job.requestKey)
+    if redis.call("HGET", base .. K.requestKeys, field) == job.id then
+      redis.call("HDEL", base .. K.requestKeys, field)
+    end
+  end
+  redis.call("UNLINK", jobKey(job.id), dataKey(job.id), attemptsKey(job.id), chargesKey(job.id))
+end

@@ -1,0 +1,34 @@
+-- settle: end attempts under their tokens (Store.settle): complete, retry, fail, abandon or release.
+-- KEYS[1]: the queue's meta hash; every other key is built from its prefix (one slot).
+-- ARGV: now ("" = server TIME), retention ms ("" = keep), then 8 values per item: job id, token, kind
+--       (complete | retry | fail | abandon | release), result JSON (complete), delay ms (retry), error class (opt),
+--       error (opt), abandon reason (abandon; "" otherwise). Optional strings are "-" or "+text".
+-- Returns: { now, results... }, each { "Settled", job } | { "LeaseLost", currentToken | false, state | false }.
+-- Atomic: the fence, the record, the attempt row and the indexes change in one script.
+-- @include base
+-- @include protocol
+-- @include records
+-- @include fenced
+
+local now = storeNow(ARGV[1])
+local retentionMs = optNumber(ARGV[2])
+local out = { fmt(now) }
+for a = 3, #ARGV, 8 do
+  local job = load(ARGV[a])
+  local token = tonumber(ARGV[a + 1])
+  if job == nil or not holds(job, token) then
+    out[#out + 1] = lost(job)
+  else
+    local outcome = {
+      kind = ARGV[a + 2],
+      result = ARGV[a + 3],
+      delayMs = optNumber(ARGV[a + 4]),
+      errorClass = optString(ARGV[a + 5]),
+      error = optString(ARGV[a + 6]),
+      reason = ARGV[a + 7]
+    }
+    out[#out + 1] = { "Settled", jobReply(apply(job, now, settleTransition(job, now, outcome), retentionMs)) }
+  end
+end
+publishWrites()
+return out

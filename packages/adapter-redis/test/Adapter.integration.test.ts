@@ -1,0 +1,401 @@
+/**
+ * What only the Redis adapter has, on the machine's Redis server: the whole adapter under the core Worker and
+ * Client, pub/sub wake-ups and `watch`, the retention of finished jobs' data, reads and sweeps over every queue,
+ * routes of refused submits, the server settings check, and the memory one queued job takes.
+ */
+import { expect, it } from "@effect/vitest"
+import * as Client from "@slowcall/core/Client"
+import * as Handler from "@slowcall/core/Handler"
+import { makeJobId } from "@slowcall/core/Ids"
+import type { SubmitItem } from "@slowcall/core/Protocol"
+import * as Worker from "@slowcall/core/Worker"
+import { Chunk, Context, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Redis } from "ioredis"
+import { describe } from "vitest"
+import * as RedisStore from "../src/RedisStore.js"
+import * as RedisTransport from "../src/RedisTransport.js"
+import { dropPrefix, REDIS_URL, uniquePrefix } from "./support.js"
+
+const item = (queue: string, extra: Partial<SubmitItem> = {}) =>
+  Effect.map(
+    makeJobId,
+    (id): SubmitItem => ({
+      id,
+      queue,
+      type: "demo.echo",
+      version: 1,
+      inputHash: `hash-${id}`,
+      input: { id },
+      maxAttempts: 3,
+      ...extra
+    })
+  )
+
+/** The whole adapter under a fresh prefix, its keys dropped when the layer closes. */
+const adapter = (options: RedisStore.LayerOptions = {}) => {
+  const prefix = uniquePrefix("adapter")
+  return Layer.scopedDiscard(Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))).pipe(
+    Layer.provideMerge(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false, pollMs: 60_000, ...options }))
+  )
+}
+
+const echo = Handler.make({
+  type: "demo.echo",
+  version: 1,
+  input: Schema.Struct({ text: Schema.String }),
+  result: Schema.Struct({ echoed: Schema.String }),
+  attempt: { timeoutMs: 5_000 },
+  run: (input) => Effect.succeed({ echoed: input.text })
+})
+
+describe("the adapter under the core Worker", () => {
+  it.live("a worker waiting on pub/sub (no polling) runs submitted jobs at once; watch follows each to the end", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(
+          Layer.mergeAll(Client.layer, Worker.layer({ queue: "echo", concurrency: 4, handlers: [echo] })).pipe(
+            Layer.provideMerge(adapter())
+          )
+        )
+        const client = Context.get(context, Client.Client)
+        const store = Context.get(context, RedisStore.RedisStore)
+        // Let the worker reach its waiting receive; with a 60 s poll only a wake-up can end that wait quickly.
+        yield* Effect.sleep("300 millis")
+        const started = Date.now()
+        const submitted = yield* Effect.forEach(["a", "b", "c"], (text) =>
+          client.submit({ queue: "echo", type: "demo.echo", input: { text } })
+        )
+        const finals = yield* Effect.forEach(submitted, (s) =>
+          store.watch(s.job.id, { intervalMs: 60_000 }).pipe(Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+        )
+        const elapsed = Date.now() - started
+
+        expect(elapsed).toBeLessThan(5_000)
+        for (const [i, states] of finals.entries()) {
+          const last = states[states.length - 1]!
+          expect(last).toMatchObject({ state: "succeeded", result: { echoed: ["a", "b", "c"][i] } })
+          for (let k = 1; k < states.length; k++) {
+            expect(states[k]!.updatedAt).toBeGreaterThan(states[k - 1]!.updatedAt)
+          }
+        }
+        const attempts = yield* store.attempts({ jobId: submitted[0]!.job.id })
+        expect(attempts).toMatchObject([{ token: 1, outcome: "succeeded" }])
+      })
+    )
+  )
+
+  it.live("watch ends at once on a finished job and fails on an unknown one", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const job = yield* item("watch")
+        yield* store.submit({ items: [job] })
+        yield* store.cancel({ items: [{ jobId: job.id }] })
+
+        const seen = yield* store.watch(job.id).pipe(Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+        const unknown = yield* store.watch(yield* makeJobId).pipe(Stream.runCollect, Effect.flip)
+
+        expect(seen.map((j) => j.state)).toEqual(["abandoned"])
+        expect(unknown).toMatchObject({ _tag: "JobNotFound" })
+      })
+    )
+  )
+
+  it.live("a receive waiting on pub/sub wakes when a job is queued, long before its poll", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const transport = Context.get(context, RedisTransport.RedisTransport)
+        const waiting = yield* Effect.fork(
+          transport.receive({ queue: "wake", max: 1, visibilityMs: 10_000, waitMs: 30_000 })
+        )
+        yield* Effect.sleep("200 millis")
+        const job = yield* item("wake")
+        const sent = Date.now()
+        yield* store.submit({ items: [job] })
+
+        const deliveries = yield* Fiber.join(waiting)
+
+        expect(deliveries.map((d) => d.jobId)).toEqual([job.id])
+        expect(Date.now() - sent).toBeLessThan(2_000)
+      })
+    )
+  )
+})
+
+describe("retention", () => {
+  it.live(
+    "a finished job's input and result expire; its record, attempts and charges stay; a dead letter keeps all",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const context = yield* Layer.build(adapter({ dataRetentionMs: 300 }))
+          const store = Context.get(context, RedisStore.RedisStore)
+          const done = yield* item("retention")
+          const dead = yield* item("retention")
+          yield* store.submit({ items: [done, dead] })
+          const claimed = yield* store.claim({
+            items: [done, dead].map((j) => ({ jobId: j.id, owner: "w", leaseMs: 10_000 }))
+          })
+          const tokens = claimed.results.map((r) => (r._tag === "Claimed" ? r.job.leaseToken : -1))
+          yield* store.charge({
+            items: [{ jobId: done.id, callId: "call-1", token: tokens[0]!, amountCents: 4, settled: true }]
+          })
+          yield* store.settle({
+            items: [
+              { jobId: done.id, token: tokens[0]!, outcome: { _tag: "Complete", result: { answer: 42 } } },
+              { jobId: dead.id, token: tokens[1]!, outcome: { _tag: "Fail", errorClass: "auth", error: "401" } }
+            ]
+          })
+          const fresh = yield* store.get({ jobId: done.id })
+
+          yield* Effect.sleep("700 millis")
+          const later = yield* store.get({ jobId: done.id })
+          const deadLater = yield* store.get({ jobId: dead.id })
+
+          expect(fresh).toMatchObject({ state: "succeeded", input: done.input, result: { answer: 42 } })
+          expect(later).toEqual({ ...fresh, input: null, result: null })
+          expect(yield* store.charges({ jobId: done.id })).toMatchObject([{ callId: "call-1", amountCents: 4 }])
+          expect(yield* store.attempts({ jobId: done.id })).toMatchObject([{ outcome: "succeeded" }])
+          expect(deadLater).toMatchObject({ state: "failed", input: dead.input })
+        })
+      )
+  )
+})
+
+describe("purge", () => {
+  it.live("deletes finished jobs and every trace of them; a queued job and, when asked, dead letters stay", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const prefix = uniquePrefix("purge")
+        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
+        const store = Context.get(
+          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
+          RedisStore.RedisStore
+        )
+        const done = yield* item("purge", { requestKey: "k-done" })
+        const dead = yield* item("purge")
+        const waiting = yield* item("purge")
+        yield* store.submit({ items: [done, dead, waiting] })
+        const claimed = yield* store.claim({
+          items: [done, dead].map((j) => ({ jobId: j.id, owner: "w", leaseMs: 10_000 }))
+        })
+        const [t1, t2] = claimed.results.map((r) => (r._tag === "Claimed" ? r.job.leaseToken : -1))
+        yield* store.charge({ items: [{ jobId: dead.id, callId: "c", token: t2!, amountCents: 5, settled: true }] })
+        const settled = yield* store.settle({
+          items: [
+            { jobId: done.id, token: t1!, outcome: { _tag: "Complete", result: null } },
+            { jobId: dead.id, token: t2!, outcome: { _tag: "Fail", errorClass: "auth", error: "401" } }
+          ]
+        })
+
+        const first = yield* store.purge({ queue: "purge", createdBefore: settled.now + 1, states: ["succeeded"] })
+        const stillDead = yield* store.deadLetters({ queue: "purge" })
+        const second = yield* store.purge({ queue: "purge", createdBefore: settled.now + 1 })
+        const stats = yield* store.stats({ queue: "purge", failedSince: 0 })
+        const keys = yield* Effect.promise(async () => {
+          const client = new Redis(REDIS_URL)
+          const found = await Promise.all(
+            [done.id, dead.id].map((id) => client.keys(`${prefix}:*${id}*`).then((k) => k.length))
+          )
+          const routes = await Promise.all(
+            [done.id, dead.id].map(async (id) => {
+              const buckets = await client.keys(`${prefix}:r:*`)
+              const hits = await Promise.all(buckets.map((b) => client.hexists(b, id)))
+              return hits.filter((h) => h === 1).length
+            })
+          )
+          client.disconnect()
+          return { found, routes }
+        })
+        const again = yield* store.submit({ items: [{ ...(yield* item("purge")), requestKey: "k-done" }] })
+
+        expect(first).toEqual([done.id])
+        expect(stillDead.jobs.map((j) => j.id)).toEqual([dead.id])
+        expect(second).toEqual([dead.id])
+        expect(stats.byState).toEqual({ queued: 1, running: 0, succeeded: 0, failed: 0, abandoned: 0 })
+        expect(stats.costCentsByErrorClass).toEqual({})
+        expect(yield* store.deadLetters({ queue: "purge" })).toEqual({ jobs: [], groups: [] })
+        expect(keys).toEqual({ found: [0, 0], routes: [0, 0] })
+        expect(yield* Effect.flip(store.get({ jobId: done.id }))).toMatchObject({ _tag: "JobNotFound" })
+        expect((yield* store.list({ queue: "purge", limit: null })).map((j) => j.id)).toContain(waiting.id)
+        expect(again.results[0]!._tag).toBe("Created")
+      })
+    )
+  )
+})
+
+describe("reads and sweeps over every queue", () => {
+  it.live("list, stats, deadLetters and sweep without a queue span every queue of the prefix", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const now = yield* store.now
+        const a = yield* item("span-a")
+        const b = yield* item("span-b")
+        const c = yield* item("span-c", { maxAttempts: 1 })
+        yield* store.submit({ items: [a], now })
+        yield* store.submit({ items: [b], now: now + 1 })
+        yield* store.submit({ items: [c], now: now + 2 })
+        const claimed = yield* store.claim({
+          items: [b, c].map((j) => ({ jobId: j.id, owner: "w", leaseMs: 10 })),
+          now: now + 3
+        })
+        const second = claimed.results[1]!
+        yield* store.settle({
+          items: [
+            {
+              jobId: c.id,
+              token: second._tag === "Claimed" ? second.job.leaseToken : -1,
+              outcome: { _tag: "Fail", errorClass: "timeout", error: "t" }
+            }
+          ],
+          now: now + 4
+        })
+
+        const listed = yield* store.list({ limit: null })
+        const stats = yield* store.stats({ failedSince: now, now: now + 5 })
+        const dead = yield* store.deadLetters({})
+        const swept = yield* store.sweep({ now: now + 100, republishAfterMs: 0 })
+
+        expect(listed.map((j) => j.id)).toEqual([c.id, b.id, a.id])
+        expect(stats.byState).toEqual({ queued: 1, running: 1, succeeded: 0, failed: 1, abandoned: 0 })
+        expect(stats.oldestQueuedAt).toEqual({ "0": now })
+        expect(stats.failedInWindow).toBe(1)
+        expect(dead.jobs.map((j) => j.id)).toEqual([c.id])
+        expect(dead.groups).toEqual([{ errorClass: "timeout", inputHash: c.inputHash, count: 1, costCents: 0 }])
+        expect(swept.requeued.map((j) => j.id)).toEqual([b.id])
+        expect(swept.stale.map((j) => j.id)).toEqual([a.id])
+      })
+    )
+  )
+})
+
+describe("routes", () => {
+  it.live("an id used in another queue is refused with Constraint, and nothing of the refused submit is left", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const first = yield* item("route-a")
+        yield* store.submit({ items: [first] })
+        const fresh = yield* item("route-b")
+        const clash = { ...(yield* item("route-b")), id: first.id }
+
+        const error = yield* Effect.flip(store.submit({ items: [fresh, clash] }))
+
+        expect(error).toMatchObject({ _tag: "StoreError", reason: "Constraint" })
+        expect(yield* store.queueOf(fresh.id)).toBeUndefined()
+        expect(yield* store.queueOf(first.id)).toBe("route-a")
+        expect(yield* store.list({ queue: "route-b" })).toEqual([])
+        // The refused id can be used later, the clashing one never.
+        expect((yield* store.submit({ items: [fresh] })).results[0]!._tag).toBe("Created")
+      })
+    )
+  )
+
+  it.live("a second process (a fresh route cache) finds jobs by id", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const prefix = uniquePrefix("routes")
+        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
+        const one = Context.get(
+          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
+          RedisStore.RedisStore
+        )
+        const two = Context.get(
+          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
+          RedisStore.RedisStore
+        )
+        const job = yield* item("routes")
+        yield* one.submit({ items: [job] })
+
+        const claimed = yield* two.claim({ items: [{ jobId: job.id, owner: "two", leaseMs: 1_000 }] })
+
+        expect(claimed.results[0]).toMatchObject({ _tag: "Claimed", job: { id: job.id, queue: "routes" } })
+      })
+    )
+  )
+})
+
+describe("the server", () => {
+  it.live("checkServer reads persistence and eviction, and warns about a server that keeps nothing on disk", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const direct = new Redis(REDIS_URL)
+        const [appendonly, save] = yield* Effect.promise(async () => {
+          const a = (await direct.config("GET", "appendonly")) as Array<string>
+          const s = (await direct.config("GET", "save")) as Array<string>
+          direct.disconnect()
+          return [a[1], s[1]]
+        })
+
+        const check = yield* store.checkServer
+
+        expect(check.nodes).toHaveLength(1)
+        expect(check.nodes[0]).toMatchObject({ appendonly, save })
+        const nothingOnDisk = appendonly === "no" && save === ""
+        expect(check.warnings.some((w) => w.includes("keeps nothing on disk"))).toBe(nothingOnDisk)
+      })
+    )
+  )
+
+  it.live("a queued job takes a bounded number of bytes (MEMORY USAGE of every key of the queue)", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const prefix = uniquePrefix("memory")
+        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
+        const store = Context.get(
+          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
+          RedisStore.RedisStore
+        )
+        const count = 2_000
+        const items: Array<SubmitItem> = []
+        for (let i = 0; i < count; i++) {
+          const id = yield* makeJobId
+          items.push({
+            id,
+            queue: "memory",
+            tenant: "tenant-1",
+            type: "summarize",
+            version: 1,
+            inputHash: "0".repeat(64),
+            input: { documentId: `doc-${i}`, model: "small" },
+            maxAttempts: 3
+          })
+        }
+        for (let i = 0; i < count; i += 500) yield* store.submit({ items: items.slice(i, i + 500) })
+
+        const bytes = yield* Effect.promise(() => memoryOf(REDIS_URL, prefix))
+        const perJob = bytes / count
+        console.info(`[memory] ${count} queued jobs: ${bytes} bytes in all, ${perJob.toFixed(0)} bytes per job`)
+
+        expect(perJob).toBeGreaterThan(100)
+        expect(perJob).toBeLessThan(2_000)
+      })
+    )
+  )
+})
+
+/** The sum of MEMORY USAGE over every key under `prefix`. */
+const memoryOf = async (url: string, prefix: string): Promise<number> => {
+  const client = new Redis(url)
+  try {
+    let total = 0
+    let cursor = "0"
+    do {
+      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000)
+      cursor = next
+      const sizes = await Promise.all(keys.map((key) => client.memory("USAGE", key, "SAMPLES", "0")))
+      for (const size of sizes) total += Number(size ?? 0)
+    } while (cursor !== "0")
+    return total
+  } finally {
+    client.disconnect()
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * The model-based property of the Store on the Redis adapter: 1000 random sequences on the machine's Redis server
+ * (a fresh key prefix, its keys deleted afterwards), replies and records equal to the reference model after every
+ * step. One layer serves every sequence (each has its own queue, tenants and job ids).
+ */
+import { StoreProperty } from "@slowcall/testing/StoreProperty"
+import { storeLayer, uniquePrefix } from "./support.js"
+
+StoreProperty({ name: "redis server", layer: storeLayer(uniquePrefix("prop")), numRuns: 1000 })
