@@ -17,9 +17,9 @@
  *   delays work.
  *
  * Capabilities: `defer` yes; no `maxReceiveCount` (a job is never moved aside by the transport; the Store's
- * attempts and the sweeper decide its fate); priorities; no delay limit; batches of up to 1000. The batch verbs
- * (`publishMany`, `extendMany`, `deferMany`, `ackMany`: one script per queue) and `awaitWork` are there for callers
- * that hold many deliveries at once.
+ * attempts and the sweeper decide its fate); priorities; no delay limit; batches of up to 1000 (one script per queue
+ * and call); and `claimsFromStore`: a worker claims due jobs straight from the Store (`Store.claimNext`, one script
+ * per batch) and sleeps in `awaitWork` until a wake-up or `pollMs`.
  *
  * Time: visibility is store time (the server's `TIME`, the clock of the leases). With `timeSource: "clock"` every
  * script gets the `Clock`'s time instead, so a `TestClock` drives visibility, delays and long polls.
@@ -52,34 +52,17 @@ export const capabilities: TransportCapabilities = {
   visibilityFollowsLease: true,
   maxBatch: 1000,
   maxDelayMs: null,
-  priority: true
+  priority: true,
+  claimsFromStore: true
 }
 
 /**
- * The Transport verbs plus their batch forms and a wait for new work.
+ * The RedisTransport service: the generic Transport (its batch verbs, `awaitWork` and `capabilities`).
  *
  * @since 0.1.0
  * @category models
  */
-export interface RedisTransportService extends TransportService {
-  /** Publish many messages of one queue, each after its delay. */
-  readonly publishMany: (options: {
-    readonly queue: string
-    readonly items: ReadonlyArray<{ readonly message: Message; readonly delayMs?: number | undefined }>
-  }) => Effect.Effect<void, TransportError>
-  /** Keep many deliveries hidden, each for its `visibilityMs` from now. */
-  readonly extendMany: (options: {
-    readonly items: ReadonlyArray<{ readonly delivery: Delivery; readonly visibilityMs: number }>
-  }) => Effect.Effect<void, TransportError>
-  /** Hide many deliveries, each until its `delayMs` from now. */
-  readonly deferMany: (options: {
-    readonly items: ReadonlyArray<{ readonly delivery: Delivery; readonly delayMs: number }>
-  }) => Effect.Effect<void, TransportError>
-  /** Ack many deliveries (nothing to write: the job record is the message). */
-  readonly ackMany: (options: { readonly items: ReadonlyArray<{ readonly delivery: Delivery }> }) => Effect.Effect<void>
-  /** Waits until something is queued in `queue` (a write event) or `waitMs` passed; never fails. */
-  readonly awaitWork: (options: { readonly queue: string; readonly waitMs: number }) => Effect.Effect<void>
-}
+export type RedisTransportService = TransportService
 
 /**
  * The RedisTransport tag (same instance as the generic `Transport` its layers provide).
@@ -205,7 +188,7 @@ export const make = (connection: RedisConnectionService, options: TransportOptio
       )
     )
 
-  const publishMany: RedisTransportService["publishMany"] = ({ items, queue }) =>
+  const publish: RedisTransportService["publish"] = ({ items, queue }) =>
     hide(
       "publish",
       "publish",
@@ -230,29 +213,28 @@ export const make = (connection: RedisConnectionService, options: TransportOptio
       }
     })
 
+  // A wake-up for the queue ends the wait early; otherwise it ends after `pollMs` (or `waitMs`), so a lost wake-up
+  // only delays work.
   const awaitWork: RedisTransportService["awaitWork"] = ({ queue, waitMs }) =>
-    Effect.flatMap(wakeOf(queue), (waiter) =>
-      waitMs <= 0 ? Effect.void : Effect.promise(() => waiter.promise).pipe(Effect.timeout(waitMs), Effect.ignore)
-    )
+    Effect.flatMap(wakeOf(queue), (waiter) => {
+      const ms = Math.min(waitMs, pollMs)
+      return ms <= 0 ? Effect.void : Effect.promise(() => waiter.promise).pipe(Effect.timeout(ms), Effect.ignore)
+    })
 
   return {
-    publish: ({ delayMs, message, queue }) => publishMany({ queue, items: [{ message, delayMs }] }),
-    publishMany,
+    publish,
     receive,
-    extend: ({ delivery, visibilityMs }) => hideDeliveries("extend", [{ delivery, ms: visibilityMs }]),
-    extendMany: ({ items }) =>
+    extend: ({ items }) =>
       hideDeliveries(
         "extend",
         items.map((item) => ({ delivery: item.delivery, ms: item.visibilityMs }))
       ),
-    defer: ({ delayMs, delivery }) => hideDeliveries("defer", [{ delivery, ms: delayMs }]),
-    deferMany: ({ items }) =>
+    defer: ({ items }) =>
       hideDeliveries(
         "defer",
         items.map((item) => ({ delivery: item.delivery, ms: item.delayMs }))
       ),
     ack: () => Effect.void,
-    ackMany: () => Effect.void,
     awaitWork,
     capabilities
   }

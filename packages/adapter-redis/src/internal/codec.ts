@@ -56,6 +56,7 @@ export const toJob = (queue: string, raw: Raw): Job => {
     inputHash: at("inputHash") as string,
     input: json(r[replyFields.length + 1]),
     inputRef: text(at("inputRef")),
+    fingerprint: text(at("fingerprint")),
     state: at("state") as JobState,
     abandonReason: text(at("abandonReason")) as AbandonReason | null,
     attempts: num("attempts"),

@@ -161,7 +161,8 @@ export const makeStore = (ctx: Context): StoreService => {
         optNumber(item.deadlineAt),
         optNumber(item.budgetCents),
         String(item.maxAttempts),
-        optString(item.traceId)
+        optString(item.traceId),
+        optString(item.fingerprint)
       )
     }
     return args
@@ -365,7 +366,16 @@ export const makeStore = (ctx: Context): StoreService => {
         "claimNext",
         "claimNext",
         options.queue,
-        [nowArg(options.now), retention, String(Math.max(0, options.max)), options.owner, String(options.leaseMs)],
+        [
+          nowArg(options.now),
+          retention,
+          String(Math.max(0, options.max)),
+          options.owner,
+          String(options.leaseMs),
+          // The `Protocol.runnableBy` filter: "-" for none, else "+" and then one "type@version" per argument.
+          options.types === undefined ? "-" : "+",
+          ...(options.types ?? []).map((t) => `${t.type}@${t.version}`)
+        ],
         true
       ),
       (raw) => {

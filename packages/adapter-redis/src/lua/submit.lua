@@ -1,8 +1,8 @@
 -- submit: insert queued jobs (Store.submit).
 -- KEYS[1]: the queue's meta hash; every other key is built from its `<prefix>:{<queue>}:` prefix (one slot).
--- ARGV: now ("" = server TIME), then 14 values per item: id, tenant (opt), type, version, request key (opt),
+-- ARGV: now ("" = server TIME), then 15 values per item: id, tenant (opt), type, version, request key (opt),
 --       input hash, input (JSON text), input ref (opt), priority, delay ms, deadline (opt), budget (opt),
---       max attempts, trace id (opt). Optional strings are "-" or "+text"; optional numbers are "" for null.
+--       max attempts, trace id (opt), request fingerprint (opt). Optional strings are "-" or "+text"; optional numbers are "" for null.
 -- Returns: { "constraint", id } when an item's id exists already or repeats in the batch (nothing written);
 --          else { now, results... }, each { "Created", job } | { "Existing", job } | { "KeyReused", jobId }.
 -- Atomic: a script runs alone on its server, so the id check, the request-key lookups and the inserts see no
@@ -12,7 +12,7 @@
 -- @include records
 
 local now = storeNow(ARGV[1])
-local ARITY = 14
+local ARITY = 15
 local count = (#ARGV - 1) / ARITY
 
 local items = {}
@@ -33,7 +33,8 @@ for i = 0, count - 1 do
     deadlineAt = optNumber(ARGV[a + 11]),
     budgetCents = optNumber(ARGV[a + 12]),
     maxAttempts = tonumber(ARGV[a + 13]),
-    traceId = optString(ARGV[a + 14])
+    traceId = optString(ARGV[a + 14]),
+    fingerprint = optString(ARGV[a + 15])
   }
   if seen[item.id] or redis.call("EXISTS", jobKey(item.id)) == 1 then
     return { "constraint", item.id }

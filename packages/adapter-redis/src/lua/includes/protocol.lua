@@ -131,6 +131,7 @@ local function newJob(item, now, seq)
     requestKey = item.requestKey,
     inputHash = item.inputHash,
     inputRef = item.inputRef,
+    fingerprint = item.fingerprint,
     state = "queued",
     attempts = 0,
     attemptsBase = 0,
@@ -149,8 +150,14 @@ local function newJob(item, now, seq)
   }
 end
 
--- Protocol.submitVerdict
+-- Protocol.submitVerdict: the fingerprints when both sides have one, else the input hashes.
 local function submitVerdict(existing, item)
+  if existing.fingerprint ~= nil and item.fingerprint ~= nil then
+    if existing.fingerprint == item.fingerprint then
+      return "Existing"
+    end
+    return "KeyReused"
+  end
   if existing.inputHash == item.inputHash then
     return "Existing"
   end
