@@ -1,34 +1,5 @@
-/**
- * The Transport on the Store's own keys: a "message" is a queued job record, so there is nothing to publish after
- * a submit and nothing for the transport to lose. Due and delayed jobs and priorities are sorted sets the Store's
- * scripts keep (`x:v:<priority>`: each queued job scored by the time it may be delivered, the later of its
- * `runAfter` and the end of its last hiding); a delivery hides the job for the visibility time (visibility is that
- * score) under a receipt of its own (`<id>:<receive count>`). Once a worker claims the job it is no longer queued
- * and the Store's lease keeps it from everyone else; when it is queued again (retry, release, replay, an expired
- * lease) any old hiding is dropped and it is deliverable at once.
- *
- * - `publish` without a delay writes nothing (the submit already made the job deliverable and woke the receivers);
- *   with a delay it makes the job wait, never bringing a hidden job forward, so a worker's `defer` survives the
- *   sweeper's republish.
- * - `extend` and `defer` hide a delivery for a while, only under its own receipt; `ack` writes nothing (the job
- *   record is the message: it leaves with its job's state).
- * - Wake-ups: every write script publishes on the queue's sharded channel; a waiting `receive` wakes on a message
- *   saying something was queued, and also looks every `pollMs` (default 500 ms), so a lost subscription only
- *   delays work.
- *
- * Capabilities: `defer` yes; no `maxReceiveCount` (a job is never moved aside by the transport; the Store's
- * attempts and the sweeper decide its fate); priorities; no delay limit; batches of up to 1000 (one script per queue
- * and call); and `claimsFromStore`: a worker claims due jobs straight from the Store (`Store.claimNext`, one script
- * per batch) and sleeps in `awaitWork` until a wake-up or `pollMs`.
- *
- * Time: visibility is store time (the server's `TIME`, the clock of the leases). With `timeSource: "clock"` every
- * script gets the `Clock`'s time instead, so a `TestClock` drives visibility, delays and long polls.
- *
- * @since 0.1.0
- */
-import type { TransportError } from "@slowcall/core/Errors"
 import type { JobId } from "@slowcall/core/Job"
-import { type Delivery, type Message, Transport, type TransportCapabilities } from "@slowcall/core/Transport"
+import { type Delivery, Transport, type TransportCapabilities } from "@slowcall/core/Transport"
 import { Clock, Context, Effect, Layer } from "effect"
 import { nowArg, type Raw } from "./internal/codec.js"
 import { type Context as AdapterContext, contextOf } from "./internal/context.js"
