@@ -13,22 +13,17 @@
 //                instead: Client.submit x chunk, BULK_CONCURRENCY at once.
 // - worker:      the core Worker (receive from PgTransport -> claim -> handler -> fenced settle -> ack) with one
 //                handler made by Handler.make that awaits the harness's handler.
-// The TypeScript sources are loaded as they are, through tsx's ESM loader; nothing is built first.
-import { register } from "tsx/esm/api"
+// The workspace code is imported from a bundle of bench/lib.ts (scripts/bundle.mjs: compiled once, cached by content),
+// as a user's build would ship it; the measured process never compiles TypeScript.
+import { pathToFileURL } from "node:url"
+import { bundleOf } from "../scripts/bundle.mjs"
 
-register()
-
-const [{ Context, Effect, Exit, Layer, Schema, Scope }, PgStore, Client, Handler, Worker, Canonical, Ids, pgModule] =
-  await Promise.all([
-    import("effect"),
-    import("../packages/adapter-postgres/src/PgStore.ts"),
-    import("../packages/core/src/Client.ts"),
-    import("../packages/core/src/Handler.ts"),
-    import("../packages/core/src/Worker.ts"),
-    import("../packages/core/src/Canonical.ts"),
-    import("../packages/core/src/Ids.ts"),
-    import("pg")
-  ])
+const [{ Context, Effect, Exit, Layer, Schema, Scope }, lib, pgModule] = await Promise.all([
+  import("effect"),
+  bundleOf(new URL("./lib.ts", import.meta.url).pathname).then((file) => import(pathToFileURL(file).href)),
+  import("pg")
+])
+const { PgStore, Client, Handler, Worker, Canonical, Ids } = lib
 const pg = pgModule.default
 
 const QUEUE = "anchors"
@@ -45,6 +40,9 @@ const ATTEMPT = { timeoutMs: 30_000 }
 
 /** A chunk is split over concurrent transactions of at least this many jobs each. */
 const BULK_MIN_SLICE = 100
+
+/** Jobs the worker claims ahead of a free slot (its local queue). */
+const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 0)
 
 const statementNames = new Map()
 const statementName = (text) => {
@@ -182,7 +180,9 @@ export default function create(options = {}) {
           )
       })
       workerScope = await Effect.runPromise(Scope.make())
-      await runPromise(Scope.extend(Worker.make({ queue: QUEUE, concurrency, handlers: [job] }), workerScope))
+      await runPromise(
+        Scope.extend(Worker.make({ queue: QUEUE, concurrency, prefetch: PREFETCH, handlers: [job] }), workerScope)
+      )
     },
 
     async pending() {

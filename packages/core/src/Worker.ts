@@ -28,19 +28,22 @@
  *   the rest and releases their leases so another worker can claim them at once.
  *
  * Each attempt runs in a `slowcall.attempt` span (job id, type, version, token, trace id) when tracing is enabled
- * where the worker starts, and log lines of a delivery carry `worker`, `jobId`, `token` and `traceId` when the minimum
- * log level there is not `None`. Each is decided once at start (what is off costs no effect steps per delivery).
+ * where the worker starts and a tracer other than Effect's built-in one (which exports nothing) is installed there;
+ * the handler's log lines and the worker's own about an attempt carry `worker`, `jobId`, `token` and `traceId` when
+ * the minimum log level there is not `None`. Each is decided once at start (what is off costs no effect steps per
+ * job).
  *
  * @since 0.1.0
  */
-import { Effect, Fiber, FiberRef, FiberSet, Layer, Option, type Scope } from "effect"
+import { Effect, Fiber, FiberRef, HashSet, Layer, Option, type Scope, type Tracer } from "effect"
 import * as Handler from "./Handler.js"
 import * as Ids from "./Ids.js"
 import { releaseWaiting } from "./internal/workerAttempt.js"
 import { makeOutbox } from "./internal/workerBatch.js"
 import type * as WorkerContext from "./internal/workerContext.js"
 import * as Control from "./internal/workerControl.js"
-import type { Env } from "./internal/workerEnv.js"
+import { type Env, withAttemptAnnotations } from "./internal/workerEnv.js"
+import * as Fibers from "./internal/workerFibers.js"
 import { intake } from "./internal/workerIntake.js"
 import { makeKeeper } from "./internal/workerLease.js"
 import { makeWorkerStore } from "./internal/workerStore.js"
@@ -127,10 +130,10 @@ export interface Admission<R = never> {
  */
 const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) => {
   const drain = (ms: number) =>
-    Effect.flatMap(FiberSet.size(env.fibers), (inFlight) =>
-      inFlight === 0
+    Effect.suspend(() =>
+      env.fibers.size() === 0
         ? Effect.succeedSome(undefined)
-        : Effect.timeoutOption(Effect.interruptible(FiberSet.awaitEmpty(env.fibers)), ms)
+        : Effect.timeoutOption(Effect.interruptible(env.fibers.awaitEmpty), ms)
     )
   return Effect.gen(function* () {
     yield* Effect.sync(() => {
@@ -147,8 +150,13 @@ const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) => {
       Effect.interruptible(Effect.all([env.acks.drained, env.defers.drained], { discard: true })),
       1_000
     )
+    // Whatever still runs after the grace periods is stopped here (its lease lapses; the message returns).
+    yield* env.fibers.interruptAll
   }).pipe(Effect.annotateLogs({ worker: env.owner }))
 }
+
+/** Effect's own tracer, the one in the default services. */
+const builtInTracer = (): Tracer.Tracer => Effect.runSync(Effect.tracer)
 
 /**
  * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully.
@@ -195,7 +203,9 @@ export const make = <R = never>(
       // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
       // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
       logging: (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None",
-      tracing: yield* FiberRef.get(FiberRef.currentTracerEnabled),
+      // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
+      // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
+      tracing: (yield* FiberRef.get(FiberRef.currentTracerEnabled)) && (yield* Effect.tracer) !== builtInTracer(),
       keeper: makeKeeper({ store, transport }),
       writes: makeWorkerStore(store, maxBatch),
       acks: makeOutbox<AckItem, unknown>({
@@ -208,7 +218,7 @@ export const make = <R = never>(
         maxBatch,
         onFailure: logFailure("defer")
       }),
-      fibers: yield* FiberSet.make<void, never>(),
+      fibers: Fibers.make(),
       waiting: [],
       running: new Set(),
       busy: 0,
@@ -216,6 +226,11 @@ export const make = <R = never>(
       claims: 0,
       intakeWaiter: undefined
     }
+    // Every fiber of the worker logs through loggers that add the annotations of the attempt a line is written for.
+    const annotated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      env.logging
+        ? Effect.locallyWith(effect, FiberRef.currentLoggers, (loggers) => HashSet.map(loggers, withAttemptAnnotations))
+        : effect
     // The helpers first, so that they outlive the intake and the shutdown that needs them (a scope closes in reverse).
     for (const loop of [
       env.keeper.heartbeater,
@@ -224,9 +239,9 @@ export const make = <R = never>(
       env.acks.flusher,
       env.defers.flusher
     ]) {
-      yield* Effect.forkScoped(Effect.interruptible(loop))
+      yield* annotated(Effect.forkScoped(Effect.interruptible(loop)))
     }
-    const loop = yield* Effect.forkScoped(intake(env))
+    const loop = yield* annotated(Effect.forkScoped(intake(env)))
     yield* Effect.addFinalizer(() => shutdown(env, loop))
     return { id: env.owner, inFlight: Effect.sync(() => env.keeper.size()) }
   })

@@ -6,12 +6,14 @@ import {
   Exit,
   Fiber,
   HashMap,
+  Layer,
   Logger,
   LogLevel,
   Option,
   Schema,
   Scope,
-  TestClock
+  TestClock,
+  Tracer
 } from "effect"
 import { StoreError } from "../src/Errors.js"
 import * as Handler from "../src/Handler.js"
@@ -648,13 +650,19 @@ describe("Worker observability", () => {
       })
     )
 
-  it.scoped("with logging and tracing on, an attempt's log lines and span name the job, token and trace", () =>
+  /** A tracer of its own (as OpenTelemetry's would be), which makes the spans Effect's built-in tracer makes. */
+  const ownTracer = Layer.setTracer(Tracer.make({ span: (...args) => nativeTracer.span(...args), context: (f) => f() }))
+  const nativeTracer = Effect.runSync(Effect.tracer)
+
+  it.scoped("with logging and a tracer on, an attempt's log lines and span name the job, token and trace", () =>
     Effect.gen(function* () {
       const t = yield* setup
       const lines: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
       const seen: Array<{ name: string; attributes: Record<string, unknown> } | null> = []
       const id = yield* t.submit()
-      yield* t.start({ queue: "q", id: "w1", handlers: [observed(seen)] }).pipe(Effect.provide(capture(lines)))
+      yield* t
+        .start({ queue: "q", id: "w1", handlers: [observed(seen)] })
+        .pipe(Effect.provide(capture(lines)), Effect.provide(ownTracer))
       yield* t.reaches(id, "succeeded")
       const job = yield* t.job(id)
       const line = lines.find((l) => Array.isArray(l.message) && l.message[0] === "inside the handler")
@@ -671,6 +679,17 @@ describe("Worker observability", () => {
           }
         }
       ])
+    })
+  )
+
+  it.scoped("under Effect's built-in tracer, which exports nothing, no attempt span is made", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const seen: Array<{ name: string; attributes: Record<string, unknown> } | null> = []
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [observed(seen)] })
+      yield* t.reaches(id, "succeeded")
+      expect(seen).toEqual([null])
     })
   )
 

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { Cause, Clock, Effect, Either, Exit, Fiber, FiberSet, Metric, Option, ParseResult, Schema } from "effect"
+import { Cause, Clock, Effect, Either, Exit, Fiber, Metric, Option, ParseResult, Schema } from "effect"
 import * as Canonical from "../Canonical.js"
 import { policy as classPolicy } from "../ErrorClass.js"
 import * as Handler from "../Handler.js"
@@ -18,7 +18,7 @@ import * as Protocol from "../Protocol.js"
 import * as Retry from "../Retry.js"
 import * as WorkerContext from "./workerContext.js"
 import * as Control from "./workerControl.js"
-import { type Env, handOff, persist, settleWith, wakeIntake } from "./workerEnv.js"
+import { type Env, handOff, inAttemptFiber, logFor, persist, settleWith, wakeIntake } from "./workerEnv.js"
 import type { Held } from "./workerLease.js"
 import { decide, type Ended } from "./workerOutcome.js"
 
@@ -120,7 +120,11 @@ const finish = <R>(
     switch (decision._tag) {
       case "HandOff":
         if (decision.selfFenced) {
-          yield* Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
+          yield* logFor(
+            env,
+            held,
+            Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
+          )
         }
         return yield* handOff(env, held)
       case "Settle":
@@ -195,18 +199,11 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
       yield* freeSlot(env, held)
       return yield* persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), 0)
     }
-    if ((yield* Clock.currentTimeMillis) >= control.localLeaseEnd) {
-      // The claim's reply came back after the lease it granted may have ended (a pause, slow retries), or no renewal
-      // came in time while it waited: a model call now could overlap the next holder's. Write nothing; the message
-      // returns to a fresh claim.
-      yield* Metric.increment(Metrics.selfFenced)
-      yield* Effect.logWarning("lease ended before the attempt could start; nothing run, nothing committed")
-      yield* freeSlot(env, held)
-      return yield* handOff(env, held)
-    }
     const ctx = WorkerContext.make({ charge: env.writes.charge, job, control, aroundCall: env.admission?.aroundCall })
     // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
-    const handlerFiber = yield* Effect.fork(Effect.suspend(() => handler.run(admitted.right, ctx)))
+    const run = Effect.suspend(() => handler.run(admitted.right, ctx))
+    // The handler's own log lines name the attempt (the worker's own name it at each line: see `logFor`).
+    const handlerFiber = yield* Effect.fork(inAttemptFiber(env, held, run))
     control.handlerFiber = handlerFiber
     // A stop that came before the line above (a cancel seen while the job waited) could not interrupt it: do it now.
     if (control.stopReason !== undefined) yield* Fiber.interruptFork(handlerFiber)
@@ -215,30 +212,20 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
     control.persisting = true
     yield* freeSlot(env, held)
     return yield* finish(env, held, handler, admitted.right, exit)
-  }).pipe(
-    (attempt) =>
-      env.logging
-        ? Effect.annotateLogs(attempt, {
-            worker: env.owner,
-            jobId: held.job.id,
-            token: held.job.leaseToken,
-            traceId: held.job.traceId ?? ""
-          })
-        : attempt,
-    (attempt) =>
-      env.tracing
-        ? Effect.withSpan(attempt, "slowcall.attempt", {
-            // The span's source location is this line for every attempt: a stack trace each time buys nothing.
-            captureStackTrace: false,
-            attributes: {
-              "slowcall.job_id": held.job.id,
-              "slowcall.type": held.job.type,
-              "slowcall.version": held.job.version,
-              "slowcall.token": held.job.leaseToken,
-              "slowcall.trace_id": held.job.traceId ?? ""
-            }
-          })
-        : attempt
+  }).pipe((attempt) =>
+    env.tracing
+      ? Effect.withSpan(attempt, "slowcall.attempt", {
+          // The span's source location is this line for every attempt: a stack trace each time buys nothing.
+          captureStackTrace: false,
+          attributes: {
+            "slowcall.job_id": held.job.id,
+            "slowcall.type": held.job.type,
+            "slowcall.version": held.job.version,
+            "slowcall.token": held.job.leaseToken,
+            "slowcall.trace_id": held.job.traceId ?? ""
+          }
+        })
+      : attempt
   )
 
 /** Whether a waiting job may still start: its lease is this worker's and at least half of it lies ahead. */
@@ -260,8 +247,7 @@ export const dispatch = <R>(env: Env<R>): Effect.Effect<void, never, R> =>
       const handler = env.registry.get(held.job.type, held.job.version)
       if (handler === undefined) {
         starts.push(
-          FiberSet.run(
-            env.fibers,
+          env.fibers.run(
             Effect.zipRight(
               Metric.increment(Metrics.unknownHandlerDeferred),
               persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), env.unknownHandlerDelayMs)
@@ -271,13 +257,30 @@ export const dispatch = <R>(env: Env<R>): Effect.Effect<void, never, R> =>
         continue
       }
       if (!startable(held, now)) {
-        starts.push(handOff(env, held))
+        // The claim's reply came back after the lease it granted may have ended (a pause, slow retries), or no
+        // renewal came in time while it waited: a model call now could overlap the next holder's. Write nothing;
+        // the message returns to a fresh claim.
+        const ended = now >= held.control.localLeaseEnd && !Control.leaseGone(held.control.stopReason)
+        starts.push(
+          ended
+            ? Metric.increment(Metrics.selfFenced).pipe(
+                Effect.zipRight(
+                  logFor(
+                    env,
+                    held,
+                    Effect.logWarning("lease ended before the attempt could start; nothing run, nothing committed")
+                  )
+                ),
+                Effect.zipRight(handOff(env, held))
+              )
+            : handOff(env, held)
+        )
         continue
       }
       env.busy += 1
       env.running.add(held)
       // Dispatch may run inside the intake's uninterruptible claim round: the attempt must be interruptible again.
-      starts.push(FiberSet.run(env.fibers, Effect.interruptible(runAttempt(env, held, handler))))
+      starts.push(env.fibers.run(Effect.interruptible(runAttempt(env, held, handler))))
     }
     if (starts.length === 0) return Effect.void
     return Effect.all(starts, { discard: true })

@@ -39,8 +39,11 @@ export interface Control {
   /** The job's `costCents` as last reported by the Store. */
   knownCostCents: number
   callCount: number
-  /** One permit: a call's budget check, numbering and reservation, and every charge write, run one at a time. */
-  readonly ledger: Effect.Semaphore
+  /**
+   * One permit: a call's budget check, numbering and reservation, and every charge write, run one at a time. Made
+   * by the first call (`ledgerOf`): an attempt that calls no model needs none.
+   */
+  ledger: Effect.Semaphore | undefined
   /** Set once the handler has ended and its outcome is being written. */
   persisting: boolean
 }
@@ -53,9 +56,19 @@ export const make = (options: { readonly localLeaseEnd: number; readonly costCen
   pendingProgress: undefined,
   knownCostCents: options.costCents,
   callCount: 0,
-  ledger: Effect.unsafeMakeSemaphore(1),
+  ledger: undefined,
   persisting: false
 })
+
+/**
+ * The attempt's ledger lock, made on first use.
+ *
+ * @internal
+ */
+export const ledgerOf = (control: Control): Effect.Semaphore => {
+  control.ledger ??= Effect.unsafeMakeSemaphore(1)
+  return control.ledger
+}
 
 /**
  * Record a stop reason and interrupt the handler without waiting for it. The first reason counts, except that a lost

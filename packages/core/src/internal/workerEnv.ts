@@ -8,7 +8,7 @@
  *
  * @internal
  */
-import { Clock, Effect, type FiberSet, Metric } from "effect"
+import { Clock, Effect, FiberRef, FiberRefs, HashMap, Logger, Metric } from "effect"
 import type { LeaseLost, StoreError } from "../Errors.js"
 import type * as Handler from "../Handler.js"
 import * as Metrics from "../Metrics.js"
@@ -18,6 +18,7 @@ import type { AckItem, DeferItem, Delivery, Transport } from "../Transport.js"
 import type { Outbox } from "./workerBatch.js"
 import type { AroundCall } from "./workerContext.js"
 import * as Control from "./workerControl.js"
+import type { Fibers } from "./workerFibers.js"
 import type { Held, Keeper } from "./workerLease.js"
 import type { WorkerStore, Written } from "./workerStore.js"
 
@@ -64,7 +65,7 @@ export interface Env<R> {
   readonly acks: Outbox<AckItem>
   readonly defers: Outbox<DeferItem>
   /** The attempt fibers: one per dispatched job, from its start until its outcome is written. */
-  readonly fibers: FiberSet.FiberSet<void, never>
+  readonly fibers: Fibers
   /** Claimed jobs waiting for a slot, oldest claim first. */
   readonly waiting: Array<Held>
   /** The attempts whose handlers may still be running, for shutdown. */
@@ -78,6 +79,53 @@ export interface Env<R> {
   /** Wakes the intake loop when capacity frees up. */
   intakeWaiter: ((resume: Effect.Effect<void>) => void) | undefined
 }
+
+/**
+ * The attempt a fiber works for, for its log lines: set around each handler (and each of the worker's own lines
+ * about an attempt) with one FiberRef write; the worker's loggers (`withAttemptAnnotations`) read it only when a line
+ * is written, so an attempt that logs nothing pays nothing for its annotations.
+ *
+ * @internal
+ */
+export const currentAttempt = FiberRef.unsafeMake<{ readonly worker: string; readonly held: Held } | undefined>(
+  undefined
+)
+
+/** The log annotations of an attempt: the worker, the job, the token and the trace id. */
+const annotationsOf = (worker: string, held: Held): HashMap.HashMap<string, unknown> =>
+  HashMap.make(
+    ["worker", worker],
+    ["jobId", held.job.id],
+    ["token", held.job.leaseToken],
+    ["traceId", held.job.traceId ?? ""]
+  )
+
+/**
+ * `logger` with the annotations of the attempt its line was written for (`currentAttempt`), when there is one.
+ *
+ * @internal
+ */
+export const withAttemptAnnotations = <M, O>(logger: Logger.Logger<M, O>): Logger.Logger<M, O> =>
+  Logger.make((options) => {
+    const attempt = FiberRefs.getOrDefault(options.context, currentAttempt)
+    return logger.log(
+      attempt === undefined
+        ? options
+        : { ...options, annotations: HashMap.union(options.annotations, annotationsOf(attempt.worker, attempt.held)) }
+    )
+  })
+
+/** A forked handler's effect as work for `held`'s attempt (its fiber ends with it: nothing to restore). */
+export const inAttemptFiber = <A, E, R, W>(env: Env<W>, held: Held, effect: Effect.Effect<A, E, R>) =>
+  env.logging ? Effect.zipRight(FiberRef.set(currentAttempt, { worker: env.owner, held }), effect) : effect
+
+/** `effect` (a log line of the worker's) as work for `held`'s attempt. */
+export const asAttempt = <A, E, R, W>(env: Env<W>, held: Held, effect: Effect.Effect<A, E, R>) =>
+  env.logging ? Effect.locally(effect, currentAttempt, { worker: env.owner, held }) : effect
+
+/** A worker's own log line about an attempt, with the attempt's annotations. */
+export const logFor = <R>(env: Env<R>, held: Held, line: Effect.Effect<void>): Effect.Effect<void> =>
+  asAttempt(env, held, line)
 
 /** How many more jobs the worker may claim now: free slots plus room in the local queue. */
 export const room = <R>(env: Env<R>): number =>
@@ -116,28 +164,32 @@ const heldRetryDelayMs = (n: number): number => Math.min(50 * 2 ** n, 1_000)
 
 /**
  * Retry an outcome write while the lease is this worker's (the keeper keeps it), for at most one lease length after
- * the first try. The lease may be learned lost while a retry waits (a heartbeat's reply): then the write is not sent
- * again.
+ * the first failure (and never past the lease: the watchdog fences an attempt whose lease was not renewed in time).
+ * The lease may be learned lost while a retry waits (a heartbeat's reply): then the write is not sent again. A write
+ * that succeeds at once reads no clock.
  */
-export const retryWrite = <A>(write: Effect.Effect<A, LeaseLost | StoreError>, held: Held) =>
-  Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
-    const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
-      isRetryableStoreError(error)
-        ? Effect.map(
-            Clock.currentTimeMillis,
-            (now) => !Control.leaseGone(held.control.stopReason) && now - startedAt < held.leaseMs
-          )
-        : Effect.succeed(false)
-    const again = (n: number, error: LeaseLost | StoreError): Effect.Effect<A, LeaseLost | StoreError> =>
-      Effect.suspend(() => (Control.leaseGone(held.control.stopReason) ? Effect.fail(error) : attempt(n)))
-    const attempt = (n: number): Effect.Effect<A, LeaseLost | StoreError> =>
-      Effect.catchAll(write, (error) =>
-        Effect.flatMap(mayRetry(error), (retry) =>
-          retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), again(n + 1, error)) : Effect.fail(error)
-        )
+export const retryWrite = <A>(
+  write: Effect.Effect<A, LeaseLost | StoreError>,
+  held: Held
+): Effect.Effect<A, LeaseLost | StoreError> => {
+  let firstFailureAt: number | undefined
+  const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
+    isRetryableStoreError(error)
+      ? Effect.map(Clock.currentTimeMillis, (now) => {
+          firstFailureAt ??= now
+          return !Control.leaseGone(held.control.stopReason) && now - firstFailureAt < held.leaseMs
+        })
+      : Effect.succeed(false)
+  const again = (n: number, error: LeaseLost | StoreError): Effect.Effect<A, LeaseLost | StoreError> =>
+    Effect.suspend(() => (Control.leaseGone(held.control.stopReason) ? Effect.fail(error) : attempt(n)))
+  const attempt = (n: number): Effect.Effect<A, LeaseLost | StoreError> =>
+    Effect.catchAll(write, (error) =>
+      Effect.flatMap(mayRetry(error), (retry) =>
+        retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), again(n + 1, error)) : Effect.fail(error)
       )
-    return attempt(0)
-  })
+    )
+  return attempt(0)
+}
 
 /**
  * A settlement as a write. A result the Store refuses for good (a non-retryable `StoreError`, e.g. a value its
@@ -159,7 +211,7 @@ export const settleWith = <R>(
     write,
     (error): error is StoreError => error._tag === "StoreError" && !error.isRetryable,
     (error) =>
-      Effect.logError("the store refused the result; the job fails", error).pipe(
+      logFor(env, held, Effect.logError("the store refused the result; the job fails", error)).pipe(
         Effect.zipRight(
           env.writes.settle(
             {
@@ -193,25 +245,28 @@ export const persist = <R>(
   retryWrite(write, held).pipe(
     Effect.matchEffect({
       onFailure: (error) => {
-        if (error._tag !== "LeaseLost")
-          return Effect.logError("outcome not persisted; the message is left to return", error)
+        letGo(env, held)
+        if (error._tag !== "LeaseLost") {
+          return logFor(env, held, Effect.logError("outcome not persisted; the message is left to return", error))
+        }
         // Known lost before the write went out (a heartbeat's reply): nothing was sent, nothing was rejected.
         if (Control.leaseGone(held.control.stopReason)) return defer(env, held.delivery, 0)
         return Control.stop(held.control, "lease_lost").pipe(
           Effect.zipRight(Metric.increment(Metrics.fencedWritesRejected)),
-          Effect.zipRight(Effect.logWarning("outcome rejected: lease lost", error)),
+          Effect.zipRight(logFor(env, held, Effect.logWarning("outcome rejected: lease lost", error))),
           Effect.zipRight(defer(env, held.delivery, 0))
         )
       },
-      onSuccess: ({ job, now }) =>
-        Effect.zipRight(
+      onSuccess: ({ job, now }) => {
+        letGo(env, held)
+        return Effect.zipRight(
           job.state === "failed" ? Metric.increment(Metrics.deadLetterArrivals) : Effect.void,
           job.state === "queued"
             ? defer(env, held.delivery, deferMs ?? Math.max(0, job.runAfter - now))
             : ack(env, held.delivery)
         )
-    }),
-    Effect.ensuring(Effect.sync(() => letGo(env, held)))
+      }
+    })
   )
 
 /** The lease is no longer kept: the outcome is written, handed back, or could not be written. */
