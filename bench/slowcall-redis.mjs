@@ -14,12 +14,14 @@
 //                transport's publish writes nothing: the queued record is the message.
 // - enqueueBulk: Client.submitMany(chunk), one call per chunk: the same per job, as one Store.submit batch (the
 //                routes pipelined, one submit script for the chunk).
-// - worker:      Worker.make({ queue, concurrency, handlers: [Handler.make(...)] }) on RedisStore.layer: RedisTransport
-//                receive (a script that hides due jobs under fresh receipts, woken by the queue's sharded pub/sub
-//                channel) -> Store.claim (the claim script: fencing token bumped, attempt row appended, lease in store
-//                time) -> the handler -> Store.settle (the fenced settle script: state, attempt row ended, result,
-//                indexes) -> ack (nothing to write). The handler declares a 30 s call timeout (a 33 s lease), longer
+// - worker:      Worker.make({ queue, concurrency, prefetch, handlers: [Handler.make(...)] }) on RedisStore.layer.
+//                RedisTransport's messages are the Store's records (`claimsFromStore`), so per round the worker runs
+//                one claimNext script (up to concurrency + prefetch due jobs: fencing tokens bumped, attempt rows
+//                appended, leases in store time), the handlers, and one fenced settle script per round trip for every
+//                attempt that ended (state, attempt rows ended, results, indexes); it sleeps on the queue's sharded
+//                pub/sub channel when nothing is due. The handler declares a 30 s call timeout (a 33 s lease), longer
 //                than any W3 call, so no live attempt is taken over; it makes no model call, so it writes no charge.
+//                PREFETCH (SLOWCALL_BENCH_PREFETCH, default 500) is the one setting changed from the defaults.
 // - pending:     Query.stats({ queue }): queued + running, from the per-state sorted sets (ZCARD).
 // The workspace code is imported from a bundle of bench/lib.ts (scripts/bundle.mjs: compiled once, cached by content),
 // as a user's build would ship it; the measured process never compiles TypeScript.
@@ -39,6 +41,8 @@ const PREFIX = "anchors-slowcall"
 const REDIS_URL = process.env.SLOWCALL_BENCH_REDIS_URL || "redis://127.0.0.1:6379/3"
 /** The handler's declared attempt: a 30 s call timeout gives a 33 s lease that no W3 call outruns. */
 const ATTEMPT = { timeoutMs: 30_000 }
+/** Jobs the worker claims ahead of a free slot (its local queue): the one setting changed from the defaults. */
+const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 
 /** Deletes this adapter's keys (never a whole database). */
 async function dropKeys() {
@@ -74,9 +78,8 @@ export default function create(options = {}) {
     api: {
       enqueue: "client.submit({ queue, type, input })",
       enqueueBulk: "client.submitMany(chunk): one Store.submit batch (routes pipelined, one submit script)",
-      worker:
-        "Worker.make({ queue, concurrency, handlers: [Handler.make(...)] }) on RedisStore.layer (RedisTransport receive -> claim -> settle)",
-      workerShort: "Worker.make (receive -> claim -> settle)"
+      worker: `Worker.make({ queue, concurrency, prefetch: ${PREFETCH}, handlers: [Handler.make(...)] }) on RedisStore.layer (claimNext script -> handler -> batched settle script)`,
+      workerShort: `Worker.make, prefetch ${PREFETCH} (claimNext -> batched settle)`
     },
 
     async setup({ fresh }) {
@@ -111,7 +114,9 @@ export default function create(options = {}) {
           )
       })
       workerScope = await Effect.runPromise(Scope.make())
-      await runPromise(Scope.extend(Worker.make({ queue: QUEUE, concurrency, handlers: [job] }), workerScope))
+      await runPromise(
+        Scope.extend(Worker.make({ queue: QUEUE, concurrency, prefetch: PREFETCH, handlers: [job] }), workerScope)
+      )
     },
 
     async pending() {
