@@ -16,7 +16,7 @@ const N = quick ? 1_000 : 10_000
 const PICKUPS = quick ? 200 : 1_000
 const QUEUE = "bench"
 
-const [{ Context, Deferred, Effect, Exit, Layer, Schema, Scope }, lib] = await Promise.all([
+const [{ Deferred, Effect, Exit, Layer, Schema, Scope }, lib] = await Promise.all([
   import("effect"),
   bundleOf(new URL("./lib.ts", import.meta.url).pathname).then((file) => import(pathToFileURL(file).href))
 ])
@@ -55,7 +55,11 @@ const startWorker = async (queue, onRun) => {
     input: Schema.Unknown,
     result: Schema.Null,
     attempt: { timeoutMs: 30_000 },
-    run: (input) => Effect.sync(() => (onRun(input), null))
+    run: (input) =>
+      Effect.sync(() => {
+        onRun(input)
+        return null
+      })
   })
   const workerScope = await Effect.runPromise(Scope.make())
   await run(Scope.extend(Worker.make({ queue, concurrency: 16, prefetch: 64, handlers: [handler] }), workerScope))

@@ -9,7 +9,8 @@
 //    harness's tables to bench/results/tables-<stamp>.md.
 // 3. Measures, the same day, what Postgres allows for slowcall's own batched statements (bench/ceiling.mjs through
 //    pgbench) and slowcall on embedded PGlite in one process (bench/pglite.mjs: PGlite cannot be shared by the
-//    harness's two processes), and prints both beside the ratios.
+//    harness's two processes), and memory with a backlog (bench/memory.mjs: a worker's resident set with 100,000 and
+//    1,000,000 jobs queued, bytes per queued job on disk), and prints them beside the ratios.
 // 4. Prints the ratios; with `--json` the last line is one JSON object:
 //    {"w1":{"pg_vs_graphile_batched":r,"redis_vs_bullmq":r},"w2_p50":{"pg_vs_graphile":r,"redis_vs_bullmq":r},
 //     "w4":{"pg_1m_vs_1k":r,"redis_100k_vs_1k":r},"enqueue":{"pg_bulk_vs_graphile":r,"pg_single_vs_graphile":r},
@@ -17,7 +18,7 @@
 //    (w1 and enqueue: higher is better; w2 and w4: lower is better; a figure the run did not measure is null).
 //    Everything, ceiling and PGlite included, is also written to bench/results/compare-<stamp>.json.
 //
-// Own flags: --json, --no-ceiling, --no-pglite. Every other argument goes to run.mjs (`--quick`, `--reps 1`,
+// Own flags: --json, --no-ceiling, --no-pglite, --no-memory. Every other argument goes to run.mjs (`--quick`, `--reps 1`,
 // `--workloads w1,w2`, `--peers ...`); without `--reps` one repetition is run. ANCHORS_HARNESS points at another copy of
 // the harness (default ../shared/bench beside the repository).
 import { spawn, spawnSync } from "node:child_process"
@@ -32,7 +33,7 @@ const PG = "bench/slowcall.mjs"
 const REDIS = "bench/slowcall-redis.mjs"
 const PEERS = ["bullmq", "graphile", "graphile-batched", PG, REDIS]
 
-const own = new Set(["--json", "--no-ceiling", "--no-pglite"])
+const own = new Set(["--json", "--no-ceiling", "--no-pglite", "--no-memory"])
 const argv = process.argv.slice(2)
 const flags = new Set(argv.filter((a) => own.has(a)))
 const args = argv.filter((a) => !own.has(a))
@@ -103,6 +104,9 @@ const ceiling = flags.has("--no-ceiling")
 const pglite = flags.has("--no-pglite")
   ? null
   : lastJson((await runNode(join(root, "bench", "pglite.mjs"), quick ? ["--quick", "--json"] : ["--json"], log)).stdout)
+const memory = flags.has("--no-memory")
+  ? null
+  : lastJson((await runNode(join(root, "bench", "memory.mjs"), quick ? ["--quick", "--json"] : ["--json"], log)).stdout)
 log.end()
 
 const run = JSON.parse(readFileSync(runFile, "utf8"))
@@ -165,10 +169,11 @@ const ratios = {
 
 writeFileSync(
   compareFile,
-  `${JSON.stringify({ stamp, run: runFile, tables: tablesFile, ratios, ceiling, pglite }, null, 2)}\n`
+  `${JSON.stringify({ stamp, run: runFile, tables: tablesFile, ratios, ceiling, pglite, memory }, null, 2)}\n`
 )
 if (report.status === 0) console.log(report.stdout)
 if (ceiling !== null) console.log(`ceiling (pgbench, slowcall's batched statements): ${JSON.stringify(ceiling)}`)
 if (pglite !== null) console.log(`slowcall on embedded PGlite, one process: ${JSON.stringify(pglite)}`)
+if (memory !== null) console.log(`memory with a backlog (Postgres server): ${JSON.stringify(memory)}`)
 console.error(`results: ${runFile}\ntables:  ${tablesFile}\ncompare: ${compareFile}`)
 console.log(flags.has("--json") ? JSON.stringify(ratios) : JSON.stringify(ratios, null, 2))
