@@ -3,10 +3,11 @@
 //
 // 1. Installs the peers with the harness's own `setup.sh` when their folder (ANCHORS_DEPS, default /tmp/anchors) is
 //    missing; that script also starts PostgreSQL and Redis when they are down.
-// 2. Runs the harness's `run.mjs` with the peers (BullMQ, Graphile Worker plain and batched) and slowcall's adapters
-//    (bench/slowcall.mjs on the Postgres server, bench/slowcall-redis.mjs on Redis), writing the raw results and the
-//    log to bench/results/run-<stamp>.{json,log} in this repository (the harness folder is never written to), and the
-//    harness's tables to bench/results/tables-<stamp>.md.
+// 2. Runs the harness's `run.mjs` for the peers (BullMQ, Graphile Worker plain and batched) and slowcall's adapters
+//    (bench/slowcall.mjs on the Postgres server, bench/slowcall-redis.mjs on Redis), one after the other on the same
+//    machine, one run.mjs each (a run that fails is tried once more), merging the raw results into
+//    bench/results/run-<stamp>.json beside the log (the harness folder is never written to), and the harness's
+//    tables to bench/results/tables-<stamp>.md.
 // 3. Measures, the same day, what Postgres allows for slowcall's own batched statements (bench/ceiling.mjs through
 //    pgbench) and slowcall on embedded PGlite in one process (bench/pglite.mjs: PGlite cannot be shared by the
 //    harness's two processes), and memory with a backlog (bench/memory.mjs: a worker's resident set with 100,000 and
@@ -22,7 +23,7 @@
 // `--workloads w1,w2`, `--peers ...`); without `--reps` one repetition is run. ANCHORS_HARNESS points at another copy of
 // the harness (default ../shared/bench beside the repository).
 import { spawn, spawnSync } from "node:child_process"
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 
 const root = resolve(import.meta.dirname, "..")
@@ -39,7 +40,15 @@ const flags = new Set(argv.filter((a) => own.has(a)))
 const args = argv.filter((a) => !own.has(a))
 const quick = args.includes("--quick")
 if (!args.some((a) => a === "--reps" || a.startsWith("--reps="))) args.push("--reps", "1")
-if (!args.some((a) => a === "--peers" || a.startsWith("--peers="))) args.push("--peers", PEERS.join(","))
+/** The peers to run: the `--peers` given (taken out of the harness arguments), else all of them. */
+const peersAt = args.findIndex((a) => a === "--peers" || a.startsWith("--peers="))
+const peers =
+  peersAt < 0
+    ? PEERS
+    : (args[peersAt].startsWith("--peers=") ? args[peersAt].slice("--peers=".length) : (args[peersAt + 1] ?? ""))
+        .split(",")
+        .filter(Boolean)
+if (peersAt >= 0) args.splice(peersAt, args[peersAt].startsWith("--peers=") ? 1 : 2)
 
 if (!existsSync(join(harness, "run.mjs"))) {
   console.error(`benchmark harness not found at ${harness} (set ANCHORS_HARNESS)`)
@@ -77,13 +86,30 @@ const runNode = (file, fileArgs, log) =>
     child.on("close", (status) => done({ status: status ?? 1, stdout }))
   })
 
+// One harness run per peer, merged into one results file: a peer whose run fails (a peer's own client crashing on a
+// connection the harness terminated, say) is run once more, and never takes the others' figures with it.
 const log = createWriteStream(logFile)
-const harnessRun = await runNode(join(harness, "run.mjs"), [...args, "--out", runFile], log)
-if (harnessRun.status !== 0 || !existsSync(runFile)) {
-  log.end()
-  console.error(`run.mjs exited with ${harnessRun.status}`)
-  process.exit(harnessRun.status || 1)
+let merged
+for (const name of peers) {
+  const part = join(resultsDir, `run-${stamp}-${name.replace(/[^a-z0-9-]+/gi, "_")}.json`)
+  let status = 1
+  for (let attempt = 1; attempt <= 2 && status !== 0; attempt++) {
+    status = (await runNode(join(harness, "run.mjs"), [...args, "--peers", name, "--out", part], log)).status
+    if (status !== 0) console.error(`run.mjs for ${name} exited with ${status}${attempt === 1 ? ": once more" : ""}`)
+  }
+  if (status !== 0 || !existsSync(part)) {
+    log.end()
+    process.exit(status || 1)
+  }
+  const result = JSON.parse(readFileSync(part, "utf8"))
+  if (merged === undefined) merged = { ...result, peers: {}, suiteSeconds: 0 }
+  Object.assign(merged.peers, result.peers)
+  merged.finishedAt = result.finishedAt
+  merged.suiteSeconds += result.suiteSeconds ?? 0
+  merged.machine = { ...merged.machine, loadavgEnd: result.machine?.loadavgEnd }
+  rmSync(part, { force: true })
 }
+writeFileSync(runFile, `${JSON.stringify(merged, null, 2)}\n`)
 const report = spawnSync(process.execPath, [join(harness, "report.mjs"), runFile], { encoding: "utf8" })
 if (report.status === 0) writeFileSync(tablesFile, report.stdout)
 
