@@ -274,6 +274,55 @@ describe("reads and sweeps over every queue", () => {
   )
 })
 
+describe("large batches", () => {
+  it.live("a submit of 2,500 items goes out in chunks, in item order, at one store time, one key taken once", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const items = yield* Effect.forEach(
+          Array.from({ length: 2_500 }, (_, i) => i),
+          () => item("big")
+        )
+        // The last item repeats the first one's request key: it sees the job the first chunk made.
+        items[0] = { ...items[0]!, requestKey: "same" }
+        items[2_499] = { ...items[2_499]!, requestKey: "same", inputHash: items[0]!.inputHash }
+
+        const reply = yield* store.submit({ items })
+
+        expect(reply.results).toHaveLength(2_500)
+        expect(reply.results.slice(0, 2_499).every((r, i) => r._tag === "Created" && r.job.id === items[i]!.id)).toBe(
+          true
+        )
+        expect(reply.results[2_499]).toMatchObject({ _tag: "Existing", job: { id: items[0]!.id } })
+        expect(
+          new Set(reply.results.slice(0, 2_499).map((r) => (r._tag === "Created" ? r.job.createdAt : 0))).size
+        ).toBe(1)
+        expect((yield* store.stats({ queue: "big", failedSince: 0 })).byState.queued).toBe(2_499)
+      })
+    )
+  )
+
+  it.live("an id given twice in a large batch is refused before any chunk is written", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const items = yield* Effect.forEach(
+          Array.from({ length: 1_500 }, (_, i) => i),
+          () => item("twice")
+        )
+        items[1_400] = { ...items[1_400]!, id: items[3]!.id }
+
+        const error = yield* Effect.flip(store.submit({ items }))
+
+        expect(error).toMatchObject({ _tag: "StoreError", reason: "Constraint" })
+        expect(yield* store.list({ queue: "twice" })).toEqual([])
+      })
+    )
+  )
+})
+
 describe("routes", () => {
   it.live("an id used in another queue is refused with Constraint, and nothing of the refused submit is left", () =>
     Effect.scoped(

@@ -240,7 +240,40 @@ export const makeStore = (ctx: Context): StoreService => {
       return reply
     })
 
+  /** The most items one submit script carries (its arguments are one command's; the rest go in later calls). */
+  const submitChunk = 1_000
+
   const submit: StoreService["submit"] = (options) =>
+    options.items.length <= submitChunk
+      ? submitBatch(options)
+      : Effect.gen(function* () {
+          // An id given twice anywhere in the batch is refused before any chunk is written.
+          const ids = new Set<string>()
+          for (const item of options.items) {
+            if (ids.has(item.id)) {
+              return yield* new StoreError({
+                reason: "Constraint",
+                operation: "submit",
+                detail: `job id ${item.id} given twice`
+              })
+            }
+            ids.add(item.id)
+          }
+          // Consecutive chunks in item order, all at the first one's store time: as if one batch.
+          const first = yield* submitBatch({ ...options, items: options.items.slice(0, submitChunk) })
+          const results = [...first.results]
+          for (let i = submitChunk; i < options.items.length; i += submitChunk) {
+            const next = yield* submitBatch({
+              ...options,
+              now: options.now ?? first.now,
+              items: options.items.slice(i, i + submitChunk)
+            })
+            results.push(...next.results)
+          }
+          return { now: first.now, results }
+        })
+
+  const submitBatch: StoreService["submit"] = (options) =>
     Effect.gen(function* () {
       const items = options.items
       if (items.length === 0) return { now: options.now ?? (yield* serverNow(ctx, "submit")), results: [] }
