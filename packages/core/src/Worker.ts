@@ -150,7 +150,9 @@ const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) => {
       Effect.interruptible(Effect.all([env.acks.drained, env.defers.drained], { discard: true })),
       1_000
     )
-    // Whatever still runs after the grace periods is stopped here (its lease lapses; the message returns).
+    // Whatever still runs after the grace periods is stopped here (its lease lapses; the message returns): a handler
+    // at once, an outcome write once its call in flight is answered (it retries no more).
+    env.abandoning = true
     yield* env.fibers.interruptAll
   }).pipe(Effect.annotateLogs({ worker: env.owner }))
 }
@@ -223,6 +225,7 @@ export const make = <R = never>(
       running: new Set(),
       busy: 0,
       closing: false,
+      abandoning: false,
       claims: 0,
       intakeWaiter: undefined
     }

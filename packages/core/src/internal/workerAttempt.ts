@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { Cause, Clock, Effect, Either, Exit, Fiber, Metric, Option, ParseResult, Schema } from "effect"
+import { Cause, Clock, Effect, Either, Exit, Metric, Option, ParseResult, Schema } from "effect"
 import * as Canonical from "../Canonical.js"
 import { policy as classPolicy } from "../ErrorClass.js"
 import * as Handler from "../Handler.js"
@@ -202,30 +202,39 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
     const ctx = WorkerContext.make({ charge: env.writes.charge, job, control, aroundCall: env.admission?.aroundCall })
     // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
     const run = Effect.suspend(() => handler.run(admitted.right, ctx))
-    // The handler's own log lines name the attempt (the worker's own name it at each line: see `logFor`).
-    const handlerFiber = yield* Effect.fork(inAttemptFiber(env, held, run))
-    control.handlerFiber = handlerFiber
-    // A stop that came before the line above (a cancel seen while the job waited) could not interrupt it: do it now.
-    if (control.stopReason !== undefined) yield* Fiber.interruptFork(handlerFiber)
-    const exit = yield* Fiber.await(handlerFiber)
-    control.handlerFiber = undefined
-    control.persisting = true
-    yield* freeSlot(env, held)
-    return yield* finish(env, held, handler, admitted.right, exit)
-  }).pipe((attempt) =>
-    env.tracing
-      ? Effect.withSpan(attempt, "slowcall.attempt", {
-          // The span's source location is this line for every attempt: a stack trace each time buys nothing.
-          captureStackTrace: false,
-          attributes: {
-            "slowcall.job_id": held.job.id,
-            "slowcall.type": held.job.type,
-            "slowcall.version": held.job.version,
-            "slowcall.token": held.job.leaseToken,
-            "slowcall.trace_id": held.job.traceId ?? ""
-          }
+    // The handler runs in this fiber, the only part of it a stop may interrupt (`Control.stop` interrupts the fiber
+    // named `handlerFiber`, set only while the handler runs); all that follows is uninterruptible, so the outcome is
+    // always decided and written. The fiber is this attempt's alone and ends with it.
+    return yield* Effect.uninterruptibleMask((restore) =>
+      Effect.withFiberRuntime<Exit.Exit<unknown, unknown>, never, R>((self) => {
+        control.handlerFiber = self
+        // A stop that came while the job waited (a cancel seen by a renewal) interrupts the handler at once.
+        return Effect.exit(restore(control.stopReason !== undefined ? Effect.interrupt : run))
+      }).pipe(
+        Effect.flatMap((exit) => {
+          control.handlerFiber = undefined
+          control.persisting = true
+          return Effect.zipRight(freeSlot(env, held), finish(env, held, handler, admitted.right, exit))
         })
-      : attempt
+      )
+    )
+  }).pipe(
+    // The attempt's log lines (the handler's and the worker's own) name it: see `withAttemptAnnotations`.
+    (attempt) => inAttemptFiber(env, held, attempt),
+    (attempt) =>
+      env.tracing
+        ? Effect.withSpan(attempt, "slowcall.attempt", {
+            // The span's source location is this line for every attempt: a stack trace each time buys nothing.
+            captureStackTrace: false,
+            attributes: {
+              "slowcall.job_id": held.job.id,
+              "slowcall.type": held.job.type,
+              "slowcall.version": held.job.version,
+              "slowcall.token": held.job.leaseToken,
+              "slowcall.trace_id": held.job.traceId ?? ""
+            }
+          })
+        : attempt
   )
 
 /** Whether a waiting job may still start: its lease is this worker's and at least half of it lies ahead. */

@@ -74,6 +74,8 @@ export interface Env<R> {
   busy: number
   /** Set once when the scope starts closing. */
   closing: boolean
+  /** Set once the shutdown's grace periods are over: outcome writes still retrying give up. */
+  abandoning: boolean
   /** Claims made, for owner tags unique per claim call. */
   claims: number
   /** Wakes the intake loop when capacity frees up. */
@@ -170,11 +172,12 @@ const heldRetryDelayMs = (n: number): number => Math.min(50 * 2 ** n, 1_000)
  */
 export const retryWrite = <A>(
   write: Effect.Effect<A, LeaseLost | StoreError>,
-  held: Held
+  held: Held,
+  abandoned: () => boolean
 ): Effect.Effect<A, LeaseLost | StoreError> => {
   let firstFailureAt: number | undefined
   const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
-    isRetryableStoreError(error)
+    isRetryableStoreError(error) && !abandoned()
       ? Effect.map(Clock.currentTimeMillis, (now) => {
           firstFailureAt ??= now
           return !Control.leaseGone(held.control.stopReason) && now - firstFailureAt < held.leaseMs
@@ -242,7 +245,7 @@ export const persist = <R>(
   write: Effect.Effect<Written, LeaseLost | StoreError>,
   deferMs?: number | undefined
 ): Effect.Effect<void> =>
-  retryWrite(write, held).pipe(
+  retryWrite(write, held, () => env.abandoning).pipe(
     Effect.matchEffect({
       onFailure: (error) => {
         letGo(env, held)
