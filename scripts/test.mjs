@@ -2,6 +2,11 @@
 // ("N passed, N failed") counting every vitest test plus every non-vitest step.
 import { spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, rmSync } from "node:fs"
+import { ensureInstalled } from "./ensure-installed.mjs"
+
+// The first command on a fresh clone may be `npm test`: install from the lock first when node_modules is missing or
+// stale.
+ensureInstalled()
 
 const restartTest = "packages/adapter-postgres/test/Restart.integration.test.ts"
 const steps = [
