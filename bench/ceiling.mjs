@@ -75,12 +75,15 @@ const columnsOf = async (sql, params) => {
     await db.query("ROLLBACK")
   }
 }
-const claimCols = await columnsOf(st.claimNext, ["none", 1, "x", 1000, null, null, null])
+const claimCols = await columnsOf(st.claimNext(1), ["none", 1, "x", 1000, null, null, null])
 const settleCols = await columnsOf(st.settle, [[], [], [], [], [], [], [], [], null])
 const chargeCols = await columnsOf(st.charge, [[], [], [], [], [], null])
 // RETURNS TABLE names become PL/pgSQL variables: prefixed, so they never shadow the statements' own column names.
 const out = (cols) => cols.map((c) => `o_${c}`)
-await fn("ceiling_claim", "text, int, text, float8, float8, text[], int[]", st.claimNext, out(claimCols))
+// claimNext is one prepared statement per pick limit (a power of two): one function per batch size.
+for (const n of batches) {
+  await fn(`ceiling_claim_${n}`, "text, int, text, float8, float8, text[], int[]", st.claimNext(n), out(claimCols))
+}
 await fn(
   "ceiling_settle",
   "uuid[], int[], text[], text[], float8[], text[], text[], text[], float8",
@@ -107,7 +110,7 @@ const succeeded = async (queue) =>
 
 const scriptOf = (queue, n, billed) => {
   const claim = `SELECT coalesce(string_agg(c.o_id, ','), '') AS ids, coalesce(string_agg(c.o_lease_token::text, ','), '')
-  AS tokens, count(*)::int AS k FROM ceiling_claim('${queue}', ${n}, 'ceiling', 33000, NULL, NULL, NULL) AS c
+  AS tokens, count(*)::int AS k FROM ceiling_claim_${n}('${queue}', ${n}, 'ceiling', 33000, NULL, NULL, NULL) AS c
   WHERE c.o_applied \\gset`
   const ids = `string_to_array(:ids, ',')::uuid[]`
   const tokens = `string_to_array(:tokens, ',')::int[]`

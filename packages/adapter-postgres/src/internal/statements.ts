@@ -250,23 +250,41 @@ const claimSql = (s: string): string => {
 }
 
 /**
- * claimNext. Inputs: $1 queue, $2 max, $3 owner, $4 lease ms, $5 now, $6 types and $7 versions (the
- * `Protocol.runnableBy` filter as two arrays of equal length; NULL: no filter). Due queued jobs of the queue,
- * highest priority first, then earliest run_after, then insertion order, picked with FOR UPDATE SKIP LOCKED so that
- * concurrent claimers take disjoint sets and never wait on each other; each is claimed as `claim` does with the
- * fallback estimate. Outputs: only the written rows (`applied`), in pick order.
+ * The pick limit of a claimNext statement for batches of up to `max`: the smallest power of two at least `max`. The
+ * limit is written into the statement as a literal, one prepared statement per power: a parameter there made the
+ * server plan the statement anew on every execution (its generic plan could not know the limit), which cost more
+ * than the claim itself for small batches; with a literal the server plans each statement a few times, then keeps
+ * its plan.
+ *
+ * @internal
  */
-const claimNextSql = (s: string): string => {
+export const claimNextLimit = (max: number): number => {
+  let limit = 1
+  while (limit < max) limit *= 2
+  return limit
+}
+
+/**
+ * claimNext, picking at most `limit` rows (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner,
+ * $4 lease ms, $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length;
+ * NULL: no filter). Due queued jobs of the queue, highest priority first, then earliest run_after, then insertion
+ * order, picked with FOR UPDATE SKIP LOCKED so that concurrent claimers take disjoint sets and never wait on each
+ * other; the first $2 are claimed as `claim` does with the fallback estimate (picked rows beyond them are only
+ * locked until the statement ends). Outputs: only the written rows (`applied`), in pick order.
+ */
+const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
   return `WITH picked AS (
       SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
       WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
         AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
-      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${Math.max(1, Math.floor(limit))} FOR UPDATE SKIP LOCKED
+    ), ranked AS (
+      SELECT p.*, row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
-      SELECT p.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "p.id")} AS estimate,
-        row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord
-      FROM picked p
+      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
+        r.ord
+      FROM ranked r WHERE r.ord <= $2::int
     ), ${claimWrite(s, now)}
     SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
     UNION ALL
@@ -508,11 +526,25 @@ const sweepSql = (s: string): string => {
  */
 export const makeStatements = (schema: string) => {
   const s = quoteSchema(schema)
-  return tagged({
+  const claimNextByLimit = new Map<number, string>()
+  /** claimNext for batches of up to `max` (`claimNextSql` at `claimNextLimit(max)`), made once per limit. */
+  const claimNext = (max: number): string => {
+    const limit = claimNextLimit(max)
+    let text = claimNextByLimit.get(limit)
+    if (text === undefined) {
+      text = `/* slowcall:claimNext */ ${claimNextSql(s, limit)}`
+      claimNextByLimit.set(limit, text)
+    }
+    return text
+  }
+  return { claimNext, ...fixedStatements(s, schema) }
+}
+
+const fixedStatements = (s: string, schema: string) =>
+  tagged({
     schema: s,
     submit: submitSql(s),
     claim: claimSql(s),
-    claimNext: claimNextSql(s),
     heartbeat: heartbeatSql(s),
     settle: settleSql(s),
     charge: chargeSql(s),
@@ -621,7 +653,6 @@ export const makeStatements = (schema: string) => {
     /** outbox mark. Inputs: $1 ids. */
     outboxMark: `UPDATE ${s}.jobs SET published_at = now() WHERE id = ANY($1::uuid[])`
   })
-}
 
 /**
  * Opens every statement with a `/* slowcall:<name> *\/` comment: visible in pg_stat_activity and server logs, and

@@ -234,7 +234,7 @@ const claimNext =
   (sql: Sql): StoreService["claimNext"] =>
   (options) =>
     Effect.map(
-      sql.run("claimNext", sql.st.claimNext, [
+      sql.run("claimNext", sql.st.claimNext(options.max), [
         options.queue,
         Math.max(0, options.max),
         options.owner,
