@@ -1,13 +1,15 @@
 /**
  * The `slowcall` executable: runs the command tree with Node's services. A failure prints one line on stderr
- * (`slowcall: <message>`) and exits with status 1; usage errors are explained by the parser and also exit 1.
+ * (`slowcall: <message>`) and exits with status 1; usage errors are explained by the parser and also exit 1. Every
+ * log line goes through `Redact.logger`, so no secret in a logged error reaches the log.
  *
  * @since 0.1.0
  */
 import { ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as Redact from "@slowcall/core/Redact"
 import { simulateCommand } from "@slowcall/simulator/Command"
-import { Cause, Console, Effect } from "effect"
+import { Cause, Console, Effect, Layer } from "effect"
 import { adviseCommand } from "./Advise.js"
 import * as Cli from "./Cli.js"
 
@@ -28,7 +30,7 @@ const program = Effect.suspend(() => run(process.argv)).pipe(
       typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
     return Console.error(`slowcall: ${message.split("\n")[0]}`).pipe(Effect.zipRight(Effect.failCause(cause)))
   }),
-  Effect.provide(NodeContext.layer)
+  Effect.provide(Layer.merge(NodeContext.layer, Redact.layerLogger))
 )
 
 NodeRuntime.runMain(program, { disableErrorReporting: true })
