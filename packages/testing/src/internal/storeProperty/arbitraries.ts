@@ -213,7 +213,12 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
     weight: 1,
     arbitrary: step(
       "Stats",
-      fc.record({ tenant: fc.constantFrom(null, 0, 1, 2), sinceMs: fc.constantFrom(0, 1, 1_000, 100_000) })
+      fc.record({
+        tenant: fc.constantFrom(null, 0, 1, 2),
+        sinceMs: fc.constantFrom(0, 1, 1_000, 100_000),
+        spendMs: fc.constantFrom(null, 0, 1, 1_000, 100_000),
+        upTo: fc.constantFrom(0, 1, 2, 100)
+      })
     )
   },
   {
