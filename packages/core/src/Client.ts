@@ -112,8 +112,8 @@ export interface WatchOptions {
 }
 
 /**
- * Options of `stats`: the population to count and the window of the dead-letter arrival count (default 5 minutes,
- * measured back from store time).
+ * Options of `stats`: the population to count, the window of the dead-letter arrival count (default 5 minutes) and
+ * the window of the spend groups (default 1 hour), both measured back from store time.
  *
  * @since 0.2.0
  * @category models
@@ -122,11 +122,12 @@ export interface StatsOptions {
   readonly queue?: string | undefined
   readonly tenant?: string | undefined
   readonly windowMs?: number | undefined
+  readonly spendWindowMs?: number | undefined
 }
 
 /**
- * Counts and ages (`Query.StoreStats`) with the store time they were read at and the window `failedInWindow`
- * covers, so ages and rates need no second clock.
+ * Counts, ages and spend (`Query.StoreStats`) with the store time they were read at and the windows
+ * `failedInWindow` and `spend` cover, so ages and rates need no second clock.
  *
  * @since 0.2.0
  * @category models
@@ -134,6 +135,7 @@ export interface StatsOptions {
 export interface StatsResult {
   readonly now: number
   readonly windowMs: number
+  readonly spendWindowMs: number
   readonly stats: StoreStats
 }
 
@@ -404,9 +406,15 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
   const stats = (options: StatsOptions = {}): Effect.Effect<StatsResult, StoreError> =>
     Effect.gen(function* () {
       const windowMs = options.windowMs ?? 300_000
+      const spendWindowMs = options.spendWindowMs ?? 3_600_000
       const now = yield* store.now
-      const result = yield* query.stats({ queue: options.queue, tenant: options.tenant, failedSince: now - windowMs })
-      return { now, windowMs, stats: result }
+      const result = yield* query.stats({
+        queue: options.queue,
+        tenant: options.tenant,
+        failedSince: now - windowMs,
+        spendSince: now - spendWindowMs
+      })
+      return { now, windowMs, spendWindowMs, stats: result }
     })
 
   const watch = (jobId: JobId, options: WatchOptions = {}): Stream.Stream<Job, JobNotFound | StoreError> =>

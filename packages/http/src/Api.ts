@@ -255,7 +255,46 @@ export const DeadLettersBody = Schema.Struct({
 export const ReplayResultBody = Schema.Struct({ replayed: Schema.Number, skipped: Schema.Number })
 
 /**
- * `GET /v1/stats`. `deadLetterArrivals` (per-minute counts, oldest first) feeds the dashboard's chart.
+ * The query of `GET /v1/stats`: the spend window in minutes (default 60, at most 30 days).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const StatsParams = Schema.Struct({
+  spendWindowMinutes: param(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 43_200)),
+    "must be an integer from 1 to 43200"
+  )
+})
+
+/**
+ * Spend over the window: the total, what succeeded and failed jobs spent, and the groups per (queue, tenant, type,
+ * state), largest first. A job's spend counts in the state the job is in now.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const SpendBody = Schema.Struct({
+  windowMinutes: Schema.Number,
+  totalCents: Schema.Number,
+  succeededCents: Schema.Number,
+  failedCents: Schema.Number,
+  groups: Schema.Array(
+    Schema.Struct({
+      queue: Schema.String,
+      tenant: Schema.NullOr(Schema.String),
+      type: Schema.String,
+      state: JobState,
+      costCents: Schema.Number,
+      jobs: Schema.Number
+    })
+  )
+})
+
+/**
+ * `GET /v1/stats`. `deadLetterArrivals` (per-minute counts, oldest first) feeds the dashboard's chart; `waiting`
+ * lists due queued jobs per type and version with how long the oldest has been due (a group whose age keeps growing
+ * is one no worker claims); `spend` is the spend over the window.
  *
  * @since 0.1.0
  * @category models
@@ -265,7 +304,16 @@ export const StatsBody = Schema.Struct({
   oldestQueuedAgeSeconds: Schema.Record({ key: Schema.String, value: Schema.Number }),
   deadLetterArrivalsPerMinute: Schema.Number,
   costCentsByErrorClass: Schema.Record({ key: Schema.String, value: Schema.Number }),
-  deadLetterArrivals: Schema.Array(Schema.Struct({ minute: Schema.String, count: Schema.Number }))
+  deadLetterArrivals: Schema.Array(Schema.Struct({ minute: Schema.String, count: Schema.Number })),
+  waiting: Schema.Array(
+    Schema.Struct({
+      type: Schema.String,
+      version: Schema.Number,
+      count: Schema.Number,
+      oldestAgeSeconds: Schema.Number
+    })
+  ),
+  spend: SpendBody
 })
 
 const IdPath = Schema.Struct({ id: Schema.String })
@@ -340,7 +388,9 @@ const deadLetters = HttpApiGroup.make("deadLetters")
 const ops = HttpApiGroup.make("ops")
   .add(
     HttpApiEndpoint.get("stats", "/v1/stats")
+      .setUrlParams(StatsParams)
       .addSuccess(StatsBody)
+      .addError(InvalidRequestBody)
       .addError(ErrorBodies.storeUnavailable)
       .middleware(Authentication)
   )

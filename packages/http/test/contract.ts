@@ -420,6 +420,8 @@ export const contractSuite = (options: ContractOptions) => {
       const text = await metrics.text()
       expect(text).toMatch(/^# TYPE slowcall_jobs gauge$/m)
       expect(text).toMatch(/^slowcall_jobs\{state="failed"\} [1-9]/m)
+      expect(text).toMatch(/^# TYPE slowcall_spend_cents gauge$/m)
+      expect(text).toMatch(/^slowcall_spend_cents\{[^}]*state="failed"[^}]*\} [1-9]/m)
       const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as any
       expect(Object.keys(openapi.paths)).toEqual(
         expect.arrayContaining(["/v1/jobs", "/v1/jobs/{id}", "/v1/jobs/{id}/events", "/v1/dead-letters/replay"])
@@ -427,6 +429,38 @@ export const contractSuite = (options: ContractOptions) => {
       const health = await fetch(`${base}/healthz`)
       expect(health.status).toBe(200)
       expect(await health.json()).toEqual({ ok: true })
+    })
+
+    it("GET /v1/stats: spend over the window per queue, tenant, type and state, succeeded against failed", async () => {
+      const read = async (query = "") => {
+        const response = await fetch(`${base}/v1/stats${query}`)
+        expect(response.status).toBe(200)
+        return ((await response.json()) as any).spend
+      }
+      const before = await read()
+      const ok = await submit()
+      const bad = await submit({}, {})
+      const job = await server.run(claim(ok.body.id))
+      await server.run(charge(job, 3))
+      await server.run(settle(job, { _tag: "Complete", result: null }))
+      await server.run(failJob(bad.body.id, "auth", 2))
+
+      const after = await read("?spendWindowMinutes=5")
+      expect(after.windowMinutes).toBe(5)
+      expect(after.succeededCents - before.succeededCents).toBe(3)
+      expect(after.failedCents - before.failedCents).toBe(2)
+      expect(after.totalCents - before.totalCents).toBeGreaterThanOrEqual(5)
+      const group = (state: string) =>
+        after.groups.find((g: any) => g.state === state && g.type === "test.work" && g.queue === queue)
+      expect(group("succeeded")).toMatchObject({
+        tenant: null,
+        costCents: expect.any(Number),
+        jobs: expect.any(Number)
+      })
+      expect(group("failed").costCents).toBeGreaterThanOrEqual(2)
+      for (const window of ["0", "43201", "x"]) {
+        expect((await fetch(`${base}/v1/stats?spendWindowMinutes=${window}`)).status).toBe(400)
+      }
     })
 
     it("GET / serves the dashboard with no external assets; GET /v1/jobs lists recent jobs", async () => {
