@@ -16,7 +16,8 @@
  *   `whsec_`, ...), GitHub (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), GitLab (`glpat-`), Slack
  *   (`xoxb-`, `xoxp-`, `xapp-`, ...), Hugging Face (`hf_`), Groq (`gsk_`), xAI (`xai-`), Replicate (`r8_`),
  *   Perplexity (`pplx-`), Fireworks (`fw_`), npm (`npm_`), PyPI (`pypi-`), SendGrid (`SG.`), DigitalOcean
- *   (`dop_v1_`), Shopify (`shpat_`, ...), Google (`AIza`, OAuth `ya29.`), AWS access key ids (`AKIA`, `ASIA`);
+ *   (`dop_v1_`), Shopify (`shpat_`, ...), Google (`AIza`, OAuth `ya29.`), AWS access key ids (`AKIA`, `ASIA`),
+ *   and slowcall's own API tokens (`sct_`);
  * - bare JSON Web Tokens (`eyJ....eyJ....`);
  * - query parameters named like credentials (`?key=`, `&api_key=`, `&sig=`, `&token=`, ...).
  *
@@ -57,7 +58,7 @@ const schemeCredential = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}/gi
 
 /** Prefixed tokens: the prefix is kept, the rest goes. Longer prefixes first (`sk-ant-` before `sk-`). */
 const prefixed =
-  /\b(sk-ant-|sk-|(?:sk|rk|pk)_(?:live|test)_|whsec_|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|xapp-|hf_|gsk_|xai-|r8_|pplx-|fw_|npm_|pypi-|dop_v1_|shp(?:at|ss|ca|pa)_|ya29\.)[A-Za-z0-9_-]{6,}/g
+  /\b(sk-ant-|sk-|sct_|(?:sk|rk|pk)_(?:live|test)_|whsec_|gh[pousr]_|github_pat_|glpat-|xox[abposr]-|xapp-|hf_|gsk_|xai-|r8_|pplx-|fw_|npm_|pypi-|dop_v1_|shp(?:at|ss|ca|pa)_|ya29\.)[A-Za-z0-9_-]{6,}/g
 
 const sendGrid = /\bSG\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g
 const jwt = /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g

@@ -7,15 +7,24 @@
  * @since 0.1.0
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema } from "@effect/platform"
+import { limits } from "@slowcall/core/Client"
 import { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobState } from "@slowcall/core/Job"
 import { Context, Schema } from "effect"
 import { JobDetail, JobView } from "./View.js"
 
 const IsoDate = Schema.String.pipe(
-  Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "must be an ISO-8601 date-time", {
-    identifier: "IsoDateTime"
-  })
+  Schema.maxLength(64),
+  Schema.filter(
+    (s) => {
+      const ms = Date.parse(s)
+      return (
+        (!Number.isNaN(ms) && ms >= 0 && ms <= limits.maxEpochMs) ||
+        "must be an ISO-8601 date-time from 1970 to the end of 9999"
+      )
+    },
+    { identifier: "IsoDateTime" }
+  )
 )
 
 const NonNegative = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
@@ -29,18 +38,19 @@ const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as
 /**
  * The body of `POST /v1/jobs`. Unknown fields are rejected, so a typo never silently drops a setting. `delayMs`
  * (relative to the store's time) and `runAfter` (absolute) both say when the job becomes due; give at most one.
- * Give `input` or `inputRef`, not both.
+ * Give `input` or `inputRef`, not both. Every number has a range (`Client.limits`), every date lies between 1970 and
+ * the end of 9999, and every string must be storable (no U+0000, no lone surrogate): anything else is a `400`.
  *
  * @since 0.1.0
  * @category models
  */
 export const SubmitBody = Schema.Struct({
   type: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  version: optional(Schema.Int.pipe(Schema.positive())),
+  version: optional(Schema.Int.pipe(Schema.between(1, limits.maxInt))),
   input: optional(Schema.Unknown),
   inputRef: optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000))),
-  priority: optional(Schema.Int),
-  delayMs: optional(Schema.Int.pipe(Schema.nonNegative())),
+  priority: optional(Schema.Int.pipe(Schema.between(limits.minInt, limits.maxInt))),
+  delayMs: optional(Schema.Int.pipe(Schema.between(0, limits.maxDelayMs))),
   runAfter: optional(IsoDate),
   deadline: optional(IsoDate),
   budgetCents: optional(NonNegative),
@@ -165,20 +175,41 @@ const errorBody = <const C extends string>(code: C, status: number) =>
   Schema.Struct({ error: Schema.Literal(code) }).annotations(HttpApiSchema.annotations({ status }))
 
 /**
- * The body of every non-400 error: a stable code (`413` also names the limit).
+ * The body of every non-400 error: a stable code (`413` also names the limit, `429` the wait in seconds, which
+ * `Retry-After` repeats).
+ *
+ * - `401 unauthorized`: missing or unknown credentials (`WWW-Authenticate: Bearer`);
+ * - `403 cross_site_request`: a state-changing request whose `Origin` or `Sec-Fetch-Site` names another site;
+ * - `404 not_found`: no such job, or another tenant's;
+ * - `409 already_terminal`: cancel of a finished job;
+ * - `413 payload_too_large`: a body over the limit, with or without `Content-Length`;
+ * - `415 unsupported_media_type`: a state-changing request whose body is not `application/json`;
+ * - `421 host_not_allowed`: a `Host` header outside the allow-list (DNS rebinding);
+ * - `422 idempotency_key_reused`: the key was used for another request;
+ * - `429 queue_full`: the queue's (or the tenant's) bound on queued jobs is reached; nothing was written;
+ * - `500 internal_error`: the store refused a write for a reason a retry cannot change (a bug; no `Retry-After`);
+ * - `503 store_unavailable`: the store cannot answer now (`Retry-After: 1`).
  *
  * @since 0.1.0
  * @category errors
  */
 export const ErrorBodies = {
   unauthorized: errorBody("unauthorized", 401),
+  crossSite: errorBody("cross_site_request", 403),
   notFound: errorBody("not_found", 404),
   alreadyTerminal: errorBody("already_terminal", 409),
   payloadTooLarge: Schema.Struct({
     error: Schema.Literal("payload_too_large"),
     limitBytes: Schema.Number
   }).annotations(HttpApiSchema.annotations({ status: 413 })),
+  unsupportedMediaType: errorBody("unsupported_media_type", 415),
+  hostNotAllowed: errorBody("host_not_allowed", 421),
   idempotencyKeyReused: errorBody("idempotency_key_reused", 422),
+  queueFull: Schema.Struct({
+    error: Schema.Literal("queue_full"),
+    retryAfterSeconds: Schema.Number
+  }).annotations(HttpApiSchema.annotations({ status: 429 })),
+  internalError: errorBody("internal_error", 500),
   storeUnavailable: errorBody("store_unavailable", 503)
 } as const
 
@@ -310,7 +341,9 @@ export const StatsBody = Schema.Struct({
       type: Schema.String,
       version: Schema.Number,
       count: Schema.Number,
-      oldestAgeSeconds: Schema.Number
+      oldestAgeSeconds: Schema.Number,
+      /** The oldest has waited longer than the server's `unclaimedAfterSeconds`: no worker claims this type. */
+      unclaimed: Schema.Boolean
     })
   ),
   spend: SpendBody
@@ -329,6 +362,7 @@ const jobs = HttpApiGroup.make("jobs")
       })
       .addError(InvalidRequestBody)
       .addError(ErrorBodies.idempotencyKeyReused)
+      .addError(ErrorBodies.queueFull)
       .middleware(JsonBody)
   )
   .add(
@@ -395,9 +429,10 @@ const ops = HttpApiGroup.make("ops")
       .middleware(Authentication)
   )
   .add(
-    HttpApiEndpoint.get("metrics", "/metrics").addSuccess(
-      HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" })
-    )
+    HttpApiEndpoint.get("metrics", "/metrics")
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }))
+      .addError(ErrorBodies.storeUnavailable)
+      .middleware(Authentication)
   )
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
@@ -420,4 +455,8 @@ export class SlowcallApi extends HttpApi.make("slowcall")
   .add(jobs)
   .add(deadLetters)
   .add(ops)
-  .addError(InvalidRequestBody) {}
+  .addError(InvalidRequestBody)
+  .addError(ErrorBodies.crossSite)
+  .addError(ErrorBodies.unsupportedMediaType)
+  .addError(ErrorBodies.hostNotAllowed)
+  .addError(ErrorBodies.internalError) {}

@@ -295,6 +295,93 @@ export const contractSuite = (options: ContractOptions) => {
       expect(await server.run(countJobs(queue))).toBe(before)
     })
 
+    it("every bad input is a 400 with issues, never a 5xx, and writes nothing", async () => {
+      const before = await server.run(countJobs(queue))
+      const nested = (depth: number) => `${"[".repeat(depth)}1${"]".repeat(depth)}`
+      const cases: Array<[string, string]> = [
+        // Nesting: just over the input's limit, then a 16 KB body of 8,000 levels (the stack overflowed before).
+        [`{"type":"test.work","input":${nested(65)}}`, "input"],
+        [`{"type":"test.work","input":${nested(8_000)}}`, ""],
+        [`{"type":"test.work","input":{"a":${nested(70)}}}`, ""],
+        // Numbers outside what every store can hold.
+        ['{"type":"test.work","priority":2147483648}', "priority"],
+        ['{"type":"test.work","priority":-2147483649}', "priority"],
+        ['{"type":"test.work","version":2147483648}', "version"],
+        ['{"type":"test.work","maxAttempts":1e300}', "maxAttempts"],
+        ['{"type":"test.work","delayMs":1e20}', "delayMs"],
+        ['{"type":"test.work","budgetCents":1e400}', "budgetCents"],
+        // Dates outside 1970 to the end of 9999, or not dates at all.
+        ['{"type":"test.work","runAfter":"+275760-09-13T00:00:00.000Z"}', "runAfter"],
+        ['{"type":"test.work","deadline":"10000-01-01T00:00:00Z"}', "deadline"],
+        ['{"type":"test.work","deadline":"1969-12-31T23:59:59Z"}', "deadline"],
+        // Strings no store can keep: a lone surrogate, U+0000.
+        ['{"type":"test.work","input":{"text":"\\ud800"}}', "input"],
+        ['{"type":"test.work","input":{"\\udc00key":1}}', "input"],
+        ['{"type":"test.work","input":"nul \\u0000"}', "input"],
+        ['{"type":"test.work","traceId":"t\\u0000"}', "traceId"],
+        ['{"type":"test.work","traceId":"\\udfff"}', "traceId"],
+        ['{"type":"test.work","inputRef":"s3://x/\\u0000"}', "inputRef"],
+        ['{"type":"test.work","inputRef":"s3://\\ud83d"}', "inputRef"]
+      ]
+      for (const [body, field] of cases) {
+        const response = await post(base, "/v1/jobs", body)
+        const json = (await response.json()) as any
+        expect(response.status, body.slice(0, 120)).toBe(400)
+        expect(json.error).toBe("invalid_request")
+        expect(json.issues.length).toBeGreaterThan(0)
+        if (field !== "")
+          expect(
+            json.issues.map((issue: any) => issue.path[0]),
+            body.slice(0, 120)
+          ).toContain(field)
+      }
+      expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
+    it("state-changing requests take only application/json (415) and never from another site (403)", async () => {
+      const before = await server.run(countJobs(queue))
+      const { body: job } = await submit()
+      const body = JSON.stringify({ type: "test.work", input: { text: "x" } })
+      const contentTypes = [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        undefined
+      ]
+      for (const path of ["/v1/jobs", "/v1/dead-letters/replay", `/v1/jobs/${job.id}/cancel`]) {
+        for (const contentType of contentTypes) {
+          const response = await fetch(base + path, {
+            method: "POST",
+            headers: contentType === undefined ? {} : { "content-type": contentType },
+            body: path === "/v1/jobs" ? body : "{}"
+          })
+          expect(response.status, `${path} ${contentType}`).toBe(415)
+          expect(await response.json()).toEqual({ error: "unsupported_media_type" })
+        }
+        const sites: Array<Record<string, string>> = [
+          { origin: "https://evil.example" },
+          { origin: "null" },
+          { origin: `http://localhost:1` },
+          { "sec-fetch-site": "cross-site" },
+          { "sec-fetch-site": "same-site" }
+        ]
+        for (const headers of sites) {
+          const response = await post(base, path, path === "/v1/jobs" ? body : {}, headers)
+          expect(response.status, `${path} ${JSON.stringify(headers)}`).toBe(403)
+          expect(await response.json()).toEqual({ error: "cross_site_request" })
+        }
+      }
+      expect(await server.run(countJobs(queue))).toBe(before + 1)
+      expect((await server.run(getJob(job.id))).state).toBe("queued")
+      // The same origin, and fetch metadata that says so, are the dashboard's own requests.
+      const own = new URL(base)
+      const same = await post(base, "/v1/jobs", body, { origin: own.origin, "sec-fetch-site": "same-origin" })
+      expect(same.status).toBe(202)
+      expect((await post(base, "/v1/jobs", body, { "content-type": "application/json; charset=UTF-8" })).status).toBe(
+        202
+      )
+    })
+
     it("a body over the limit answers 413 and writes nothing", async () => {
       const before = await server.run(countJobs(queue))
       const response = await post(base, "/v1/jobs", { type: "test.work", input: { blob: "x".repeat(70 * 1024) } })

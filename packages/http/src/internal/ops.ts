@@ -58,7 +58,8 @@ const stats = (request: { readonly urlParams: typeof StatsParams.Type }) =>
           type: group.type,
           version: group.version,
           count: group.count,
-          oldestAgeSeconds: seconds(now - group.oldestDueAt)
+          oldestAgeSeconds: seconds(now - group.oldestDueAt),
+          unclaimed: now - group.oldestDueAt >= options.unclaimedAfterSeconds * 1000
         })),
       spend: {
         windowMinutes: spendWindowMinutes,
@@ -80,12 +81,20 @@ const sum = (values: ReadonlyArray<number>): number => values.reduce((total, val
 
 const metrics = Effect.gen(function* () {
   const options = yield* ServerOptions
+  const tenant = yield* Tenant
+  const windowMs = options.deadLetterWindowMinutes * 60_000
+  if (tenant !== undefined) {
+    // A tenant sees its own population and spend, read at scrape time; the process's counters are everyone's.
+    const client = yield* Client
+    const read = yield* client.stats({ queue: options.queue, tenant, windowMs })
+    return Metrics.renderSamples(Metrics.samples({ now: read.now, windowMs, stats: read.stats }))
+  }
   // The population gauges come from the store at scrape time; counters are kept by the workers in this process.
-  yield* Metrics.refresh({ queue: options.queue, windowMs: options.deadLetterWindowMinutes * 60_000 }).pipe(
+  yield* Metrics.refresh({ queue: options.queue, windowMs }).pipe(
     Effect.catchAll((error) => Effect.logWarning("metrics refresh failed", error.message))
   )
   return yield* Metrics.prometheus
-})
+}).pipe(Effect.catchTag("StoreError", storeUnavailable))
 
 const healthz = Effect.gen(function* () {
   const client = yield* Client
