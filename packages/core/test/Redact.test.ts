@@ -45,6 +45,7 @@ describe("Redact.redact", () => {
       "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z\n-----END RSA PRIVATE KEY-----",
       "MIIEowIBAAKCAQEA0Z"
     ],
+    ["slowcall API token", "unauthorized: sct_0a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwXyZ012345", "0a1B2c3D4e5F6g7H8i9J0k"],
     ["a key cut off by truncation", "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBYpartial", "MHcCAQEEIBYpartial"]
   ]
   it.each(rows)("removes a %s", (_label, input, secret) => {
