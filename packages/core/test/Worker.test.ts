@@ -617,6 +617,12 @@ describe("Worker", () => {
       expect(job.errorClass).toBe("invalid_input")
       expect(job.lastError).toContain("text")
       expect(model.state.calls).toBe(0)
+      // The evidence is the list of issues, one per line, not the schema's whole tree.
+      const attempts = yield* t.query.attempts({ jobId: id })
+      expect(attempts[0]!.evidence).toBe(job.lastError)
+      expect(job.lastError!.split("\n").length).toBeLessThanOrEqual(3)
+      expect(job.lastError!.length).toBeLessThan(300)
+      expect(job.lastError).toMatch(/^text: is missing$/m)
     })
   )
 
