@@ -15,7 +15,9 @@ import type { Store } from "./Store.js"
 
 /**
  * Filters of a listing; newest `createdAt` first unless `order` is `oldest`; at most `limit` (default 50, `null`
- * for every match).
+ * for every match). `requestKey` keeps the jobs submitted under that idempotency key. `after` pages: only the jobs
+ * that come after that job in the listing's order (the last job of the previous page), whether or not it matches
+ * the filters; an `after` naming no job gives no jobs.
  *
  * @since 0.1.0
  * @category models
@@ -26,6 +28,8 @@ export interface ListOptions {
   readonly state?: JobState | undefined
   readonly type?: string | undefined
   readonly errorClass?: ErrorClass | undefined
+  readonly requestKey?: string | undefined
+  readonly after?: JobId | undefined
   readonly limit?: number | null | undefined
   readonly order?: "newest" | "oldest" | undefined
 }

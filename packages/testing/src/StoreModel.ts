@@ -313,10 +313,17 @@ export const make = (): StoreModel => {
   }
 
   const list: StoreModel["list"] = (options) => {
-    const matching = rows.filter((r) => matches(r.job, options))
     // Insertion order breaks ties of createdAt: a stable sort over rows kept in insertion order.
-    const ordered = [...matching].sort((a, b) => a.job.createdAt - b.job.createdAt)
-    if (options.order !== "oldest") ordered.reverse()
+    const all = [...rows].sort((a, b) => a.job.createdAt - b.job.createdAt)
+    if (options.order !== "oldest") all.reverse()
+    // `after`: what follows that job in the whole listing's order, filtered like the rest.
+    const start = options.after === undefined ? 0 : all.findIndex((r) => r.job.id === options.after) + 1
+    if (options.after !== undefined && start === 0) return []
+    const ordered = all
+      .slice(start)
+      .filter(
+        (r) => matches(r.job, options) && (options.requestKey === undefined || r.job.requestKey === options.requestKey)
+      )
     const limit = options.limit === null ? ordered.length : (options.limit ?? Protocol.defaults.listLimit)
     return ordered.slice(0, limit).map((r) => r.job)
   }

@@ -37,15 +37,28 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
       return toJob(row)
     })
 
-  const list: QueryService["list"] = (options) =>
-    run("list", options.order === "oldest" ? st.listOldest : st.listNewest, [
+  const list: QueryService["list"] = (options) => {
+    if (options.after !== undefined && !isUuid(options.after)) return Effect.succeed([])
+    const paged = options.after !== undefined || options.requestKey !== undefined
+    const oldest = options.order === "oldest"
+    const params = [
       options.queue ?? null,
       options.tenant ?? null,
       options.state ?? null,
       options.type ?? null,
       options.errorClass ?? null,
       options.limit === null ? null : (options.limit ?? Protocol.defaults.listLimit)
-    ]).pipe(Effect.map((rows) => rows.map(toJob)))
+    ]
+    return (
+      paged
+        ? run("list", oldest ? reads.pageOldest : reads.pageNewest, [
+            ...params,
+            options.requestKey ?? null,
+            options.after ?? null
+          ])
+        : run("list", oldest ? st.listOldest : st.listNewest, params)
+    ).pipe(Effect.map((rows) => rows.map(toJob)))
+  }
 
   const deadLetters: QueryService["deadLetters"] = (options) => {
     const filters = [options.queue ?? null, options.tenant ?? null, options.errorClass ?? null, options.type ?? null]

@@ -369,9 +369,17 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       Effect.sync(() => {
         const sign = options.order === "oldest" ? -1 : 1
         const limit = options.limit === null ? Number.POSITIVE_INFINITY : (options.limit ?? Protocol.defaults.listLimit)
+        const order = (a: Row, b: Row) => sign * (b.job.createdAt - a.job.createdAt || b.seq - a.seq)
+        const after = options.after === undefined ? undefined : rows.get(options.after)
+        if (options.after !== undefined && after === undefined) return []
         return [...rows.values()]
-          .filter((row) => matches(row.job, options))
-          .sort((a, b) => sign * (b.job.createdAt - a.job.createdAt || b.seq - a.seq))
+          .filter(
+            (row) =>
+              matches(row.job, options) &&
+              (options.requestKey === undefined || row.job.requestKey === options.requestKey) &&
+              (after === undefined || order(after, row) < 0)
+          )
+          .sort(order)
           .slice(0, limit)
           .map((row) => row.job)
       }),

@@ -75,6 +75,30 @@ const readTests = ({ it, fixture }: Area): void => {
     })
   )
 
+  it.effect("list pages with after (ties in one millisecond too) and keeps a request key's jobs", () =>
+    Effect.gen(function* () {
+      const { query, queue, advance, submit, factory } = yield* fixture
+      const a = yield* submit({ requestKey: "page-key" })
+      yield* advance(5)
+      const b = yield* submit()
+      const c = yield* submit({ type: "other" })
+      const d = yield* submit()
+      const ids = (jobs: ReadonlyArray<{ readonly id: JobId }>) => jobs.map((j) => j.id)
+
+      // Newest first, two per page: every job exactly once, in order.
+      const first = yield* query.list({ queue, limit: 2 })
+      const second = yield* query.list({ queue, limit: 2, after: first.at(-1)!.id })
+      const third = yield* query.list({ queue, limit: 2, after: second.at(-1)!.id })
+      expect([ids(first), ids(second), ids(third)]).toEqual([[d.id, c.id], [b.id, a.id], []])
+      expect(ids(yield* query.list({ queue, order: "oldest", after: b.id }))).toEqual([c.id, d.id])
+      // The cursor job need not match the filters; the page does.
+      expect(ids(yield* query.list({ queue, type: "conformance.echo", after: c.id }))).toEqual([b.id, a.id])
+      expect(ids(yield* query.list({ queue, after: yield* factory.jobId }))).toEqual([])
+      expect(ids(yield* query.list({ queue, requestKey: "page-key" }))).toEqual([a.id])
+      expect(ids(yield* query.list({ queue, requestKey: "no-such-key" }))).toEqual([])
+    })
+  )
+
   it.effect("deadLetters: failed jobs most recently updated first, grouped by (errorClass, inputHash)", () =>
     Effect.gen(function* () {
       const { query, queue, advance, submit, claimed, charged, settled } = yield* fixture

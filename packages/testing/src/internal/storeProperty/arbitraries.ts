@@ -204,7 +204,9 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
         filter,
         state: fc.constantFrom<JobState | null>(null, "queued", "running", "failed", "succeeded", "abandoned"),
         limit: fc.constantFrom(null, 1, 2, "all" as const),
-        order: fc.constantFrom("newest" as const, "oldest" as const)
+        order: fc.constantFrom("newest" as const, "oldest" as const),
+        requestKey: fc.constantFrom(null, null, "key-0", "key-1"),
+        after: fc.option(job, { nil: null, freq: 2 })
       })
     )
   },

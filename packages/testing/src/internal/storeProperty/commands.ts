@@ -103,6 +103,8 @@ export interface Specs {
     readonly state: JobState | null
     readonly limit: number | null | "all"
     readonly order: "newest" | "oldest"
+    readonly requestKey: string | null
+    readonly after: JobRef | null
   }
   readonly DeadLetters: { readonly filter: FilterSpec; readonly limit: number | null }
   readonly Stats: {
@@ -313,11 +315,14 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     if (at !== null && at !== undefined) world.clock = Math.max(world.clock, at + spec.offset)
   },
   List: async (world, real, spec) => {
+    const unknown = await unknownId(world)
     const options = {
       ...filterOf(world, spec.filter),
       state: spec.state ?? undefined,
       limit: spec.limit === "all" ? null : (spec.limit ?? undefined),
-      order: spec.order
+      order: spec.order,
+      requestKey: spec.requestKey ?? undefined,
+      after: spec.after === null ? undefined : resolveJob(world, spec.after, unknown)
     }
     same("list", await real.run(real.query.list(options)), world.model.list(options))
   },
