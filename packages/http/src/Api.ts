@@ -120,17 +120,33 @@ const param = <A, I extends string>(schema: Schema.Schema<A, I>, message: string
 const Limit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
 const limitMessage = "must be an integer from 1 to 1000"
 
+const FilterText = Schema.String.pipe(Schema.maxLength(255))
+
 /**
- * The query of `GET /v1/jobs`: state and type filters and at most `limit` jobs (default 50).
+ * The query of `GET /v1/jobs`: filters (state, type, error class, tenant, request key) and a page of at most
+ * `limit` jobs (default 50), newest first, after the job `after` names (the previous page's `next`). With
+ * authentication, `tenant` can only narrow to the caller's own tenant: any other gives no jobs.
  *
  * @since 0.2.0
  * @category models
  */
 export const ListParams = Schema.Struct({
   state: param(JobState, `must be one of ${JobState.literals.join(", ")}`),
-  type: optional(Schema.String),
+  type: optional(FilterText),
+  errorClass: param(ErrorClass, "unknown error class"),
+  tenant: optional(FilterText),
+  requestKey: optional(FilterText),
+  after: optional(FilterText),
   limit: param(Limit, limitMessage)
 })
+
+/**
+ * `GET /v1/jobs`: a page of jobs and the cursor of the next one (`null` when this page is the last).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const ListBody = Schema.Struct({ jobs: Schema.Array(JobView), next: Schema.NullOr(Schema.String) })
 
 /**
  * The query of `GET /v1/dead-letters`: error class and type filters and at most `limit` jobs (default 50).
@@ -366,10 +382,7 @@ const jobs = HttpApiGroup.make("jobs")
       .middleware(JsonBody)
   )
   .add(
-    HttpApiEndpoint.get("list", "/v1/jobs")
-      .setUrlParams(ListParams)
-      .addSuccess(Schema.Struct({ jobs: Schema.Array(JobView) }))
-      .addError(InvalidRequestBody)
+    HttpApiEndpoint.get("list", "/v1/jobs").setUrlParams(ListParams).addSuccess(ListBody).addError(InvalidRequestBody)
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/jobs/:id")

@@ -153,6 +153,7 @@ export const contractSuite = (options: ContractOptions) => {
           "state",
           "abandonReason",
           "attempts",
+          "runAttempts",
           "maxAttempts",
           "progress",
           "costCents",
@@ -561,6 +562,60 @@ export const contractSuite = (options: ContractOptions) => {
       const listed = (await (await fetch(`${base}/v1/jobs?limit=5`)).json()) as any
       expect(listed.jobs[0].id).toBe(created.id)
       expect((await fetch(`${base}/v1/jobs?state=bogus`)).status).toBe(400)
+    })
+  })
+
+  describe(`listing on ${options.name}`, () => {
+    let server: Running
+    let base: string
+    const queue = unique("list")
+    beforeAll(async () => {
+      server = await start(options.backend(), { queue })
+      base = server.url
+    })
+    afterAll(async () => {
+      await server?.close()
+    })
+    const list = async (query: string) => {
+      const response = await fetch(`${base}/v1/jobs?${query}`)
+      expect(response.status, query).toBe(200)
+      return (await response.json()) as { jobs: Array<any>; next: string | null }
+    }
+
+    it("GET /v1/jobs pages with next and filters by state, type, error class and request key", async () => {
+      const made: Array<string> = []
+      for (let i = 0; i < 5; i++) {
+        const response = await post(
+          base,
+          "/v1/jobs",
+          { type: i % 2 === 0 ? "test.work" : "demo.echo", input: i },
+          {
+            "idempotency-key": `list-${i}`
+          }
+        )
+        made.push(((await response.json()) as any).id)
+      }
+      await server.run(failJob(made[1]!, "auth", 1))
+
+      const seen: Array<string> = []
+      let page = await list("limit=2")
+      for (let pages = 0; pages < 5; pages++) {
+        seen.push(...page.jobs.map((job) => job.id))
+        if (page.next === null) break
+        page = await list(`limit=2&after=${page.next}`)
+      }
+      expect(seen).toEqual([...made].reverse())
+      expect((await list("type=demo.echo")).jobs.map((job) => job.id)).toEqual([made[3], made[1]])
+      expect((await list("errorClass=auth")).jobs.map((job) => job.id)).toEqual([made[1]])
+      expect((await list("state=failed&type=demo.echo")).jobs.map((job) => job.id)).toEqual([made[1]])
+      expect((await list("requestKey=list-2")).jobs.map((job) => job.id)).toEqual([made[2]])
+      expect((await list("after=not-a-job")).jobs).toEqual([])
+      const failed = (await list("errorClass=auth")).jobs[0]
+      expect(failed).toMatchObject({ attempts: 1, runAttempts: 1, maxAttempts: 3 })
+      // After a replay, the run starts again: one attempt in all, none in this run.
+      await post(base, "/v1/dead-letters/replay", { ids: [made[1]] })
+      expect((await list("requestKey=list-1")).jobs[0]).toMatchObject({ attempts: 1, runAttempts: 0, state: "queued" })
+      expect((await fetch(`${base}/v1/jobs?errorClass=bogus`)).status).toBe(400)
     })
   })
 

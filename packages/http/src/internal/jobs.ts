@@ -9,7 +9,8 @@ import { HttpApiBuilder } from "@effect/platform"
 import * as Canonical from "@slowcall/core/Canonical"
 import { Client, defaults } from "@slowcall/core/Client"
 import type * as Handler from "@slowcall/core/Handler"
-import { Effect, Either, ParseResult } from "effect"
+import { JobId } from "@slowcall/core/Job"
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { type Issue, type ListParams, SlowcallApi, type SubmitBody, type SubmitHeaders, Tenant } from "../Api.js"
 import { etag, etagMatches, jobDetail, jobView } from "../View.js"
 import {
@@ -109,15 +110,28 @@ const list = (request: { readonly urlParams: typeof ListParams.Type }) =>
   Effect.gen(function* () {
     const options = yield* ServerOptions
     const client = yield* Client
+    const tenant = yield* Tenant
+    const params = request.urlParams
+    // With authentication the caller's tenant is the scope; a tenant filter can only repeat it.
+    if (tenant !== undefined && params.tenant !== undefined && params.tenant !== tenant) return { jobs: [], next: null }
+    // A cursor that is not a job id names no job, so there is nothing after it.
+    const after = params.after === undefined ? undefined : Option.getOrUndefined(decodeJobId(params.after))
+    if (params.after !== undefined && after === undefined) return { jobs: [], next: null }
+    const limit = params.limit ?? 50
     const jobs = yield* client.list({
       queue: options.queue,
-      tenant: yield* Tenant,
-      state: request.urlParams.state,
-      type: request.urlParams.type,
-      limit: request.urlParams.limit
+      tenant: tenant ?? params.tenant,
+      state: params.state,
+      type: params.type,
+      errorClass: params.errorClass,
+      requestKey: params.requestKey,
+      after,
+      limit
     })
-    return { jobs: jobs.map(jobView) }
+    return { jobs: jobs.map(jobView), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null }
   }).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+const decodeJobId = Schema.decodeUnknownOption(JobId)
 
 /** The job named by the path, visible to the caller's tenant, or `404`. */
 const visibleJob = (id: string) =>
