@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema } from "@effect/platform"
+import * as Canonical from "@slowcall/core/Canonical"
 import { limits } from "@slowcall/core/Client"
 import { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobState } from "@slowcall/core/Job"
@@ -28,6 +29,18 @@ const IsoDate = Schema.String.pipe(
 )
 
 const NonNegative = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+
+/**
+ * A string any Store can keep and compare (no U+0000, no lone surrogate, `Canonical.unstorable`), at most 255
+ * characters: every filter and name a request carries outside a submit (whose strings `Client` checks).
+ */
+const FilterText = Schema.String.pipe(
+  Schema.maxLength(255),
+  Schema.filter((text) => {
+    const problem = Canonical.unstorable(text)
+    return problem === undefined || problem
+  })
+)
 
 /** A field that may be left out; when present it must decode (`undefined` is not JSON, so it is not a value). */
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
@@ -95,7 +108,7 @@ export const SubmitHeaders = Schema.Struct({
 export const ReplayBody = Schema.Struct({
   ids: optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
   errorClass: optional(ErrorClass.annotations({ message: () => ({ message: "unknown error class", override: true }) })),
-  type: optional(Schema.String),
+  type: optional(FilterText),
   limit: optional(Schema.Int.pipe(Schema.between(1, 10_000)))
 }).annotations({ identifier: "ReplayBody", ...strict })
 /**
@@ -119,8 +132,6 @@ const param = <A, I extends string>(schema: Schema.Schema<A, I>, message: string
 
 const Limit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000))
 const limitMessage = "must be an integer from 1 to 1000"
-
-const FilterText = Schema.String.pipe(Schema.maxLength(255))
 
 /**
  * The query of `GET /v1/jobs`: filters (state, type, error class, tenant, request key) and a page of at most
@@ -156,7 +167,7 @@ export const ListBody = Schema.Struct({ jobs: Schema.Array(JobView), next: Schem
  */
 export const DeadLetterParams = Schema.Struct({
   errorClass: param(ErrorClass, "unknown error class"),
-  type: optional(Schema.String),
+  type: optional(FilterText),
   limit: param(Limit, limitMessage)
 })
 

@@ -336,6 +336,28 @@ export const contractSuite = (options: ContractOptions) => {
             body.slice(0, 120)
           ).toContain(field)
       }
+      // Filters and names outside a submit are held to the same rule: a 400, never a store error.
+      for (const path of [
+        "/v1/dead-letters?type=%00",
+        "/v1/jobs?type=a%00b",
+        "/v1/jobs?tenant=%00",
+        "/v1/jobs?requestKey=%00",
+        "/v1/jobs?after=%00"
+      ]) {
+        const response = await fetch(base + path)
+        expect(response.status, path).toBe(400)
+        expect(((await response.json()) as any).error).toBe("invalid_request")
+      }
+      const replay = await post(base, "/v1/dead-letters/replay", '{"type":"\\u0000"}')
+      expect(replay.status).toBe(400)
+      // Unknown keys named like Object.prototype's members are unknown keys like any other.
+      for (const key of ["toString", "__proto__", "constructor", "valueOf", "hasOwnProperty"]) {
+        for (const path of ["/v1/jobs", "/v1/dead-letters/replay"]) {
+          const response = await post(base, path, `{"type":"test.work","${key}":1}`)
+          expect(response.status, `${path} ${key}`).toBe(400)
+          expect(((await response.json()) as any).issues[0].path).toEqual([key])
+        }
+      }
       expect(await server.run(countJobs(queue))).toBe(before)
     })
 

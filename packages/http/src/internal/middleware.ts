@@ -6,7 +6,7 @@
  * @internal
  */
 
-import { IncomingMessage } from "node:http"
+import type { IncomingMessage } from "node:http"
 import {
   HttpApiBuilder,
   HttpApiError,
@@ -15,11 +15,11 @@ import {
   type HttpServerError,
   HttpServerRequest
 } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
 import * as Canonical from "@slowcall/core/Canonical"
 import { Effect, Layer, Option } from "effect"
 import { Authentication, headerNames, type Issue, JsonBody, SlowcallApi } from "../Api.js"
 import { invalidRequest, respondWith, ServerOptions } from "./common.js"
+import { drainBytesFor, dropRest, nodeRequest } from "./node.js"
 
 /**
  * `Authentication`: the tenant `authenticate` resolves, `undefined` when the server runs without it (or for a public
@@ -47,10 +47,6 @@ export const authentication = Layer.effect(
 const isSizeLimit = (error: HttpServerError.RequestError): boolean =>
   error.cause instanceof Error && error.cause.message === "maxBytes exceeded"
 
-/** How much of a body over the limit is read and dropped before the connection is cut after all. */
-const drainBytesFor = (maxBodyBytes: number): number =>
-  Math.min(64 * 1024 * 1024, Math.max(8 * 1024 * 1024, 16 * maxBodyBytes))
-
 /**
  * The deepest a body may nest: the input's limit (`Canonical.maxDepth`), the body object around it, and one level
  * more, so that input just past its limit is refused by the input's own check, which names where. Checked on the
@@ -75,27 +71,6 @@ const nestingDepth = (text: string): number => {
     } else if (c === 0x5d || c === 0x7d) depth--
   }
   return deepest
-}
-
-/** The Node request under a platform request, or undefined on another server. */
-const nodeRequest = (request: HttpServerRequest.HttpServerRequest): IncomingMessage | undefined => {
-  try {
-    const raw: unknown = NodeHttpServerRequest.toIncomingMessage(request)
-    return raw instanceof IncomingMessage ? raw : undefined
-  } catch {
-    return undefined
-  }
-}
-
-/** Reads and drops what is left of a body, up to `drainBytes`; past that the connection is cut. */
-const dropRest = (message: IncomingMessage, drainBytes: number, cut: () => void): void => {
-  message.removeAllListeners("data")
-  let drained = 0
-  message.on("data", (chunk: Buffer | string) => {
-    drained += typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length
-    if (drained > drainBytes) cut()
-  })
-  message.resume()
 }
 
 /**
@@ -169,7 +144,8 @@ export const jsonBody = Layer.effect(
 const issueOf = (issue: HttpApiError.HttpApiDecodeError["issues"][number]): Issue => ({
   path: issue.path.map((segment, index) => {
     const name = typeof segment === "symbol" ? String(segment) : segment
-    return index === 0 && typeof name === "string" ? (headerNames[name] ?? name) : name
+    // Own keys only: a body key such as `toString` or `__proto__` must not find Object.prototype's members.
+    return index === 0 && typeof name === "string" && Object.hasOwn(headerNames, name) ? headerNames[name]! : name
   }),
   message: issue.message
 })
