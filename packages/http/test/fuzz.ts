@@ -49,7 +49,7 @@ const metacharacters = [
   "\u0000",
   "\ud800",
   "\udfff\ud800",
-  "${jndi:ldap://x}",
+  "$" + "{jndi:ldap://x}",
   "<script>alert(1)</script>",
   "../../etc/passwd",
   "%00",
@@ -298,8 +298,12 @@ export const requests = (options: {
     })
   const route = fc.oneof(
     {
-      weight: 10,
+      weight: 6,
       arbitrary: fc.constant({ method: "POST", path: "/v1/jobs", json: submitBody as fc.Arbitrary<unknown> })
+    },
+    {
+      weight: 6,
+      arbitrary: fc.constant({ method: "POST", path: "/v1/jobs", json: cleanBody as fc.Arbitrary<unknown> })
     },
     { weight: 3, arbitrary: query.map((q) => ({ method: "GET", path: `/v1/jobs${q}`, json: undefined })) },
     { weight: 3, arbitrary: jobId.map((id) => ({ method: "GET", path: `/v1/jobs/${id}`, json: undefined })) },

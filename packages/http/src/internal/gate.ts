@@ -10,7 +10,6 @@ import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/p
 import { Effect } from "effect"
 import { SlowcallApi } from "../Api.js"
 import { ServerOptions } from "./common.js"
-import { drainBytesFor, dropRest, nodeRequest } from "./node.js"
 
 /**
  * The host names a server answers for by default: the loopback names, on any port.
