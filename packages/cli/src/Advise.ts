@@ -12,9 +12,9 @@ import * as Decide from "@slowcall/core/Decide"
 import { Console, Data, Effect, Either, Option } from "effect"
 
 /**
- * A usage problem `advise` reported on stderr (one line) before failing: missing or malformed flags, an unreadable
- * samples file. The command fails with this error so the process exits non-zero; the line has already been
- * printed, so a caller should not print it again.
+ * A usage problem of `advise`: missing or malformed flags, an unreadable samples file. The command fails with this
+ * error and prints nothing itself; its message is the one line to show (`slowcall` prints it as
+ * `slowcall: <message>` on stderr and exits non-zero).
  *
  * @since 0.1.0
  * @category errors
@@ -109,8 +109,10 @@ const options = {
     Options.optional
   ),
   hops: Options.text("hop").pipe(
-    Options.withDescription("a hop on the request path and its timeout, <name>=<duration>; repeat for each hop"),
-    Options.repeated
+    Options.withDescription(
+      "required: a hop on the request path and its timeout, <name>=<duration> (lb=60s); repeat it for each hop"
+    ),
+    Options.atLeast(1)
   ),
   userWaiting: Options.boolean("no-user-waiting", { ifPresent: false, negationNames: ["user-waiting"] }).pipe(
     Options.withDescription("whether a person waits on the response (default: --user-waiting)")
@@ -150,8 +152,7 @@ const options = {
 
 type Parsed = Command.Command.ParseConfig<typeof options>
 
-const fail = (message: string): Effect.Effect<never, AdviseError> =>
-  Effect.zipRight(Console.error(message), Effect.fail(new AdviseError({ message })))
+const fail = (message: string): Effect.Effect<never, AdviseError> => Effect.fail(new AdviseError({ message }))
 
 const orFail = <A>(e: Either.Either<A, string>): Effect.Effect<A, AdviseError> =>
   Either.match(e, { onLeft: fail, onRight: Effect.succeed })
@@ -193,11 +194,6 @@ const effectiveFromSamples = (input: Parsed, file: string) =>
 
 const run = (input: Parsed) =>
   Effect.gen(function* () {
-    if (input.hops.length === 0) {
-      return yield* fail(
-        "advise needs the timeout of at least one hop: --hop <name>=<duration>, for example --hop lb=60s"
-      )
-    }
     const hops: Array<Decide.Hop> = []
     for (const h of input.hops) hops.push(yield* orFail(parseHop(h)))
     const { note, p99Ms } = yield* Option.match(input.samples, {
@@ -232,8 +228,8 @@ const run = (input: Parsed) =>
  * `slowcall advise --p99 <dur> --hop <name>=<dur> [--hop ...] [--user-waiting | --no-user-waiting]
  * [--outlives-session] [--result-later] [--json]`, or `--samples FILE --timeout <dur> [--retries N]
  * [--backoff <dur>] [--fallback-p99 <dur>] [--seed N]` instead of `--p99`. Prints one sentence (or, with
- * `--json`, the `AdviseJson` object) on stdout. Every usage problem, missing hops first of all, is one line on
- * stderr and an `AdviseError` failure, so the process exits non-zero. A user is assumed to be waiting unless
+ * `--json`, the `AdviseJson` object) on stdout. `--hop` is required (the parser refuses a run without one); every
+ * other usage problem is an `AdviseError` failure whose message is one line, so the process exits non-zero. A user is assumed to be waiting unless
  * `--no-user-waiting` is given.
  *
  * @since 0.1.0

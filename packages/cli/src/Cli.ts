@@ -7,7 +7,7 @@ import { Command } from "@effect/cli"
 import { dlqCommand } from "./Dlq.js"
 import { jobsCommand } from "./Jobs.js"
 import { migrateCommand } from "./Migrate.js"
-import { serveCommand } from "./Serve.js"
+import { serveCommand, tokenCommand } from "./Serve.js"
 
 /**
  * The subcommands this package defines itself; `bin.ts` adds those of other modules.
@@ -15,7 +15,7 @@ import { serveCommand } from "./Serve.js"
  * @since 0.1.0
  * @category commands
  */
-export const subcommands = [serveCommand, migrateCommand, jobsCommand, dlqCommand] as const
+export const subcommands = [serveCommand, tokenCommand, migrateCommand, jobsCommand, dlqCommand] as const
 
 /**
  * Builds the root `slowcall` command from subcommands, and a runner that takes `process.argv`.

@@ -158,8 +158,9 @@ const billedOnError = (error: SimulatedModelError) => (error.billedCents > 0 ? e
 /**
  * `demo.echo`: input `{ text, latencyMs?, failWith?, failTimes?, costCents? }`, result `{ echo: text }`. It fails
  * with `failWith` on the first `failTimes` attempts of the job (counted over its whole life, so a replayed dead
- * letter can then succeed; without `failTimes` it fails forever), each attempt charged `costCents` (default 1),
- * which is also its declared estimate.
+ * letter can then succeed; without `failTimes` it fails forever). A successful call is charged `costCents` (default
+ * 1), which is also its declared estimate; a failed one is charged as its error class says
+ * (`ErrorClass.defaultCostOnError`: nothing for `rate_limited` or `auth`, the estimate for `timeout`).
  *
  * @since 0.1.0
  * @category handlers

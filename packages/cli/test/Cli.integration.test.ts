@@ -110,6 +110,30 @@ describe("slowcall jobs and dlq against a running server", () => {
     expect(JSON.parse(none.stdout)).toEqual({ replayed: 0, skipped: 1 })
   })
 
+  it("conventions: no colour when piped, one prefixed error line for every kind of failure", async () => {
+    // Piped and without NO_COLOR: still no escape sequences, in help as in errors.
+    const help = await slowcall(["advise", "--help"], { NO_COLOR: "" })
+    expect(help.code, help.stderr).toBe(0)
+    expect(help.stdout).toContain("--hop")
+    expect(help.stdout).not.toContain("\u001b[")
+    expect(help.stdout).toMatch(/--hop text 1\+[\s\S]*required: a hop[\s\S]*must be repeated at least 1 times/)
+    const failures: Array<[ReadonlyArray<string>, RegExp]> = [
+      [["advise", "--p99", "45s"], /^slowcall: Expected at least 1 value\(s\) for option: '--hop'$/],
+      [["advise", "--p99", "fast", "--hop", "lb=60s"], /^slowcall: --p99: "fast" is not a duration/],
+      [["jobs", "list", "--state", "bogus", "--url", url], /^slowcall: Expected one of the following cases: queued/],
+      [["jobs", "get"], /^slowcall: Missing argument <job-id>$/],
+      [["nosuch"], /^slowcall: Invalid subcommand for slowcall/]
+    ]
+    const results = await Promise.all(failures.map(([args]) => slowcall(args, { NO_COLOR: "" })))
+    failures.forEach(([args, line], i) => {
+      const result = results[i]!
+      expect(result.code, args.join(" ")).toBe(1)
+      expect(result.stdout, args.join(" ")).toBe("")
+      expect(result.stderr.trimEnd().split("\n"), args.join(" ")).toEqual([expect.stringMatching(line)])
+      expect(result.stderr).not.toContain("\u001b[")
+    })
+  })
+
   it("usage errors exit non-zero", async () => {
     const bad = await slowcall(["jobs", "list", "--state", "bogus", "--url", url])
     expect(bad.code).not.toBe(0)

@@ -94,7 +94,8 @@ describe("slowcall serve --demo", () => {
     })
     const job = (await response.json()) as any
     const failed = await waitForState(url, job.id, ["failed", "succeeded", "abandoned"])
-    expect(failed).toMatchObject({ state: "failed", errorClass: "auth", attempts: 1, costCents: 1 })
+    // A provider does not bill a request it refused for its credentials: the failed call settled at 0.
+    expect(failed).toMatchObject({ state: "failed", errorClass: "auth", attempts: 1, costCents: 0 })
     const replay = await fetch(`${url}/v1/dead-letters/replay`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -102,7 +103,7 @@ describe("slowcall serve --demo", () => {
     })
     expect(await replay.json()).toEqual({ replayed: 1, skipped: 0 })
     const done = await waitForState(url, job.id, ["succeeded", "abandoned"])
-    expect(done).toMatchObject({ state: "succeeded", attempts: 2, costCents: 2, result: { echo: "second time lucky" } })
+    expect(done).toMatchObject({ state: "succeeded", attempts: 2, costCents: 1, result: { echo: "second time lucky" } })
   })
 
   it("a budget that cannot cover the next call abandons the job before calling the model", async () => {

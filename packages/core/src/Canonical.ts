@@ -36,9 +36,34 @@ class Rejection {
 }
 
 // U+0000 is valid JSON but no store can keep it everywhere (Postgres text and jsonb reject it), so it is refused
-// here, where every store sees the same rule.
+// here, where every store sees the same rule. So is a lone surrogate (half of a UTF-16 pair, as `"\ud800"` in JSON
+// text gives): it has no UTF-8 form, and Postgres refuses it in jsonb.
 const NUL = "\u0000"
 const nulMessage = "U+0000 cannot be stored"
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const surrogateMessage = "a lone UTF-16 surrogate cannot be stored"
+
+/**
+ * The deepest nesting of arrays and objects a value may have: the top level is depth 0, so `[[1]]` is depth 2.
+ * Checked before each recursive step, so no walk of a value can overflow the stack however deep the value is.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const maxDepth = 64
+
+const depthMessage = `nesting deeper than ${maxDepth} levels`
+
+/**
+ * Why a string cannot be stored by every Store, or undefined: U+0000 anywhere, or a lone UTF-16 surrogate. The one
+ * rule for input strings and keys, and for every other string a submit carries (queue, type, request key, input
+ * reference, tenant, trace id).
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const unstorable = (text: string): string | undefined =>
+  text.includes(NUL) ? `contains ${nulMessage}` : loneSurrogate.test(text) ? `contains ${surrogateMessage}` : undefined
 
 /**
  * Encodes `value`, or throws a `Rejection`. `path` names where `value` sits; null builds no paths at all (most values
@@ -47,9 +72,11 @@ const nulMessage = "U+0000 cannot be stored"
  */
 const encode = (value: unknown, path: string | null, ancestors: Set<object>): string => {
   switch (typeof value) {
-    case "string":
-      if (value.includes(NUL)) throw new Rejection(path, `the string contains ${nulMessage}`)
+    case "string": {
+      const problem = unstorable(value)
+      if (problem !== undefined) throw new Rejection(path, `the string ${problem}`)
       return JSON.stringify(value)
+    }
     case "boolean":
       return value ? "true" : "false"
     case "number":
@@ -59,6 +86,8 @@ const encode = (value: unknown, path: string | null, ancestors: Set<object>): st
     case "object": {
       if (value === null) return "null"
       if (ancestors.has(value)) throw new Rejection(path, "the value contains a cycle")
+      // `ancestors` holds exactly the objects above this one: its size is this value's depth.
+      if (ancestors.size >= maxDepth) throw new Rejection(path, depthMessage)
       if (Array.isArray(value)) {
         ancestors.add(value)
         const parts: Array<string> = []
@@ -79,7 +108,8 @@ const encode = (value: unknown, path: string | null, ancestors: Set<object>): st
       const parts: Array<string> = []
       for (const key of keys) {
         const at = path === null ? null : propertyPath(path, key)
-        if (key.includes(NUL)) throw new Rejection(at, `the key contains ${nulMessage}`)
+        const problem = unstorable(key)
+        if (problem !== undefined) throw new Rejection(at, `the key ${problem}`)
         parts.push(`${JSON.stringify(key)}:${encode(record[key], at, ancestors)}`)
       }
       ancestors.delete(value)
@@ -95,8 +125,9 @@ const encode = (value: unknown, path: string | null, ancestors: Set<object>): st
  * written as `0`. Two values that are equal as JSON give the same text. Anything that is not plain JSON (undefined
  * anywhere, NaN, infinities, functions, symbols, BigInt, cycles, objects whose prototype is neither
  * `Object.prototype` nor null) is rejected with an `InvalidInput` naming its path (`$.a[2].b`). So is a string or
- * object key containing U+0000: JSON allows it, but not every Store can keep it, and a value one Store accepts must
- * be accepted by all.
+ * object key containing U+0000 or a lone UTF-16 surrogate (`unstorable`): JSON allows them, but not every Store can
+ * keep them, and a value one Store accepts must be accepted by all. So is a value nested deeper than `maxDepth`,
+ * checked before each step down, so the walk itself never overflows the stack.
  *
  * @since 0.1.0
  * @category constructors
@@ -137,14 +168,14 @@ export const validateJson = (value: unknown): Either.Either<Json, InvalidInput> 
 const isPlainJson = (value: unknown, ancestors: Array<object>): boolean => {
   switch (typeof value) {
     case "string":
-      return !value.includes(NUL)
+      return unstorable(value) === undefined
     case "boolean":
       return true
     case "number":
       return Number.isFinite(value)
     case "object": {
       if (value === null) return true
-      if (ancestors.includes(value)) return false
+      if (ancestors.length >= maxDepth || ancestors.includes(value)) return false
       if (Array.isArray(value)) {
         ancestors.push(value)
         for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], ancestors)) return false
@@ -155,7 +186,7 @@ const isPlainJson = (value: unknown, ancestors: Array<object>): boolean => {
       ancestors.push(value)
       const record = value as Record<string, unknown>
       for (const key of Object.keys(record)) {
-        if (key.includes(NUL) || !isPlainJson(record[key], ancestors)) return false
+        if (unstorable(key) !== undefined || !isPlainJson(record[key], ancestors)) return false
       }
       ancestors.pop()
       return true

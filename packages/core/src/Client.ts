@@ -4,8 +4,9 @@
  * validation, the same defaults and the same publishing.
  *
  * Invariants:
- * - Bad input (non-JSON `input`, both `input` and `inputRef`, out-of-range options) fails with `InvalidInput`
- *   before anything is written; a reused idempotency key fails with `IdempotencyKeyReused` and writes nothing.
+ * - Bad input (non-JSON `input`, input nested deeper than `Canonical.maxDepth`, a string any Store would refuse,
+ *   both `input` and `inputRef`, options outside `limits`) fails with `InvalidInput` before anything is written; a
+ *   reused idempotency key fails with `IdempotencyKeyReused` and writes nothing.
  * - The Store is the truth; the Transport only wakes workers. A publish that fails after a successful write is
  *   logged and loses nothing (the sweeper republishes queued jobs that have no message in flight), and so is a delay
  *   longer than the transport can express (`TransportCapabilities.maxDelayMs`): the sweeper hands the job over once
@@ -17,7 +18,14 @@
  */
 import { Context, Duration, Effect, Either, Layer, Schedule, Stream } from "effect"
 import * as Canonical from "./Canonical.js"
-import { AlreadyTerminal, IdempotencyKeyReused, InvalidInput, JobNotFound, type StoreError } from "./Errors.js"
+import {
+  AlreadyTerminal,
+  IdempotencyKeyReused,
+  InvalidInput,
+  JobNotFound,
+  QueueFull,
+  type StoreError
+} from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Job.js"
 import type { SubmitItem } from "./Protocol.js"
@@ -112,8 +120,8 @@ export interface WatchOptions {
 }
 
 /**
- * Options of `stats`: the population to count and the window of the dead-letter arrival count (default 5 minutes,
- * measured back from store time).
+ * Options of `stats`: the population to count, the window of the dead-letter arrival count (default 5 minutes) and
+ * the window of the spend groups (default 1 hour), both measured back from store time.
  *
  * @since 0.2.0
  * @category models
@@ -122,11 +130,12 @@ export interface StatsOptions {
   readonly queue?: string | undefined
   readonly tenant?: string | undefined
   readonly windowMs?: number | undefined
+  readonly spendWindowMs?: number | undefined
 }
 
 /**
- * Counts and ages (`Query.StoreStats`) with the store time they were read at and the window `failedInWindow`
- * covers, so ages and rates need no second clock.
+ * Counts, ages and spend (`Query.StoreStats`) with the store time they were read at and the windows
+ * `failedInWindow` and `spend` cover, so ages and rates need no second clock.
  *
  * @since 0.2.0
  * @category models
@@ -134,6 +143,7 @@ export interface StatsOptions {
 export interface StatsResult {
   readonly now: number
   readonly windowMs: number
+  readonly spendWindowMs: number
   readonly stats: StoreStats
 }
 
@@ -148,15 +158,16 @@ export interface ClientService {
    * Validate, hash and store one job, then publish it when it was created (an idempotent repeat publishes nothing).
    * A failed publish is logged and the job is still accepted.
    */
-  readonly submit: (options: SubmitOptions) => Effect.Effect<SubmitResult, SubmitError>
+  readonly submit: (options: SubmitOptions) => Effect.Effect<SubmitResult, SubmitError | QueueFull>
   /**
    * Validate every item, then store them all in one `Store.submit` batch and publish the created ones. One invalid
    * item fails the whole call with `InvalidInput` (its path starts with the item's index) and nothing is written; a
-   * reused key is that item's `KeyReused` outcome and does not stop the others.
+   * reused key is that item's `KeyReused` outcome and does not stop the others. Over a queue bound, the whole call
+   * fails with `QueueFull` and nothing is written.
    */
   readonly submitMany: (
     items: ReadonlyArray<SubmitOptions>
-  ) => Effect.Effect<SubmitManyResult, InvalidInput | StoreError>
+  ) => Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError>
   /** The job, or `JobNotFound` (also for another tenant's job). */
   readonly get: (
     jobId: JobId,
@@ -200,7 +211,23 @@ const messageOf = (job: Job): Message => ({
   priority: job.priority
 })
 
-const isInteger = (min: number) => (value: number) => Number.isInteger(value) && value >= min
+/**
+ * The ranges every submit's numbers must fall in, the same for every Store: integers a 32-bit column holds
+ * (`version`, `maxAttempts` of at least 1, `priority`), times from the epoch to the end of year 9999 (`runAfter`,
+ * `deadlineAt`, as ISO-8601 can write them) and delays of at most a hundred years either way.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const limits = {
+  minInt: -2_147_483_648,
+  maxInt: 2_147_483_647,
+  maxEpochMs: 253_402_300_799_999,
+  maxDelayMs: 100 * 365 * 24 * 3_600_000
+} as const
+
+const isInteger = (min: number) => (value: number) => Number.isInteger(value) && value >= min && value <= limits.maxInt
+const isTime = (value: number) => Number.isFinite(value) && value >= 0 && value <= limits.maxEpochMs
 
 /** The numeric options and what each must be; anything else is `InvalidInput` naming the option. */
 const numericRules: ReadonlyArray<
@@ -210,16 +237,30 @@ const numericRules: ReadonlyArray<
     string
   ]
 > = [
-  ["version", isInteger(1), "must be an integer of at least 1"],
-  ["maxAttempts", isInteger(1), "must be an integer of at least 1"],
-  ["priority", Number.isSafeInteger, "must be an integer"],
-  ["delayMs", Number.isFinite, "must be a finite number of milliseconds"],
-  ["runAfter", Number.isFinite, "must be a finite epoch-ms time"],
-  ["deadlineAt", Number.isFinite, "must be a finite epoch-ms time"],
+  ["version", isInteger(1), `must be an integer from 1 to ${limits.maxInt}`],
+  ["maxAttempts", isInteger(1), `must be an integer from 1 to ${limits.maxInt}`],
+  ["priority", isInteger(limits.minInt), `must be an integer from ${limits.minInt} to ${limits.maxInt}`],
+  [
+    "delayMs",
+    (value) => Number.isFinite(value) && Math.abs(value) <= limits.maxDelayMs,
+    `must be a finite number of milliseconds, at most ${limits.maxDelayMs}`
+  ],
+  ["runAfter", isTime, "must be an epoch-ms time from 1970 to the end of 9999"],
+  ["deadlineAt", isTime, "must be an epoch-ms time from 1970 to the end of 9999"],
   ["budgetCents", (value) => Number.isFinite(value) && value >= 0, "must be a finite number of cents, at least 0"]
 ]
 
+/** The string options: each must be storable by every Store (`Canonical.unstorable`). */
+const stringOptions = ["queue", "type", "requestKey", "inputRef", "tenant", "traceId"] as const
+
 const optionsProblem = (options: SubmitOptions): InvalidInput | undefined => {
+  for (const name of stringOptions) {
+    const value: unknown = options[name]
+    if (value === undefined) continue
+    if (typeof value !== "string") return new InvalidInput({ path: name, message: "must be a string" })
+    const problem = Canonical.unstorable(value)
+    if (problem !== undefined) return new InvalidInput({ path: name, message: problem })
+  }
   if (options.queue.length === 0) return new InvalidInput({ path: "queue", message: "must not be empty" })
   if (options.type.length === 0) return new InvalidInput({ path: "type", message: "must not be empty" })
   if (options.requestKey !== undefined && options.requestKey.length === 0) {
@@ -298,151 +339,227 @@ const prepare = <E>(
   })
 
 /**
+ * How a Client bounds the backlog it adds to. `maxQueued` is the most queued jobs (due or not) one queue may hold,
+ * `maxQueuedPerTenant` the most one tenant may hold in a queue; a submit that would go past either fails with
+ * `QueueFull` (`retryAfterMs` in it, default 5 s) and writes nothing. Unset, there is no bound.
+ *
+ * The bound is soft: the count is one `Query.countQueued` read (counting no further than the bound) before the
+ * write, not part of it, so submits racing each other from several clients may together pass it by as many jobs as
+ * they submit at once. It keeps a runaway producer from filling a queue without bound; it is not an exact quota.
+ * An idempotent repeat of a submit that already made its job is refused like any other while the bound is reached.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface ClientOptions {
+  readonly maxQueued?: number | undefined
+  readonly maxQueuedPerTenant?: number | undefined
+  readonly queueFullRetryAfterMs?: number | undefined
+}
+
+/**
  * Build a client over the Store, Query and Transport in context.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<ClientService, never, Store | Query | Transport> = Effect.gen(function* () {
-  const store = yield* Store
-  const query = yield* Query
-  const transport = yield* Transport
-  const maxDelayMs = transport.capabilities.maxDelayMs
-  const maxBatch = Math.max(1, transport.capabilities.maxBatch)
+export const make: Effect.Effect<ClientService, never, Store | Query | Transport> = Effect.suspend(() => makeWith({}))
 
-  /**
-   * Hand queued jobs to the transport, each due `runAfter - now` after the write at store time `now` (without `now`,
-   * each job's own `updatedAt`: the store time of the write that queued it): one publish call per queue and transport
-   * batch. A job whose delay is beyond the transport's limit is left to the sweeper.
-   */
-  const publish = (jobs: ReadonlyArray<Job>, now?: number): Effect.Effect<void> => {
-    const queues = new Map<string, Array<PublishItem>>()
-    for (const job of jobs) {
-      const delayMs = Math.max(0, job.runAfter - (now ?? job.updatedAt))
-      if (maxDelayMs !== null && delayMs > maxDelayMs) continue
-      let items = queues.get(job.queue)
-      if (items === undefined) {
-        items = []
-        queues.set(job.queue, items)
+/**
+ * Build a client with a backlog bound (see `ClientOptions`) over the Store, Query and Transport in context.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const makeWith = (
+  clientOptions: ClientOptions
+): Effect.Effect<ClientService, never, Store | Query | Transport> =>
+  Effect.gen(function* () {
+    const store = yield* Store
+    const query = yield* Query
+    const transport = yield* Transport
+    const maxDelayMs = transport.capabilities.maxDelayMs
+    const maxBatch = Math.max(1, transport.capabilities.maxBatch)
+    const retryAfterMs = clientOptions.queueFullRetryAfterMs ?? 5_000
+
+    /**
+     * Refuses a batch that would take a queue, or a tenant's share of one, past its bound: for each (queue, tenant)
+     * of the items, the queued jobs already there plus the items going there.
+     */
+    const admit = (items: ReadonlyArray<SubmitItem>): Effect.Effect<void, QueueFull | StoreError> =>
+      Effect.gen(function* () {
+        const { maxQueued, maxQueuedPerTenant } = clientOptions
+        if (maxQueued === undefined && maxQueuedPerTenant === undefined) return
+        const byQueue = new Map<string, number>()
+        const byTenant = new Map<string, { queue: string; tenant: string; count: number }>()
+        for (const item of items) {
+          byQueue.set(item.queue, (byQueue.get(item.queue) ?? 0) + 1)
+          if (item.tenant != null) {
+            const key = JSON.stringify([item.queue, item.tenant])
+            const entry = byTenant.get(key) ?? { queue: item.queue, tenant: item.tenant, count: 0 }
+            entry.count += 1
+            byTenant.set(key, entry)
+          }
+        }
+        if (maxQueued !== undefined) {
+          for (const [queue, count] of byQueue) {
+            const queued = yield* query.countQueued({ queue, upTo: maxQueued })
+            if (queued + count > maxQueued) {
+              return yield* new QueueFull({ queue, tenant: null, limit: maxQueued, retryAfterMs })
+            }
+          }
+        }
+        if (maxQueuedPerTenant !== undefined) {
+          for (const { count, queue, tenant } of byTenant.values()) {
+            const queued = yield* query.countQueued({ queue, tenant, upTo: maxQueuedPerTenant })
+            if (queued + count > maxQueuedPerTenant) {
+              return yield* new QueueFull({ queue, tenant, limit: maxQueuedPerTenant, retryAfterMs })
+            }
+          }
+        }
+      })
+
+    /**
+     * Hand queued jobs to the transport, each due `runAfter - now` after the write at store time `now` (without `now`,
+     * each job's own `updatedAt`: the store time of the write that queued it): one publish call per queue and transport
+     * batch. A job whose delay is beyond the transport's limit is left to the sweeper.
+     */
+    const publish = (jobs: ReadonlyArray<Job>, now?: number): Effect.Effect<void> => {
+      const queues = new Map<string, Array<PublishItem>>()
+      for (const job of jobs) {
+        const delayMs = Math.max(0, job.runAfter - (now ?? job.updatedAt))
+        if (maxDelayMs !== null && delayMs > maxDelayMs) continue
+        let items = queues.get(job.queue)
+        if (items === undefined) {
+          items = []
+          queues.set(job.queue, items)
+        }
+        items.push({ message: messageOf(job), delayMs })
       }
-      items.push({ message: messageOf(job), delayMs })
-    }
-    const calls: Array<Effect.Effect<void>> = []
-    for (const [queue, items] of queues) {
-      for (let i = 0; i < items.length; i += maxBatch) {
-        const chunk = items.slice(i, i + maxBatch)
-        calls.push(
-          transport
-            .publish({ queue, items: chunk })
-            .pipe(
-              Effect.catchAll((error) =>
-                Effect.logWarning("publish failed; the sweeper will republish the jobs", error).pipe(
-                  Effect.annotateLogs({ queue, jobs: chunk.length, firstJobId: chunk[0]?.message.jobId ?? "" })
+      const calls: Array<Effect.Effect<void>> = []
+      for (const [queue, items] of queues) {
+        for (let i = 0; i < items.length; i += maxBatch) {
+          const chunk = items.slice(i, i + maxBatch)
+          calls.push(
+            transport
+              .publish({ queue, items: chunk })
+              .pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning("publish failed; the sweeper will republish the jobs", error).pipe(
+                    Effect.annotateLogs({ queue, jobs: chunk.length, firstJobId: chunk[0]?.message.jobId ?? "" })
+                  )
                 )
               )
-            )
-        )
+          )
+        }
       }
+      return calls.length === 1 ? calls[0]! : Effect.all(calls, { discard: true })
     }
-    return calls.length === 1 ? calls[0]! : Effect.all(calls, { discard: true })
-  }
 
-  const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError> =>
-    Effect.gen(function* () {
-      const item = yield* prepare(options, store.now)
-      const reply = yield* store.submit({ items: [item] })
-      const outcome = reply.results[0]
-      if (outcome === undefined) return yield* Effect.die(new Error("Store.submit returned no result for its item"))
-      switch (outcome._tag) {
-        case "KeyReused":
-          return yield* new IdempotencyKeyReused({
-            requestKey: outcome.requestKey,
-            existingJobId: outcome.existingJobId
-          })
-        case "Existing":
-          return { job: outcome.job, created: false, now: reply.now }
-        case "Created":
-          yield* publish([outcome.job], reply.now)
-          return { job: outcome.job, created: true, now: reply.now }
-      }
-    })
+    const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
+      Effect.gen(function* () {
+        const item = yield* prepare(options, store.now)
+        yield* admit([item])
+        const reply = yield* store.submit({ items: [item] })
+        const outcome = reply.results[0]
+        if (outcome === undefined) return yield* Effect.die(new Error("Store.submit returned no result for its item"))
+        switch (outcome._tag) {
+          case "KeyReused":
+            return yield* new IdempotencyKeyReused({
+              requestKey: outcome.requestKey,
+              existingJobId: outcome.existingJobId
+            })
+          case "Existing":
+            return { job: outcome.job, created: false, now: reply.now }
+          case "Created":
+            yield* publish([outcome.job], reply.now)
+            return { job: outcome.job, created: true, now: reply.now }
+        }
+      })
 
-  const submitMany = (
-    items: ReadonlyArray<SubmitOptions>
-  ): Effect.Effect<SubmitManyResult, InvalidInput | StoreError> =>
-    Effect.gen(function* () {
-      // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
-      const storeNow = yield* Effect.cached(store.now)
-      const prepared = yield* Effect.forEach(items, (options, index) =>
-        prepare(options, storeNow).pipe(
-          Effect.catchTag("InvalidInput", (error) =>
-            Effect.fail(new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
+    const submitMany = (
+      items: ReadonlyArray<SubmitOptions>
+    ): Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError> =>
+      Effect.gen(function* () {
+        // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
+        const storeNow = yield* Effect.cached(store.now)
+        const prepared = yield* Effect.forEach(items, (options, index) =>
+          prepare(options, storeNow).pipe(
+            Effect.catchTag("InvalidInput", (error) =>
+              Effect.fail(new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
+            )
           )
         )
+        if (prepared.length === 0) return { now: yield* store.now, results: [] }
+        yield* admit(prepared)
+        const reply = yield* store.submit({ items: prepared })
+        const created = reply.results.flatMap((outcome) => (outcome._tag === "Created" ? [outcome.job] : []))
+        yield* publish(created, reply.now)
+        return { now: reply.now, results: reply.results }
+      })
+
+    const cancel = (jobId: JobId, options?: { readonly tenant?: string | undefined }) =>
+      Effect.gen(function* () {
+        const reply = yield* store.cancel({ items: [{ jobId, tenant: options?.tenant }] })
+        const result = reply.results[0]
+        if (result === undefined) return yield* Effect.die(new Error("Store.cancel returned no result for its item"))
+        switch (result._tag) {
+          case "Cancelled":
+            return result.job
+          case "AlreadyTerminal":
+            return yield* new AlreadyTerminal({ jobId, state: result.job.state })
+          case "NotFound":
+            return yield* new JobNotFound({ jobId })
+        }
+      })
+
+    const replay = (options: QueryModule.ReplayOptions): Effect.Effect<QueryModule.ReplayResult, StoreError> =>
+      Effect.gen(function* () {
+        const result = yield* QueryModule.replay(store, query, options)
+        // `Query.replay` does not return the store time of its writes; each write bumped the job's `updatedAt` to at
+        // least that time, so it stands in (a replayed job is due at its write).
+        yield* publish(result.jobs)
+        return result
+      })
+
+    const stats = (options: StatsOptions = {}): Effect.Effect<StatsResult, StoreError> =>
+      Effect.gen(function* () {
+        const windowMs = options.windowMs ?? 300_000
+        const spendWindowMs = options.spendWindowMs ?? 3_600_000
+        const now = yield* store.now
+        const result = yield* query.stats({
+          queue: options.queue,
+          tenant: options.tenant,
+          failedSince: now - windowMs,
+          spendSince: now - spendWindowMs
+        })
+        return { now, windowMs, spendWindowMs, stats: result }
+      })
+
+    const watch = (jobId: JobId, options: WatchOptions = {}): Stream.Stream<Job, JobNotFound | StoreError> =>
+      Stream.repeatEffectWithSchedule(
+        query.get({ jobId, tenant: options.tenant }),
+        Schedule.spaced(Duration.millis(options.intervalMs ?? 1_000))
+      ).pipe(
+        Stream.changesWith((a, b) => a.updatedAt === b.updatedAt),
+        Stream.takeUntil((job) => isTerminal(job.state))
       )
-      if (prepared.length === 0) return { now: yield* store.now, results: [] }
-      const reply = yield* store.submit({ items: prepared })
-      const created = reply.results.flatMap((outcome) => (outcome._tag === "Created" ? [outcome.job] : []))
-      yield* publish(created, reply.now)
-      return { now: reply.now, results: reply.results }
-    })
 
-  const cancel = (jobId: JobId, options?: { readonly tenant?: string | undefined }) =>
-    Effect.gen(function* () {
-      const reply = yield* store.cancel({ items: [{ jobId, tenant: options?.tenant }] })
-      const result = reply.results[0]
-      if (result === undefined) return yield* Effect.die(new Error("Store.cancel returned no result for its item"))
-      switch (result._tag) {
-        case "Cancelled":
-          return result.job
-        case "AlreadyTerminal":
-          return yield* new AlreadyTerminal({ jobId, state: result.job.state })
-        case "NotFound":
-          return yield* new JobNotFound({ jobId })
-      }
-    })
-
-  const replay = (options: QueryModule.ReplayOptions): Effect.Effect<QueryModule.ReplayResult, StoreError> =>
-    Effect.gen(function* () {
-      const result = yield* QueryModule.replay(store, query, options)
-      // `Query.replay` does not return the store time of its writes; each write bumped the job's `updatedAt` to at
-      // least that time, so it stands in (a replayed job is due at its write).
-      yield* publish(result.jobs)
-      return result
-    })
-
-  const stats = (options: StatsOptions = {}): Effect.Effect<StatsResult, StoreError> =>
-    Effect.gen(function* () {
-      const windowMs = options.windowMs ?? 300_000
-      const now = yield* store.now
-      const result = yield* query.stats({ queue: options.queue, tenant: options.tenant, failedSince: now - windowMs })
-      return { now, windowMs, stats: result }
-    })
-
-  const watch = (jobId: JobId, options: WatchOptions = {}): Stream.Stream<Job, JobNotFound | StoreError> =>
-    Stream.repeatEffectWithSchedule(
-      query.get({ jobId, tenant: options.tenant }),
-      Schedule.spaced(Duration.millis(options.intervalMs ?? 1_000))
-    ).pipe(
-      Stream.changesWith((a, b) => a.updatedAt === b.updatedAt),
-      Stream.takeUntil((job) => isTerminal(job.state))
-    )
-
-  return {
-    submit,
-    submitMany,
-    get: (jobId, options) => query.get({ jobId, tenant: options?.tenant }),
-    cancel,
-    list: (options) => query.list(options ?? {}),
-    deadLetters: (options) => query.deadLetters(options ?? {}),
-    attempts: (jobId) => query.attempts({ jobId }),
-    charges: (jobId) => query.charges({ jobId }),
-    stats,
-    now: store.now,
-    replay,
-    watch
-  }
-})
+    return {
+      submit,
+      submitMany,
+      get: (jobId, options) => query.get({ jobId, tenant: options?.tenant }),
+      cancel,
+      list: (options) => query.list(options ?? {}),
+      deadLetters: (options) => query.deadLetters(options ?? {}),
+      attempts: (jobId) => query.attempts({ jobId }),
+      charges: (jobId) => query.charges({ jobId }),
+      stats,
+      now: store.now,
+      replay,
+      watch
+    }
+  })
 
 /**
  * A layer providing `Client` over the Store, Query and Transport in context.
@@ -451,3 +568,12 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
  * @category layers
  */
 export const layer: Layer.Layer<Client, never, Store | Query | Transport> = Layer.effect(Client, make)
+
+/**
+ * A layer providing `Client` with a backlog bound (see `ClientOptions`).
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerWith = (options: ClientOptions): Layer.Layer<Client, never, Store | Query | Transport> =>
+  Layer.effect(Client, makeWith(options))

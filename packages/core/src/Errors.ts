@@ -42,6 +42,26 @@ export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReuse
 }
 
 /**
+ * A submit refused because the queue (or the tenant's share of it) already holds as many queued jobs as the Client's
+ * bound allows (`Client.ClientOptions.maxQueued`, `maxQueuedPerTenant`). Nothing was written; `retryAfterMs` is
+ * when trying again is worth it. `tenant` is set when the tenant's bound was the one reached.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class QueueFull extends Schema.TaggedError<QueueFull>()("QueueFull", {
+  queue: Schema.String,
+  tenant: Schema.NullOr(Schema.String),
+  limit: Schema.Number,
+  retryAfterMs: Schema.Number
+}) {
+  override get message() {
+    const whose = this.tenant === null ? `queue ${JSON.stringify(this.queue)}` : `tenant ${JSON.stringify(this.tenant)}`
+    return `${whose} already holds ${this.limit} queued jobs; try again in ${this.retryAfterMs} ms`
+  }
+}
+
+/**
  * A transition outside the table of `StateMachine.ts`. Stores never perform one.
  *
  * @since 0.1.0

@@ -51,7 +51,10 @@ export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{
 /**
  * One billed model call. `estimateCents` is reserved in the charge ledger before `run` starts; `cost` gives the
  * actual amount from the reply, settled on the same call id afterwards. When `run` fails, `costOnError` may give
- * the amount the error reports (a timeout the provider billed); otherwise the reservation stands as the record.
+ * the amount the error reports (a timeout the provider billed, 0 for a request it refused); when it is absent or
+ * gives `undefined`, the error's class decides (`ErrorClass.defaultCostOnError`): settled at 0 for the classes
+ * providers do not bill (rate limits, overload, rejected requests), the reservation kept as the record for those
+ * they may have billed (timeouts, lost connections, unknown failures).
  *
  * @since 0.1.0
  * @category models

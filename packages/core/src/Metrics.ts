@@ -9,7 +9,7 @@
 import { Duration, Effect, Metric, MetricState, Schedule, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
 import type { JobState } from "./Job.js"
-import { Query } from "./Query.js"
+import { Query, type StoreStats } from "./Query.js"
 import { Store } from "./Store.js"
 
 /**
@@ -37,6 +37,39 @@ export const oldestQueuedAgeMs = Metric.gauge("slowcall_oldest_queued_age_ms", {
  * @category metrics
  */
 export const costCents = Metric.gauge("slowcall_cost_cents", { description: "recorded spend per error class" })
+
+/**
+ * Spend in cents over the spend window (`PollOptions.spendWindowMs`), per queue, tenant (`none` without one), job
+ * type and job state (tags `queue`, `tenant`, `type`, `state`): what bought results (`succeeded`) against what went
+ * to dead letters (`failed`).
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const spendCents = Metric.gauge("slowcall_spend_cents", {
+  description: "spend over the spend window, per queue, tenant, type and state"
+})
+
+/**
+ * Due queued jobs per type and version (tags `type`, `version`), as last read from the Store.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const waitingJobs = Metric.gauge("slowcall_waiting_jobs", {
+  description: "due queued jobs per type and version"
+})
+
+/**
+ * How long the oldest due queued job of each type and version has been due, in ms (tags `type`, `version`): a type
+ * no worker claims shows here, growing, while the others stay small.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const oldestWaitingAgeMs = Metric.gauge("slowcall_oldest_waiting_age_ms", {
+  description: "age of the oldest due queued job, per type and version"
+})
 
 /**
  * Jobs that this process saw arrive in `failed` (the dead-letter view).
@@ -139,7 +172,8 @@ export const unknownHandlerDeferred = Metric.counter("slowcall_unknown_handler_d
 const states: ReadonlyArray<JobState> = ["queued", "running", "succeeded", "failed", "abandoned"]
 
 /**
- * Options of `refresh` and `poll`. `windowMs` is the window of the dead-letter arrival rate (default 5 minutes).
+ * Options of `refresh` and `poll`. `windowMs` is the window of the dead-letter arrival rate (default 5 minutes),
+ * `spendWindowMs` the window of the spend gauges (default 1 hour).
  *
  * @since 0.1.0
  * @category models
@@ -148,10 +182,81 @@ export interface PollOptions {
   readonly queue?: string | undefined
   readonly tenant?: string | undefined
   readonly windowMs?: number | undefined
+  readonly spendWindowMs?: number | undefined
 }
 
 /**
- * Read `Query.stats` once and set every population gauge from it. Ages and the window use store time.
+ * One value of a population gauge: the metric's name, its tags and the value.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Sample {
+  readonly name: string
+  readonly tags: Readonly<Record<string, string>>
+  readonly value: number
+}
+
+/**
+ * The population gauges of one stats read, as samples: jobs per state, oldest due queued age per priority, cost per
+ * error class, dead-letter rate, spend per (queue, tenant, type, state), waiting jobs and their oldest age per
+ * (type, version). Ages use the store time `now` of the read. What `refresh` sets and a tenant's `/metrics` renders.
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const samples = (read: {
+  readonly now: number
+  readonly windowMs: number
+  readonly stats: StoreStats
+}): ReadonlyArray<Sample> => {
+  const { now, stats } = read
+  const out: Array<Sample> = []
+  for (const state of states) out.push({ name: "slowcall_jobs", tags: { state }, value: stats.byState[state] ?? 0 })
+  for (const [priority, oldest] of Object.entries(stats.oldestQueuedAt)) {
+    out.push({ name: "slowcall_oldest_queued_age_ms", tags: { priority }, value: Math.max(0, now - oldest) })
+  }
+  for (const [errorClass, cents] of Object.entries(stats.costCentsByErrorClass)) {
+    out.push({ name: "slowcall_cost_cents", tags: { error_class: errorClass }, value: cents })
+  }
+  out.push({
+    name: "slowcall_dead_letter_rate_per_minute",
+    tags: {},
+    value: stats.failedInWindow / (read.windowMs / 60_000)
+  })
+  for (const group of stats.spend) {
+    out.push({
+      name: "slowcall_spend_cents",
+      tags: { queue: group.queue, tenant: group.tenant ?? "none", type: group.type, state: group.state },
+      value: group.costCents
+    })
+  }
+  for (const group of stats.waiting) {
+    const tags = { type: group.type, version: String(group.version) }
+    out.push({ name: "slowcall_waiting_jobs", tags, value: group.count })
+    out.push({ name: "slowcall_oldest_waiting_age_ms", tags, value: Math.max(0, now - group.oldestDueAt) })
+  }
+  return out
+}
+
+const gauges: Readonly<Record<string, Metric.Metric.Gauge<number>>> = {
+  slowcall_jobs: jobs,
+  slowcall_oldest_queued_age_ms: oldestQueuedAgeMs,
+  slowcall_cost_cents: costCents,
+  slowcall_dead_letter_rate_per_minute: deadLetterRatePerMinute,
+  slowcall_spend_cents: spendCents,
+  slowcall_waiting_jobs: waitingJobs,
+  slowcall_oldest_waiting_age_ms: oldestWaitingAgeMs
+}
+
+/**
+ * The tagged gauges `refresh` set last time, by name and tags: a group that is gone since (no spend left in the
+ * window, no job waiting) is set to 0 instead of keeping its last value for ever.
+ */
+const lastSet = new Map<string, Sample>()
+
+/**
+ * Read `Query.stats` once and set every population gauge from it (`samples`). Ages and windows use store time.
  *
  * @since 0.1.0
  * @category combinators
@@ -162,17 +267,33 @@ export const refresh = (options: PollOptions = {}): Effect.Effect<void, StoreErr
     const query = yield* Query
     const windowMs = options.windowMs ?? 300_000
     const now = yield* store.now
-    const stats = yield* query.stats({ queue: options.queue, tenant: options.tenant, failedSince: now - windowMs })
-    for (const state of states) {
-      yield* Metric.set(Metric.tagged(jobs, "state", state), stats.byState[state] ?? 0)
+    const stats = yield* query.stats({
+      queue: options.queue,
+      tenant: options.tenant,
+      failedSince: now - windowMs,
+      spendSince: now - (options.spendWindowMs ?? 3_600_000)
+    })
+    const setGauge = (sample: Sample) => {
+      const gauge = gauges[sample.name]
+      return gauge === undefined
+        ? Effect.void
+        : Metric.set(
+            Object.entries(sample.tags).reduce((tagged, [tag, value]) => Metric.tagged(tagged, tag, value), gauge),
+            sample.value
+          )
     }
-    for (const [priority, oldest] of Object.entries(stats.oldestQueuedAt)) {
-      yield* Metric.set(Metric.tagged(oldestQueuedAgeMs, "priority", priority), Math.max(0, now - oldest))
+    const seen = new Set<string>()
+    for (const sample of samples({ now, windowMs, stats })) {
+      const key = render(sample.name, tagList(sample.tags))
+      seen.add(key)
+      lastSet.set(key, sample)
+      yield* setGauge(sample)
     }
-    for (const [errorClass, cents] of Object.entries(stats.costCentsByErrorClass)) {
-      yield* Metric.set(Metric.tagged(costCents, "error_class", errorClass), cents)
+    for (const [key, sample] of lastSet) {
+      if (seen.has(key)) continue
+      lastSet.delete(key)
+      yield* setGauge({ ...sample, value: 0 })
     }
-    yield* Metric.set(deadLetterRatePerMinute, stats.failedInWindow / (windowMs / 60_000))
   })
 
 /**
@@ -193,13 +314,39 @@ export const poll = (
     Effect.asVoid
   )
 
+const tagList = (tags: Readonly<Record<string, string>>) => Object.entries(tags).map(([key, value]) => ({ key, value }))
+
+/** A label value in the exposition format: backslash, double quote and line feed escaped. */
+const labelValue = (value: string): string => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")
+
 const render = (name: string, tags: ReadonlyArray<{ readonly key: string; readonly value: string }>): string =>
   tags.length === 0
     ? name
     : `${name}{${tags
-        .map((tag) => `${tag.key}="${tag.value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`)
+        .map((tag) => `${tag.key}="${labelValue(tag.value)}"`)
         .sort()
         .join(",")}}`
+
+/**
+ * Samples in the Prometheus text exposition format, one `# TYPE ... gauge` line per metric name: the population of a
+ * stats read without the process's counters (what a tenant's `/metrics` shows).
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const renderSamples = (list: ReadonlyArray<Sample>): string => {
+  const byName = new Map<string, Array<string>>()
+  for (const sample of list) {
+    const lines = byName.get(sample.name) ?? []
+    lines.push(`${render(sample.name, tagList(sample.tags))} ${sample.value}`)
+    byName.set(sample.name, lines)
+  }
+  return [...byName.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, lines]) => [`# TYPE ${name} gauge`, ...lines.sort()].join("\n"))
+    .join("\n")
+    .concat("\n")
+}
 
 /**
  * The current value of every `slowcall_*` counter and gauge, keyed `name` or `name{tag="value",...}` (tags sorted).

@@ -8,6 +8,7 @@
 import { Cause, Clock, Effect } from "effect"
 import type { ErrorClass } from "./ErrorClass.js"
 import { policy } from "./ErrorClass.js"
+import * as Redact from "./Redact.js"
 
 /**
  * The normalised view of a failure. `retryable` always equals `policy(errorClass).retryable`; `retryAfterMs` is
@@ -54,32 +55,16 @@ const str = (u: unknown): string | undefined => (typeof u === "string" && u.leng
 // Redaction
 // ---------------------------------------------------------------------------------------------------------------
 
-const headerPattern =
-  /((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-key|openai-api-key|anthropic-api-key|cookie|set-cookie)(["']?\s*[:=]\s*["']?)[^"'\r\n,;}]+/gi
-const bearerPattern = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}/gi
-const vendorKeyPattern = /\bsk-(ant-)?[A-Za-z0-9_-]{6,}/g
-const googleKeyPattern = /\bAIza[0-9A-Za-z_-]{10,}/g
-const awsKeyPattern = /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g
-const queryKeyPattern =
-  /([?&;](?:key|api[_-]?key|apikey|access[_-]?token|token|auth|sig|signature|x-goog-api-key)=)[^&#\s"'<>]+/gi
-
 /**
- * Removes credentials from a string: API keys (`sk-...`, `sk-ant-...`, `AIza...`, AWS access key ids), bearer and
- * basic tokens, the values of Authorization / API-key / cookie headers (in `Name: value` and JSON forms) and
- * `key=`, `api_key=`, `token=`-style query parameters. What remains keeps its shape, so evidence stays readable.
- * Idempotent: redacting twice gives the same string as redacting once.
+ * Removes credentials from a string: every secret format of `Redact.ts` (keys and tokens of the main model and cloud
+ * providers, credentials in URLs, JWTs, private keys, and the values of fields and headers named like keys,
+ * passwords, secrets, tokens or authorization). What remains keeps its shape, so evidence stays readable.
+ * Idempotent. The same function as `Redact.redact`, kept here because evidence is built here.
  *
  * @since 0.1.0
  * @category combinators
  */
-export const redact = (s: string): string =>
-  s
-    .replace(headerPattern, "$1$2[redacted]")
-    .replace(bearerPattern, "$1 [redacted]")
-    .replace(vendorKeyPattern, (_m, ant: string | undefined) => (ant ? "sk-ant-[redacted]" : "sk-[redacted]"))
-    .replace(googleKeyPattern, "AIza[redacted]")
-    .replace(awsKeyPattern, "AKIA[redacted]")
-    .replace(queryKeyPattern, "$1[redacted]")
+export const redact: (s: string) => string = Redact.redact
 
 /**
  * Cuts a string to at most `max` characters (default `maxEvidenceLength`), marking the cut with an ellipsis.

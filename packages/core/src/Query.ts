@@ -15,7 +15,9 @@ import type { Store } from "./Store.js"
 
 /**
  * Filters of a listing; newest `createdAt` first unless `order` is `oldest`; at most `limit` (default 50, `null`
- * for every match).
+ * for every match). `requestKey` keeps the jobs submitted under that idempotency key. `after` pages: only the jobs
+ * that come after that job in the listing's order (the last job of the previous page), whether or not it matches
+ * the filters; an `after` naming no job gives no jobs.
  *
  * @since 0.1.0
  * @category models
@@ -26,6 +28,8 @@ export interface ListOptions {
   readonly state?: JobState | undefined
   readonly type?: string | undefined
   readonly errorClass?: ErrorClass | undefined
+  readonly requestKey?: string | undefined
+  readonly after?: JobId | undefined
   readonly limit?: number | null | undefined
   readonly order?: "newest" | "oldest" | undefined
 }
@@ -65,6 +69,39 @@ export interface DeadLetters {
 }
 
 /**
+ * Spend of one group of jobs over the stats window: the sum of the ledger rows (reservations and settlements) whose
+ * call started (`Charge.createdAt`) at or after `spendSince`, of the jobs in one (queue, tenant, type, state), and
+ * how many jobs those rows belong to. `state` is the job's state now, so `succeeded` against `failed` is the spend
+ * that bought results against the spend of dead letters.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface SpendGroup {
+  readonly queue: string
+  readonly tenant: string | null
+  readonly type: string
+  readonly state: JobState
+  readonly costCents: number
+  readonly jobs: number
+}
+
+/**
+ * Due queued jobs of one (type, version): how many wait, and since when the oldest of them has been due
+ * (`runAfter`, store-time epoch ms). A group whose oldest has waited long is one no worker claims: a type or
+ * version no running worker has a handler for, or workers that are down.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface WaitingGroup {
+  readonly type: string
+  readonly version: number
+  readonly count: number
+  readonly oldestDueAt: number
+}
+
+/**
  * Counts and ages for dashboards and metrics.
  *
  * @since 0.1.0
@@ -80,6 +117,13 @@ export interface StoreStats {
    * dead letter replayed since then no longer counts.
    */
   readonly failedInWindow: number
+  /**
+   * Spend per (queue, tenant, type, state) of the ledger rows created at or after the `spendSince` asked for (every
+   * row without one), in no particular order; groups without such rows are left out.
+   */
+  readonly spend: ReadonlyArray<SpendGroup>
+  /** Due queued jobs per (type, version), in no particular order. */
+  readonly waiting: ReadonlyArray<WaitingGroup>
 }
 
 /**
@@ -109,15 +153,27 @@ export class Query extends Context.Tag("@slowcall/core/Query")<
      */
     readonly deadLetters: (options: DeadLetterOptions) => Effect.Effect<DeadLetters, StoreError>
     /**
-     * Counts by state, oldest due queued job per priority (due at store time, or at `now` when given, for tests),
-     * cost by error class, failures since `failedSince`.
+     * Counts by state, oldest due queued job per priority and due queued jobs per (type, version) (due at store
+     * time, or at `now` when given, for tests), cost by error class, failures since `failedSince`, and spend per
+     * (queue, tenant, type, state) of the ledger rows created since `spendSince` (all of them without it).
      */
     readonly stats: (options: {
       readonly queue?: string | undefined
       readonly tenant?: string | undefined
       readonly failedSince: number
+      readonly spendSince?: number | undefined
       readonly now?: number | undefined
     }) => Effect.Effect<StoreStats, StoreError>
+    /**
+     * The number of queued jobs (due or not) of `queue`, of `tenant` when given, counted up to `upTo`: the answer is
+     * `min(count, upTo)`, so a backend may stop counting there and the cost stays bounded whatever the backlog. A
+     * read like the others: under concurrent submits it may be behind by what is being written.
+     */
+    readonly countQueued: (options: {
+      readonly queue: string
+      readonly tenant?: string | undefined
+      readonly upTo: number
+    }) => Effect.Effect<number, StoreError>
   }
 >() {}
 

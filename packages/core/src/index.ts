@@ -32,6 +32,8 @@ export * as Normalize from "./Normalize.js"
 export * as Protocol from "./Protocol.js"
 /** @since 0.2.0 */
 export * as Query from "./Query.js"
+/** @since 0.3.0 */
+export * as Redact from "./Redact.js"
 /** @since 0.1.0 */
 export * as Retry from "./Retry.js"
 /** @since 0.1.0 */

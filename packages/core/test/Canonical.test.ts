@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import fc from "fast-check"
-import { canonicalJson, inputHash, validateJson } from "../src/Canonical.js"
+import { canonicalJson, inputHash, maxDepth, unstorable, validateJson } from "../src/Canonical.js"
 
 const rejection = (value: unknown) => {
   const result = canonicalJson(value)
@@ -81,6 +81,39 @@ describe("canonicalJson", () => {
     expect(inKey.message).toContain("U+0000 cannot be stored")
     // Other control characters are stored fine and escaped as JSON does.
     expect(Either.getOrThrow(canonicalJson(["\u0001\u001f"]))).toBe('["\\u0001\\u001f"]')
+  })
+
+  it("rejects a lone UTF-16 surrogate in strings and keys; a whole pair is kept", () => {
+    expect(rejection({ a: "x\ud800" }).message).toContain("lone UTF-16 surrogate")
+    expect(rejection(["ok", "\udc00y"]).path).toBe("$[1]")
+    expect(rejection({ "k\udbff": 1 }).message).toContain("the key contains a lone UTF-16 surrogate")
+    // A lone surrogate from JSON text, as a request body would carry it.
+    expect(rejection(JSON.parse('{"t":"\\ud83d"}')).path).toBe("$.t")
+    expect(Either.getOrThrow(canonicalJson({ emoji: "\ud83d\ude00" }))).toBe('{"emoji":"\ud83d\ude00"}')
+    expect(Either.isRight(validateJson("\ud83d\ude00"))).toBe(true)
+    expect(Either.isLeft(validateJson("\ud83d"))).toBe(true)
+  })
+
+  it("rejects nesting deeper than maxDepth before walking further, however deep the value", () => {
+    const nest = (depth: number): unknown => {
+      let value: unknown = 1
+      for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value] : { k: value }
+      return value
+    }
+    expect(Either.isRight(canonicalJson(nest(maxDepth)))).toBe(true)
+    expect(Either.isRight(validateJson(nest(maxDepth)))).toBe(true)
+    for (const depth of [maxDepth + 1, 5_000, 200_000]) {
+      const error = rejection(nest(depth))
+      expect(error.message).toBe(`nesting deeper than ${maxDepth} levels`)
+      expect(Either.isLeft(validateJson(nest(depth)))).toBe(true)
+      expect(Effect.runSync(Effect.either(inputHash(nest(depth))))._tag).toBe("Left")
+    }
+  })
+
+  it("unstorable names U+0000 and lone surrogates, and nothing else", () => {
+    expect(unstorable("plain é 😀")).toBeUndefined()
+    expect(unstorable("a\u0000")).toContain("U+0000")
+    expect(unstorable("\udfff")).toContain("surrogate")
   })
 
   it("rejects symbol keys", () => {

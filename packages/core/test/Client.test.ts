@@ -120,7 +120,23 @@ describe("Client.submit", () => {
         [{ delayMs: Number.POSITIVE_INFINITY }, "delayMs"],
         [{ deadlineAt: Number.NaN }, "deadlineAt"],
         [{ budgetCents: -1 }, "budgetCents"],
-        [{ requestKey: "" }, "requestKey"]
+        [{ requestKey: "" }, "requestKey"],
+        // Ranges every store can hold: 32-bit integers, times from 1970 to the end of 9999, delays within a century.
+        [{ priority: 2 ** 31 }, "priority"],
+        [{ priority: -(2 ** 31) - 1 }, "priority"],
+        [{ version: 2 ** 31 }, "version"],
+        [{ maxAttempts: 2 ** 31 }, "maxAttempts"],
+        [{ delayMs: 1e20 }, "delayMs"],
+        [{ runAfter: 8.64e15 }, "runAfter"],
+        [{ runAfter: -1 }, "runAfter"],
+        [{ deadlineAt: Client.limits.maxEpochMs + 1 }, "deadlineAt"],
+        // Strings no store can keep.
+        [{ traceId: "t\u0000" }, "traceId"],
+        [{ traceId: "\ud800" }, "traceId"],
+        [{ inputRef: "ref\udc00" }, "inputRef"],
+        [{ requestKey: "k\u0000" }, "requestKey"],
+        [{ tenant: "\ud83d" }, "tenant"],
+        [{ type: "t\u0000" }, "type"]
       ]
       for (const [options, path] of badOptions) {
         const result = yield* Effect.either(client.submit({ queue: "q", type: "t", ...options }))
@@ -144,6 +160,56 @@ describe("Client.submit", () => {
       })
       expect(yield* query.list({})).toEqual([first.job])
       expect(yield* memory.size("q")).toBe(1)
+    })
+  )
+
+  it.effect("the ranges' edges are accepted", () =>
+    Effect.gen(function* () {
+      const { client } = yield* setup()
+      const { job } = yield* client.submit({
+        queue: "q",
+        type: "t",
+        priority: Client.limits.maxInt,
+        version: Client.limits.maxInt,
+        maxAttempts: Client.limits.maxInt,
+        deadlineAt: Client.limits.maxEpochMs,
+        traceId: "\ud83d\ude00"
+      })
+      expect(job).toMatchObject({ priority: 2 ** 31 - 1, deadlineAt: Client.limits.maxEpochMs, traceId: "😀" })
+    })
+  )
+
+  it.effect("a bound on queued jobs refuses a submit past it with QueueFull and writes nothing", () =>
+    Effect.gen(function* () {
+      const { store, query } = yield* StoreModule.makeMemory
+      const memory = yield* TransportModule.makeMemory()
+      const client = yield* Client.makeWith({ maxQueued: 3, maxQueuedPerTenant: 2, queueFullRetryAfterMs: 1_500 }).pipe(
+        Effect.provideService(Store, store),
+        Effect.provideService(Query, query),
+        Effect.provideService(Transport, memory)
+      )
+      yield* client.submit({ queue: "q", type: "t", tenant: "a" })
+      yield* client.submit({ queue: "q", type: "t", tenant: "a" })
+
+      const tenantFull = yield* Effect.flip(client.submit({ queue: "q", type: "t", tenant: "a" }))
+      yield* client.submit({ queue: "q", type: "t", tenant: "b" })
+      const queueFull = yield* Effect.flip(client.submit({ queue: "q", type: "t", tenant: "c" }))
+      const batch = yield* Effect.flip(
+        client.submitMany([
+          { queue: "other", type: "t" },
+          { queue: "q", type: "t" }
+        ])
+      )
+
+      expect(tenantFull).toMatchObject({ _tag: "QueueFull", queue: "q", tenant: "a", limit: 2, retryAfterMs: 1_500 })
+      expect(queueFull).toMatchObject({ _tag: "QueueFull", queue: "q", tenant: null, limit: 3 })
+      expect(batch).toMatchObject({ _tag: "QueueFull", queue: "q" })
+      expect((yield* query.list({ limit: null })).length).toBe(3)
+      expect(yield* memory.size("other")).toBe(0)
+      // A job that leaves the queue makes room.
+      const [oldest] = yield* query.list({ queue: "q", order: "oldest" })
+      yield* claim(store, oldest!.id)
+      expect((yield* client.submit({ queue: "q", type: "t", tenant: "c" })).created).toBe(true)
     })
   )
 

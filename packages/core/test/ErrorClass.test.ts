@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { all, ErrorClass, isRetryable, policy } from "../src/ErrorClass.js"
+import { all, defaultCostOnError, ErrorClass, isRetryable, policy } from "../src/ErrorClass.js"
 
 describe("ErrorClass", () => {
   it("has exactly one policy per error class, keyed by its own class", () => {
@@ -44,5 +44,14 @@ describe("ErrorClass", () => {
     expect(policy("rate_limited").honoursRetryAfter).toBe(true)
     expect(policy("overloaded").baseMs).toBeGreaterThan(policy("rate_limited").baseMs)
     expect(policy("overloaded").baseMs).toBeGreaterThan(policy("server_error").baseMs)
+  })
+
+  it("a failed call of a class providers do not bill settles at 0; any other keeps its reservation", () => {
+    const notBilled = ["rate_limited", "overloaded", "invalid_request", "auth", "quota_exhausted", "context_length"]
+    for (const c of ErrorClass.literals) {
+      const expected = notBilled.includes(c) ? "nothing" : "estimate"
+      expect(policy(c).billedOnError, c).toBe(expected)
+      expect(defaultCostOnError(c), c).toBe(expected === "nothing" ? 0 : undefined)
+    }
   })
 })

@@ -69,4 +69,52 @@ describe("Metrics", () => {
       expect(text.split("\n").filter((line) => line.startsWith("# TYPE slowcall_cost_cents ")).length).toBe(1)
     })
   )
+
+  it.scoped("refresh sets spend per queue, tenant, type and state, and waiting jobs per type; gone groups read 0", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const done = yield* submitOne(t.store, { queue: "spend", type: "sum", tenant: "acme", maxAttempts: 1 })
+      yield* claimOne(t.store, done.id, "w", 1_000)
+      yield* t.store.charge({ items: [{ jobId: done.id, callId: "c", token: 1, amountCents: 4, settled: true }] })
+      yield* settleOne(t.store, done.id, 1, { _tag: "Complete", result: null })
+      yield* submitOne(t.store, { queue: "spend", type: "embed", version: 2 })
+      yield* TestClock.adjust(1_500)
+
+      yield* t.provide(Metrics.refresh({ queue: "spend", spendWindowMs: 60_000 }))
+
+      const snap = yield* Metrics.snapshot
+      const spendTags = { queue: "spend", tenant: "acme", type: "sum", state: "succeeded" }
+      expect(Metrics.read(snap, "slowcall_spend_cents", spendTags)).toBe(4)
+      expect(Metrics.read(snap, "slowcall_waiting_jobs", { type: "embed", version: "2" })).toBe(1)
+      expect(Metrics.read(snap, "slowcall_oldest_waiting_age_ms", { type: "embed", version: "2" })).toBe(1_500)
+
+      // A minute later the charge is out of the spend window and nothing waits once the job is claimed.
+      yield* TestClock.adjust(60_000)
+      const waiting = yield* t.provide(Effect.flatMap(Query, (q) => q.list({ queue: "spend", state: "queued" })))
+      yield* claimOne(t.store, waiting[0]!.id, "w", 60_000)
+      yield* t.provide(Metrics.refresh({ queue: "spend", spendWindowMs: 60_000 }))
+
+      const later = yield* Metrics.snapshot
+      expect(Metrics.read(later, "slowcall_spend_cents", spendTags)).toBe(0)
+      expect(Metrics.read(later, "slowcall_waiting_jobs", { type: "embed", version: "2" })).toBe(0)
+    })
+  )
+
+  it("renderSamples writes gauges in the exposition format, label values escaped", () => {
+    const text = Metrics.renderSamples([
+      { name: "slowcall_jobs", tags: { state: "queued" }, value: 2 },
+      { name: "slowcall_spend_cents", tags: { type: 'a"b\\c\nd' }, value: 1.5 },
+      { name: "slowcall_jobs", tags: { state: "failed" }, value: 0 }
+    ])
+    expect(text).toBe(
+      [
+        "# TYPE slowcall_jobs gauge",
+        'slowcall_jobs{state="failed"} 0',
+        'slowcall_jobs{state="queued"} 2',
+        "# TYPE slowcall_spend_cents gauge",
+        'slowcall_spend_cents{type="a\\"b\\\\c\\nd"} 1.5',
+        ""
+      ].join("\n")
+    )
+  })
 })

@@ -463,6 +463,36 @@ describe("Worker", () => {
     })
   )
 
+  it.scoped("a failed call settles at its class's default when the handler gives no cost for the error", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      // 429 and 529 are not billed by providers; a timeout may have been: its reservation (5) stays as the record.
+      const plan = (attempt: number): Step =>
+        attempt === 1
+          ? { ms: 100, fail: { status: 429, headers: { "retry-after": "1" }, message: "slow down" } }
+          : attempt === 2
+            ? { ms: 100, fail: { status: 529, message: "overloaded" } }
+            : attempt === 3
+              ? { ms: 100, fail: Object.assign(new Error("socket timed out"), { code: "ETIMEDOUT" }) }
+              : { ms: 100, fail: { status: 400, message: "bad request" }, cost: 2 }
+      const id = yield* t.submit({ maxAttempts: 4 })
+      yield* t.start({ queue: "q", id: "w1", retry: { baseMs: 100, capMs: 100 }, handlers: [summarize(model, plan)] })
+
+      yield* t.reaches(id, "failed")
+
+      const charges = yield* t.query.charges({ jobId: id })
+      expect(charges.map((c) => [c.token, c.amountCents, c.settled])).toEqual([
+        [1, 0, true],
+        [2, 0, true],
+        [3, 5, false],
+        // The handler's own cost for the error wins over the class's default.
+        [4, 2, true]
+      ])
+      expect((yield* t.job(id)).costCents).toBe(7)
+    })
+  )
+
   it.scoped("a retry that would start past the deadline is abandoned(deadline) by the store's settle", () =>
     Effect.gen(function* () {
       const t = yield* setup
@@ -589,6 +619,12 @@ describe("Worker", () => {
       expect(job.errorClass).toBe("invalid_input")
       expect(job.lastError).toContain("text")
       expect(model.state.calls).toBe(0)
+      // The evidence is the list of issues, one per line, not the schema's whole tree.
+      const attempts = yield* t.query.attempts({ jobId: id })
+      expect(attempts[0]!.evidence).toBe(job.lastError)
+      expect(job.lastError!.split("\n").length).toBeLessThanOrEqual(3)
+      expect(job.lastError!.length).toBeLessThan(300)
+      expect(job.lastError).toMatch(/^text: is missing$/m)
     })
   )
 

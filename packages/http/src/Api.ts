@@ -7,18 +7,40 @@
  * @since 0.1.0
  */
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema } from "@effect/platform"
+import * as Canonical from "@slowcall/core/Canonical"
+import { limits } from "@slowcall/core/Client"
 import { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobState } from "@slowcall/core/Job"
 import { Context, Schema } from "effect"
 import { JobDetail, JobView } from "./View.js"
 
 const IsoDate = Schema.String.pipe(
-  Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "must be an ISO-8601 date-time", {
-    identifier: "IsoDateTime"
-  })
+  Schema.maxLength(64),
+  Schema.filter(
+    (s) => {
+      const ms = Date.parse(s)
+      return (
+        (!Number.isNaN(ms) && ms >= 0 && ms <= limits.maxEpochMs) ||
+        "must be an ISO-8601 date-time from 1970 to the end of 9999"
+      )
+    },
+    { identifier: "IsoDateTime" }
+  )
 )
 
 const NonNegative = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+
+/**
+ * A string any Store can keep and compare (no U+0000, no lone surrogate, `Canonical.unstorable`), at most 255
+ * characters: every filter and name a request carries outside a submit (whose strings `Client` checks).
+ */
+const FilterText = Schema.String.pipe(
+  Schema.maxLength(255),
+  Schema.filter((text) => {
+    const problem = Canonical.unstorable(text)
+    return problem === undefined || problem
+  })
+)
 
 /** A field that may be left out; when present it must decode (`undefined` is not JSON, so it is not a value). */
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
@@ -29,18 +51,19 @@ const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as
 /**
  * The body of `POST /v1/jobs`. Unknown fields are rejected, so a typo never silently drops a setting. `delayMs`
  * (relative to the store's time) and `runAfter` (absolute) both say when the job becomes due; give at most one.
- * Give `input` or `inputRef`, not both.
+ * Give `input` or `inputRef`, not both. Every number has a range (`Client.limits`), every date lies between 1970 and
+ * the end of 9999, and every string must be storable (no U+0000, no lone surrogate): anything else is a `400`.
  *
  * @since 0.1.0
  * @category models
  */
 export const SubmitBody = Schema.Struct({
   type: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  version: optional(Schema.Int.pipe(Schema.positive())),
+  version: optional(Schema.Int.pipe(Schema.between(1, limits.maxInt))),
   input: optional(Schema.Unknown),
   inputRef: optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2000))),
-  priority: optional(Schema.Int),
-  delayMs: optional(Schema.Int.pipe(Schema.nonNegative())),
+  priority: optional(Schema.Int.pipe(Schema.between(limits.minInt, limits.maxInt))),
+  delayMs: optional(Schema.Int.pipe(Schema.between(0, limits.maxDelayMs))),
   runAfter: optional(IsoDate),
   deadline: optional(IsoDate),
   budgetCents: optional(NonNegative),
@@ -85,7 +108,7 @@ export const SubmitHeaders = Schema.Struct({
 export const ReplayBody = Schema.Struct({
   ids: optional(Schema.Array(Schema.String).pipe(Schema.maxItems(10_000))),
   errorClass: optional(ErrorClass.annotations({ message: () => ({ message: "unknown error class", override: true }) })),
-  type: optional(Schema.String),
+  type: optional(FilterText),
   limit: optional(Schema.Int.pipe(Schema.between(1, 10_000)))
 }).annotations({ identifier: "ReplayBody", ...strict })
 /**
@@ -111,16 +134,30 @@ const Limit = Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)
 const limitMessage = "must be an integer from 1 to 1000"
 
 /**
- * The query of `GET /v1/jobs`: state and type filters and at most `limit` jobs (default 50).
+ * The query of `GET /v1/jobs`: filters (state, type, error class, tenant, request key) and a page of at most
+ * `limit` jobs (default 50), newest first, after the job `after` names (the previous page's `next`). With
+ * authentication, `tenant` can only narrow to the caller's own tenant: any other gives no jobs.
  *
  * @since 0.2.0
  * @category models
  */
 export const ListParams = Schema.Struct({
   state: param(JobState, `must be one of ${JobState.literals.join(", ")}`),
-  type: optional(Schema.String),
+  type: optional(FilterText),
+  errorClass: param(ErrorClass, "unknown error class"),
+  tenant: optional(FilterText),
+  requestKey: optional(FilterText),
+  after: optional(FilterText),
   limit: param(Limit, limitMessage)
 })
+
+/**
+ * `GET /v1/jobs`: a page of jobs and the cursor of the next one (`null` when this page is the last).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const ListBody = Schema.Struct({ jobs: Schema.Array(JobView), next: Schema.NullOr(Schema.String) })
 
 /**
  * The query of `GET /v1/dead-letters`: error class and type filters and at most `limit` jobs (default 50).
@@ -130,7 +167,7 @@ export const ListParams = Schema.Struct({
  */
 export const DeadLetterParams = Schema.Struct({
   errorClass: param(ErrorClass, "unknown error class"),
-  type: optional(Schema.String),
+  type: optional(FilterText),
   limit: param(Limit, limitMessage)
 })
 
@@ -165,20 +202,41 @@ const errorBody = <const C extends string>(code: C, status: number) =>
   Schema.Struct({ error: Schema.Literal(code) }).annotations(HttpApiSchema.annotations({ status }))
 
 /**
- * The body of every non-400 error: a stable code (`413` also names the limit).
+ * The body of every non-400 error: a stable code (`413` also names the limit, `429` the wait in seconds, which
+ * `Retry-After` repeats).
+ *
+ * - `401 unauthorized`: missing or unknown credentials (`WWW-Authenticate: Bearer`);
+ * - `403 cross_site_request`: a state-changing request whose `Origin` or `Sec-Fetch-Site` names another site;
+ * - `404 not_found`: no such job, or another tenant's;
+ * - `409 already_terminal`: cancel of a finished job;
+ * - `413 payload_too_large`: a body over the limit, with or without `Content-Length`;
+ * - `415 unsupported_media_type`: a state-changing request whose body is not `application/json`;
+ * - `421 host_not_allowed`: a `Host` header outside the allow-list (DNS rebinding);
+ * - `422 idempotency_key_reused`: the key was used for another request;
+ * - `429 queue_full`: the queue's (or the tenant's) bound on queued jobs is reached; nothing was written;
+ * - `500 internal_error`: the store refused a write for a reason a retry cannot change (a bug; no `Retry-After`);
+ * - `503 store_unavailable`: the store cannot answer now (`Retry-After: 1`).
  *
  * @since 0.1.0
  * @category errors
  */
 export const ErrorBodies = {
   unauthorized: errorBody("unauthorized", 401),
+  crossSite: errorBody("cross_site_request", 403),
   notFound: errorBody("not_found", 404),
   alreadyTerminal: errorBody("already_terminal", 409),
   payloadTooLarge: Schema.Struct({
     error: Schema.Literal("payload_too_large"),
     limitBytes: Schema.Number
   }).annotations(HttpApiSchema.annotations({ status: 413 })),
+  unsupportedMediaType: errorBody("unsupported_media_type", 415),
+  hostNotAllowed: errorBody("host_not_allowed", 421),
   idempotencyKeyReused: errorBody("idempotency_key_reused", 422),
+  queueFull: Schema.Struct({
+    error: Schema.Literal("queue_full"),
+    retryAfterSeconds: Schema.Number
+  }).annotations(HttpApiSchema.annotations({ status: 429 })),
+  internalError: errorBody("internal_error", 500),
   storeUnavailable: errorBody("store_unavailable", 503)
 } as const
 
@@ -255,7 +313,46 @@ export const DeadLettersBody = Schema.Struct({
 export const ReplayResultBody = Schema.Struct({ replayed: Schema.Number, skipped: Schema.Number })
 
 /**
- * `GET /v1/stats`. `deadLetterArrivals` (per-minute counts, oldest first) feeds the dashboard's chart.
+ * The query of `GET /v1/stats`: the spend window in minutes (default 60, at most 30 days).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const StatsParams = Schema.Struct({
+  spendWindowMinutes: param(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 43_200)),
+    "must be an integer from 1 to 43200"
+  )
+})
+
+/**
+ * Spend over the window: the total, what succeeded and failed jobs spent, and the groups per (queue, tenant, type,
+ * state), largest first. A job's spend counts in the state the job is in now.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const SpendBody = Schema.Struct({
+  windowMinutes: Schema.Number,
+  totalCents: Schema.Number,
+  succeededCents: Schema.Number,
+  failedCents: Schema.Number,
+  groups: Schema.Array(
+    Schema.Struct({
+      queue: Schema.String,
+      tenant: Schema.NullOr(Schema.String),
+      type: Schema.String,
+      state: JobState,
+      costCents: Schema.Number,
+      jobs: Schema.Number
+    })
+  )
+})
+
+/**
+ * `GET /v1/stats`. `deadLetterArrivals` (per-minute counts, oldest first) feeds the dashboard's chart; `waiting`
+ * lists due queued jobs per type and version with how long the oldest has been due (a group whose age keeps growing
+ * is one no worker claims); `spend` is the spend over the window.
  *
  * @since 0.1.0
  * @category models
@@ -265,7 +362,18 @@ export const StatsBody = Schema.Struct({
   oldestQueuedAgeSeconds: Schema.Record({ key: Schema.String, value: Schema.Number }),
   deadLetterArrivalsPerMinute: Schema.Number,
   costCentsByErrorClass: Schema.Record({ key: Schema.String, value: Schema.Number }),
-  deadLetterArrivals: Schema.Array(Schema.Struct({ minute: Schema.String, count: Schema.Number }))
+  deadLetterArrivals: Schema.Array(Schema.Struct({ minute: Schema.String, count: Schema.Number })),
+  waiting: Schema.Array(
+    Schema.Struct({
+      type: Schema.String,
+      version: Schema.Number,
+      count: Schema.Number,
+      oldestAgeSeconds: Schema.Number,
+      /** The oldest has waited longer than the server's `unclaimedAfterSeconds`: no worker claims this type. */
+      unclaimed: Schema.Boolean
+    })
+  ),
+  spend: SpendBody
 })
 
 const IdPath = Schema.Struct({ id: Schema.String })
@@ -281,13 +389,11 @@ const jobs = HttpApiGroup.make("jobs")
       })
       .addError(InvalidRequestBody)
       .addError(ErrorBodies.idempotencyKeyReused)
+      .addError(ErrorBodies.queueFull)
       .middleware(JsonBody)
   )
   .add(
-    HttpApiEndpoint.get("list", "/v1/jobs")
-      .setUrlParams(ListParams)
-      .addSuccess(Schema.Struct({ jobs: Schema.Array(JobView) }))
-      .addError(InvalidRequestBody)
+    HttpApiEndpoint.get("list", "/v1/jobs").setUrlParams(ListParams).addSuccess(ListBody).addError(InvalidRequestBody)
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/jobs/:id")
@@ -340,14 +446,17 @@ const deadLetters = HttpApiGroup.make("deadLetters")
 const ops = HttpApiGroup.make("ops")
   .add(
     HttpApiEndpoint.get("stats", "/v1/stats")
+      .setUrlParams(StatsParams)
       .addSuccess(StatsBody)
+      .addError(InvalidRequestBody)
       .addError(ErrorBodies.storeUnavailable)
       .middleware(Authentication)
   )
   .add(
-    HttpApiEndpoint.get("metrics", "/metrics").addSuccess(
-      HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" })
-    )
+    HttpApiEndpoint.get("metrics", "/metrics")
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }))
+      .addError(ErrorBodies.storeUnavailable)
+      .middleware(Authentication)
   )
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
@@ -370,4 +479,8 @@ export class SlowcallApi extends HttpApi.make("slowcall")
   .add(jobs)
   .add(deadLetters)
   .add(ops)
-  .addError(InvalidRequestBody) {}
+  .addError(InvalidRequestBody)
+  .addError(ErrorBodies.crossSite)
+  .addError(ErrorBodies.unsupportedMediaType)
+  .addError(ErrorBodies.hostNotAllowed)
+  .addError(ErrorBodies.internalError) {}

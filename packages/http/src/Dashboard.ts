@@ -6,11 +6,16 @@
  * @since 0.1.0
  */
 import { readFileSync } from "node:fs"
+import { ErrorClass } from "@slowcall/core/ErrorClass"
 
 /**
- * The page's HTML, read once when the module loads.
+ * The page's HTML, read once when the module loads, with the error classes of `@slowcall/core` filled in (its
+ * filter lists them).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const html: string = readFileSync(new URL("./internal/dashboard.html", import.meta.url), "utf8")
+export const html: string = readFileSync(new URL("./internal/dashboard.html", import.meta.url), "utf8").replace(
+  "__ERROR_CLASSES__",
+  JSON.stringify(ErrorClass.literals)
+)

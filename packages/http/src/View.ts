@@ -11,7 +11,9 @@ import { Schema } from "effect"
 const IsoOrNull = Schema.NullOr(Schema.String)
 
 /**
- * The job view of the HTTP contract: every time is an ISO-8601 string, store time.
+ * The job view of the HTTP contract: every time is an ISO-8601 string, store time. `attempts` counts every claim
+ * of the job's life, `runAttempts` those of its current run, the ones `maxAttempts` caps (a replayed dead letter
+ * starts a new run: 5 attempts in all, 1 of 3 in this run).
  *
  * @since 0.1.0
  * @category models
@@ -23,6 +25,8 @@ export const JobView = Schema.Struct({
   state: JobState,
   abandonReason: Schema.NullOr(Schema.String),
   attempts: Schema.Int,
+  /** Attempts counted against `maxAttempts` in the current run (a replay starts a new run). */
+  runAttempts: Schema.Int,
   maxAttempts: Schema.Int,
   progress: Schema.Number,
   costCents: Schema.Number,
@@ -57,6 +61,7 @@ export const jobView = (job: Job): JobView => ({
   state: job.state,
   abandonReason: job.abandonReason,
   attempts: job.attempts,
+  runAttempts: job.attempts - job.attemptsBase,
   maxAttempts: job.maxAttempts,
   progress: job.progress,
   costCents: job.costCents,

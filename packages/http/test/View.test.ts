@@ -46,7 +46,7 @@ describe("View", () => {
     expect(Object.keys(view)).not.toContain("tenant")
     expect(Object.keys(view)).not.toContain("input")
     expect(Object.keys(view)).not.toContain("leaseToken")
-    expect(Object.keys(view)).toHaveLength(17)
+    expect(Object.keys(view)).toHaveLength(18)
   })
 
   it("revision and ETag change with every microsecond step of updatedAt", () => {

@@ -153,6 +153,7 @@ export const contractSuite = (options: ContractOptions) => {
           "state",
           "abandonReason",
           "attempts",
+          "runAttempts",
           "maxAttempts",
           "progress",
           "costCents",
@@ -295,6 +296,115 @@ export const contractSuite = (options: ContractOptions) => {
       expect(await server.run(countJobs(queue))).toBe(before)
     })
 
+    it("every bad input is a 400 with issues, never a 5xx, and writes nothing", async () => {
+      const before = await server.run(countJobs(queue))
+      const nested = (depth: number) => `${"[".repeat(depth)}1${"]".repeat(depth)}`
+      const cases: Array<[string, string]> = [
+        // Nesting: just over the input's limit, then a 16 KB body of 8,000 levels (the stack overflowed before).
+        [`{"type":"test.work","input":${nested(65)}}`, "input"],
+        [`{"type":"test.work","input":${nested(8_000)}}`, ""],
+        [`{"type":"test.work","input":{"a":${nested(70)}}}`, ""],
+        // Numbers outside what every store can hold.
+        ['{"type":"test.work","priority":2147483648}', "priority"],
+        ['{"type":"test.work","priority":-2147483649}', "priority"],
+        ['{"type":"test.work","version":2147483648}', "version"],
+        ['{"type":"test.work","maxAttempts":1e300}', "maxAttempts"],
+        ['{"type":"test.work","delayMs":1e20}', "delayMs"],
+        ['{"type":"test.work","budgetCents":1e400}', "budgetCents"],
+        // Dates outside 1970 to the end of 9999, or not dates at all.
+        ['{"type":"test.work","runAfter":"+275760-09-13T00:00:00.000Z"}', "runAfter"],
+        ['{"type":"test.work","deadline":"10000-01-01T00:00:00Z"}', "deadline"],
+        ['{"type":"test.work","deadline":"1969-12-31T23:59:59Z"}', "deadline"],
+        // Strings no store can keep: a lone surrogate, U+0000.
+        ['{"type":"test.work","input":{"text":"\\ud800"}}', "input"],
+        ['{"type":"test.work","input":{"\\udc00key":1}}', "input"],
+        ['{"type":"test.work","input":"nul \\u0000"}', "input"],
+        ['{"type":"test.work","traceId":"t\\u0000"}', "traceId"],
+        ['{"type":"test.work","traceId":"\\udfff"}', "traceId"],
+        ['{"type":"test.work","inputRef":"s3://x/\\u0000"}', "inputRef"],
+        ['{"type":"test.work","inputRef":"s3://\\ud83d"}', "inputRef"]
+      ]
+      for (const [body, field] of cases) {
+        const response = await post(base, "/v1/jobs", body)
+        const json = (await response.json()) as any
+        expect(response.status, body.slice(0, 120)).toBe(400)
+        expect(json.error).toBe("invalid_request")
+        expect(json.issues.length).toBeGreaterThan(0)
+        if (field !== "")
+          expect(
+            json.issues.map((issue: any) => issue.path[0]),
+            body.slice(0, 120)
+          ).toContain(field)
+      }
+      // Filters and names outside a submit are held to the same rule: a 400, never a store error.
+      for (const path of [
+        "/v1/dead-letters?type=%00",
+        "/v1/jobs?type=a%00b",
+        "/v1/jobs?tenant=%00",
+        "/v1/jobs?requestKey=%00",
+        "/v1/jobs?after=%00"
+      ]) {
+        const response = await fetch(base + path)
+        expect(response.status, path).toBe(400)
+        expect(((await response.json()) as any).error).toBe("invalid_request")
+      }
+      const replay = await post(base, "/v1/dead-letters/replay", '{"type":"\\u0000"}')
+      expect(replay.status).toBe(400)
+      // Unknown keys named like Object.prototype's members are unknown keys like any other.
+      for (const key of ["toString", "__proto__", "constructor", "valueOf", "hasOwnProperty"]) {
+        for (const path of ["/v1/jobs", "/v1/dead-letters/replay"]) {
+          const response = await post(base, path, `{"type":"test.work","${key}":1}`)
+          expect(response.status, `${path} ${key}`).toBe(400)
+          expect(((await response.json()) as any).issues[0].path).toEqual([key])
+        }
+      }
+      expect(await server.run(countJobs(queue))).toBe(before)
+    })
+
+    it("state-changing requests take only application/json (415) and never from another site (403)", async () => {
+      const before = await server.run(countJobs(queue))
+      const { body: job } = await submit()
+      const body = JSON.stringify({ type: "test.work", input: { text: "x" } })
+      const contentTypes = [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        undefined
+      ]
+      for (const path of ["/v1/jobs", "/v1/dead-letters/replay", `/v1/jobs/${job.id}/cancel`]) {
+        for (const contentType of contentTypes) {
+          const response = await fetch(base + path, {
+            method: "POST",
+            headers: contentType === undefined ? {} : { "content-type": contentType },
+            body: path === "/v1/jobs" ? body : "{}"
+          })
+          expect(response.status, `${path} ${contentType}`).toBe(415)
+          expect(await response.json()).toEqual({ error: "unsupported_media_type" })
+        }
+        const sites: Array<Record<string, string>> = [
+          { origin: "https://evil.example" },
+          { origin: "null" },
+          { origin: `http://localhost:1` },
+          { "sec-fetch-site": "cross-site" },
+          { "sec-fetch-site": "same-site" }
+        ]
+        for (const headers of sites) {
+          const response = await post(base, path, path === "/v1/jobs" ? body : {}, headers)
+          expect(response.status, `${path} ${JSON.stringify(headers)}`).toBe(403)
+          expect(await response.json()).toEqual({ error: "cross_site_request" })
+        }
+      }
+      expect(await server.run(countJobs(queue))).toBe(before + 1)
+      expect((await server.run(getJob(job.id))).state).toBe("queued")
+      // The same origin, and fetch metadata that says so, are the dashboard's own requests.
+      const own = new URL(base)
+      const same = await post(base, "/v1/jobs", body, { origin: own.origin, "sec-fetch-site": "same-origin" })
+      expect(same.status).toBe(202)
+      expect((await post(base, "/v1/jobs", body, { "content-type": "application/json; charset=UTF-8" })).status).toBe(
+        202
+      )
+    })
+
     it("a body over the limit answers 413 and writes nothing", async () => {
       const before = await server.run(countJobs(queue))
       const response = await post(base, "/v1/jobs", { type: "test.work", input: { blob: "x".repeat(70 * 1024) } })
@@ -420,6 +530,8 @@ export const contractSuite = (options: ContractOptions) => {
       const text = await metrics.text()
       expect(text).toMatch(/^# TYPE slowcall_jobs gauge$/m)
       expect(text).toMatch(/^slowcall_jobs\{state="failed"\} [1-9]/m)
+      expect(text).toMatch(/^# TYPE slowcall_spend_cents gauge$/m)
+      expect(text).toMatch(/^slowcall_spend_cents\{[^}]*state="failed"[^}]*\} [1-9]/m)
       const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as any
       expect(Object.keys(openapi.paths)).toEqual(
         expect.arrayContaining(["/v1/jobs", "/v1/jobs/{id}", "/v1/jobs/{id}/events", "/v1/dead-letters/replay"])
@@ -427,6 +539,38 @@ export const contractSuite = (options: ContractOptions) => {
       const health = await fetch(`${base}/healthz`)
       expect(health.status).toBe(200)
       expect(await health.json()).toEqual({ ok: true })
+    })
+
+    it("GET /v1/stats: spend over the window per queue, tenant, type and state, succeeded against failed", async () => {
+      const read = async (query = "") => {
+        const response = await fetch(`${base}/v1/stats${query}`)
+        expect(response.status).toBe(200)
+        return ((await response.json()) as any).spend
+      }
+      const before = await read()
+      const ok = await submit()
+      const bad = await submit({}, {})
+      const job = await server.run(claim(ok.body.id))
+      await server.run(charge(job, 3))
+      await server.run(settle(job, { _tag: "Complete", result: null }))
+      await server.run(failJob(bad.body.id, "auth", 2))
+
+      const after = await read("?spendWindowMinutes=5")
+      expect(after.windowMinutes).toBe(5)
+      expect(after.succeededCents - before.succeededCents).toBe(3)
+      expect(after.failedCents - before.failedCents).toBe(2)
+      expect(after.totalCents - before.totalCents).toBeGreaterThanOrEqual(5)
+      const group = (state: string) =>
+        after.groups.find((g: any) => g.state === state && g.type === "test.work" && g.queue === queue)
+      expect(group("succeeded")).toMatchObject({
+        tenant: null,
+        costCents: expect.any(Number),
+        jobs: expect.any(Number)
+      })
+      expect(group("failed").costCents).toBeGreaterThanOrEqual(2)
+      for (const window of ["0", "43201", "x"]) {
+        expect((await fetch(`${base}/v1/stats?spendWindowMinutes=${window}`)).status).toBe(400)
+      }
     })
 
     it("GET / serves the dashboard with no external assets; GET /v1/jobs lists recent jobs", async () => {
@@ -440,6 +584,60 @@ export const contractSuite = (options: ContractOptions) => {
       const listed = (await (await fetch(`${base}/v1/jobs?limit=5`)).json()) as any
       expect(listed.jobs[0].id).toBe(created.id)
       expect((await fetch(`${base}/v1/jobs?state=bogus`)).status).toBe(400)
+    })
+  })
+
+  describe(`listing on ${options.name}`, () => {
+    let server: Running
+    let base: string
+    const queue = unique("list")
+    beforeAll(async () => {
+      server = await start(options.backend(), { queue })
+      base = server.url
+    })
+    afterAll(async () => {
+      await server?.close()
+    })
+    const list = async (query: string) => {
+      const response = await fetch(`${base}/v1/jobs?${query}`)
+      expect(response.status, query).toBe(200)
+      return (await response.json()) as { jobs: Array<any>; next: string | null }
+    }
+
+    it("GET /v1/jobs pages with next and filters by state, type, error class and request key", async () => {
+      const made: Array<string> = []
+      for (let i = 0; i < 5; i++) {
+        const response = await post(
+          base,
+          "/v1/jobs",
+          { type: i % 2 === 0 ? "test.work" : "demo.echo", input: i },
+          {
+            "idempotency-key": `list-${i}`
+          }
+        )
+        made.push(((await response.json()) as any).id)
+      }
+      await server.run(failJob(made[1]!, "auth", 1))
+
+      const seen: Array<string> = []
+      let page = await list("limit=2")
+      for (let pages = 0; pages < 5; pages++) {
+        seen.push(...page.jobs.map((job) => job.id))
+        if (page.next === null) break
+        page = await list(`limit=2&after=${page.next}`)
+      }
+      expect(seen).toEqual([...made].reverse())
+      expect((await list("type=demo.echo")).jobs.map((job) => job.id)).toEqual([made[3], made[1]])
+      expect((await list("errorClass=auth")).jobs.map((job) => job.id)).toEqual([made[1]])
+      expect((await list("state=failed&type=demo.echo")).jobs.map((job) => job.id)).toEqual([made[1]])
+      expect((await list("requestKey=list-2")).jobs.map((job) => job.id)).toEqual([made[2]])
+      expect((await list("after=not-a-job")).jobs).toEqual([])
+      const failed = (await list("errorClass=auth")).jobs[0]
+      expect(failed).toMatchObject({ attempts: 1, runAttempts: 1, maxAttempts: 3 })
+      // After a replay, the run starts again: one attempt in all, none in this run.
+      await post(base, "/v1/dead-letters/replay", { ids: [made[1]] })
+      expect((await list("requestKey=list-1")).jobs[0]).toMatchObject({ attempts: 1, runAttempts: 0, state: "queued" })
+      expect((await fetch(`${base}/v1/jobs?errorClass=bogus`)).status).toBe(400)
     })
   })
 

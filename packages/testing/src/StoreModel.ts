@@ -22,7 +22,9 @@ import type {
   ListOptions,
   ReplayOptions,
   ReplayResult,
-  StoreStats
+  SpendGroup,
+  StoreStats,
+  WaitingGroup
 } from "@slowcall/core/Query"
 import type {
   CancelItem,
@@ -106,15 +108,22 @@ export interface StoreModel {
   readonly attempts: (jobId: JobId) => ReadonlyArray<Attempt>
   readonly charges: (jobId: JobId) => ReadonlyArray<Charge>
   readonly deadLetters: (options: DeadLetterOptions) => DeadLetters
-  /** `oldestQueuedAt` counts jobs due at `now`. */
+  /** `oldestQueuedAt` and `waiting` count jobs due at `now`; `spend` is in insertion order of its first job. */
   readonly stats: (
     options: {
       readonly queue?: string | undefined
       readonly tenant?: string | undefined
       readonly failedSince: number
+      readonly spendSince?: number | undefined
     },
     now: number
   ) => StoreStats
+  /** `Query.countQueued`. */
+  readonly countQueued: (options: {
+    readonly queue: string
+    readonly tenant?: string | undefined
+    readonly upTo: number
+  }) => number
 }
 
 interface Filter {
@@ -316,10 +325,17 @@ export const make = (): StoreModel => {
   }
 
   const list: StoreModel["list"] = (options) => {
-    const matching = rows.filter((r) => matches(r.job, options))
     // Insertion order breaks ties of createdAt: a stable sort over rows kept in insertion order.
-    const ordered = [...matching].sort((a, b) => a.job.createdAt - b.job.createdAt)
-    if (options.order !== "oldest") ordered.reverse()
+    const all = [...rows].sort((a, b) => a.job.createdAt - b.job.createdAt)
+    if (options.order !== "oldest") all.reverse()
+    // `after`: what follows that job in the whole listing's order, filtered like the rest.
+    const start = options.after === undefined ? 0 : all.findIndex((r) => r.job.id === options.after) + 1
+    if (options.after !== undefined && start === 0) return []
+    const ordered = all
+      .slice(start)
+      .filter(
+        (r) => matches(r.job, options) && (options.requestKey === undefined || r.job.requestKey === options.requestKey)
+      )
     const limit = options.limit === null ? ordered.length : (options.limit ?? Protocol.defaults.listLimit)
     return ordered.slice(0, limit).map((r) => r.job)
   }
@@ -375,7 +391,17 @@ export const make = (): StoreModel => {
     attempts: (jobId) => [...(row(jobId)?.attempts ?? [])].sort((a, b) => a.token - b.token),
     charges: (jobId) => (row(jobId)?.charges ?? []).map((c): Charge => ({ jobId, ...c })),
     deadLetters: (options) => deadLettersOf(rows, options),
-    stats: (options, now) => statsOf(rows, options, now)
+    stats: (options, now) => statsOf(rows, options, now),
+    countQueued: (options) =>
+      Math.min(
+        Math.max(0, Math.floor(options.upTo)),
+        rows.filter(
+          (r) =>
+            r.job.state === "queued" &&
+            r.job.queue === options.queue &&
+            (options.tenant === undefined || r.job.tenant === options.tenant)
+        ).length
+      )
   }
 }
 
@@ -447,12 +473,19 @@ const deadLettersOf = (rows: ReadonlyArray<ModelRow>, options: DeadLetterOptions
 
 const statsOf = (
   rows: ReadonlyArray<ModelRow>,
-  options: { readonly queue?: string | undefined; readonly tenant?: string | undefined; readonly failedSince: number },
+  options: {
+    readonly queue?: string | undefined
+    readonly tenant?: string | undefined
+    readonly failedSince: number
+    readonly spendSince?: number | undefined
+  },
   now: number
 ): StoreStats => {
   const byState: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, abandoned: 0 }
   const oldestQueuedAt: Record<string, number> = {}
   const costCentsByErrorClass: Record<string, number> = {}
+  const spend: Array<{ -readonly [K in keyof SpendGroup]: SpendGroup[K] }> = []
+  const waiting: Array<{ -readonly [K in keyof WaitingGroup]: WaitingGroup[K] }> = []
   let failedInWindow = 0
   for (const r of rows) {
     const job = r.job
@@ -461,11 +494,38 @@ const statsOf = (
     if (job.state === "queued" && job.runAfter <= now) {
       const key = String(job.priority)
       oldestQueuedAt[key] = Math.min(oldestQueuedAt[key] ?? job.runAfter, job.runAfter)
+      const group = waiting.find((g) => g.type === job.type && g.version === job.version)
+      if (group === undefined)
+        waiting.push({ type: job.type, version: job.version, count: 1, oldestDueAt: job.runAfter })
+      else {
+        group.count += 1
+        group.oldestDueAt = Math.min(group.oldestDueAt, job.runAfter)
+      }
     }
     if (job.errorClass !== null) {
       costCentsByErrorClass[job.errorClass] = (costCentsByErrorClass[job.errorClass] ?? 0) + job.costCents
     }
     if (job.state === "failed" && r.failedAt !== null && r.failedAt >= options.failedSince) failedInWindow += 1
+    const inWindow = r.charges.filter((c) => options.spendSince === undefined || c.createdAt >= options.spendSince)
+    if (inWindow.length > 0) {
+      const spent = inWindow.reduce((sum, c) => sum + c.amountCents, 0)
+      const group = spend.find(
+        (g) => g.queue === job.queue && g.tenant === job.tenant && g.type === job.type && g.state === job.state
+      )
+      if (group === undefined) {
+        spend.push({
+          queue: job.queue,
+          tenant: job.tenant,
+          type: job.type,
+          state: job.state,
+          costCents: spent,
+          jobs: 1
+        })
+      } else {
+        group.costCents += spent
+        group.jobs += 1
+      }
+    }
   }
-  return { byState, oldestQueuedAt, costCentsByErrorClass, failedInWindow }
+  return { byState, oldestQueuedAt, costCentsByErrorClass, failedInWindow, spend, waiting }
 }

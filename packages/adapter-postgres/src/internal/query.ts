@@ -8,10 +8,11 @@ import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobNotFound } from "@slowcall/core/Errors"
 import type { JobState } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
-import type { Query } from "@slowcall/core/Query"
+import type { Query, SpendGroup, WaitingGroup } from "@slowcall/core/Query"
 import { Effect } from "effect"
 import type { Queryable } from "./driver.js"
 import { toStoreError } from "./errors.js"
+import { makeReadStatements } from "./readStatements.js"
 import { isUuid, micros, type Row, toAttempt, toCharge, toJob } from "./rows.js"
 import type { Statements } from "./statements.js"
 
@@ -23,6 +24,7 @@ type QueryService = Query["Type"]
  * @internal
  */
 export const makeQuery = (q: Queryable, st: Statements): QueryService => {
+  const reads = makeReadStatements(st.schema)
   const run = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     Effect.tryPromise({ try: () => q.query<Row>(text, params), catch: (error) => toStoreError(operation, error) })
 
@@ -35,15 +37,28 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
       return toJob(row)
     })
 
-  const list: QueryService["list"] = (options) =>
-    run("list", options.order === "oldest" ? st.listOldest : st.listNewest, [
+  const list: QueryService["list"] = (options) => {
+    if (options.after !== undefined && !isUuid(options.after)) return Effect.succeed([])
+    const paged = options.after !== undefined || options.requestKey !== undefined
+    const oldest = options.order === "oldest"
+    const params = [
       options.queue ?? null,
       options.tenant ?? null,
       options.state ?? null,
       options.type ?? null,
       options.errorClass ?? null,
       options.limit === null ? null : (options.limit ?? Protocol.defaults.listLimit)
-    ]).pipe(Effect.map((rows) => rows.map(toJob)))
+    ]
+    return (
+      paged
+        ? run("list", oldest ? reads.pageOldest : reads.pageNewest, [
+            ...params,
+            options.requestKey ?? null,
+            options.after ?? null
+          ])
+        : run("list", oldest ? st.listOldest : st.listNewest, params)
+    ).pipe(Effect.map((rows) => rows.map(toJob)))
+  }
 
   const deadLetters: QueryService["deadLetters"] = (options) => {
     const filters = [options.queue ?? null, options.tenant ?? null, options.errorClass ?? null, options.type ?? null]
@@ -73,11 +88,13 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
       {
         byState: run("stats", st.statsByState, filters),
         oldest: run("stats", st.statsOldest, [...filters, options.now ?? null]),
-        cost: run("stats", st.statsCost, [...filters, options.failedSince])
+        cost: run("stats", st.statsCost, [...filters, options.failedSince]),
+        spend: run("stats", reads.spend, [...filters, options.spendSince ?? null]),
+        waiting: run("stats", reads.waiting, [...filters, options.now ?? null])
       },
-      { concurrency: 3 }
+      { concurrency: 5 }
     ).pipe(
-      Effect.map(({ byState, cost, oldest }) => {
+      Effect.map(({ byState, cost, oldest, spend, waiting }) => {
         const counts: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, abandoned: 0 }
         for (const row of byState) counts[row.state as JobState] = Number(row.count)
         const oldestQueuedAt: Record<string, number> = {}
@@ -88,7 +105,30 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
           failedInWindow += Number(row.failed)
           if (row.error_class !== null) costCentsByErrorClass[String(row.error_class)] = Number(row.cost_cents)
         }
-        return { byState: counts, oldestQueuedAt, costCentsByErrorClass, failedInWindow }
+        return {
+          byState: counts,
+          oldestQueuedAt,
+          costCentsByErrorClass,
+          failedInWindow,
+          spend: spend.map(
+            (row): SpendGroup => ({
+              queue: String(row.queue),
+              tenant: row.tenant === null || row.tenant === undefined ? null : String(row.tenant),
+              type: String(row.type),
+              state: row.state as JobState,
+              costCents: Number(row.cost_cents),
+              jobs: Number(row.jobs)
+            })
+          ),
+          waiting: waiting.map(
+            (row): WaitingGroup => ({
+              type: String(row.type),
+              version: Number(row.version),
+              count: Number(row.count),
+              oldestDueAt: micros(row.oldest)
+            })
+          )
+        }
       })
     )
   }
@@ -105,6 +145,10 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
         ? run("charges", st.charges, [options.jobId]).pipe(Effect.map((rows) => rows.map(toCharge)))
         : Effect.succeed([]),
     deadLetters,
-    stats
+    stats,
+    countQueued: (options) =>
+      run("countQueued", reads.countQueued, [options.queue, options.tenant ?? null, Math.floor(options.upTo)]).pipe(
+        Effect.map((rows) => Number(rows[0]?.n ?? 0))
+      )
   } satisfies QueryService
 }

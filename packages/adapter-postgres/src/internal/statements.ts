@@ -73,8 +73,12 @@ const jobColumnList = (a: string): ReadonlyArray<string> => [
   `${ms(`${a}.updated_at`)} AS updated_at`
 ]
 
-/** The job record's columns, converted for the boundary. */
-const jobColumns = (a: string): string => jobColumnList(a).join(", ")
+/**
+ * The job record's columns, converted for the boundary.
+ *
+ * @internal
+ */
+export const jobColumns = (a: string): string => jobColumnList(a).join(", ")
 
 /** As many NULLs as there are job columns, for reply rows that carry no job. */
 const noJob = jobColumnList("x")

@@ -13,7 +13,7 @@ import type { ErrorClass } from "../ErrorClass.js"
 import { JobNotFound, StoreError } from "../Errors.js"
 import type { Attempt, Charge, Job, JobId, JobState } from "../Job.js"
 import * as Protocol from "../Protocol.js"
-import type { DeadLetterGroup, Query, StoreStats } from "../Query.js"
+import type { DeadLetterGroup, Query, SpendGroup, StoreStats, WaitingGroup } from "../Query.js"
 import type {
   CancelResult,
   ChargeResult,
@@ -370,9 +370,17 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       Effect.sync(() => {
         const sign = options.order === "oldest" ? -1 : 1
         const limit = options.limit === null ? Number.POSITIVE_INFINITY : (options.limit ?? Protocol.defaults.listLimit)
+        const order = (a: Row, b: Row) => sign * (b.job.createdAt - a.job.createdAt || b.seq - a.seq)
+        const after = options.after === undefined ? undefined : rows.get(options.after)
+        if (options.after !== undefined && after === undefined) return []
         return [...rows.values()]
-          .filter((row) => matches(row.job, options))
-          .sort((a, b) => sign * (b.job.createdAt - a.job.createdAt || b.seq - a.seq))
+          .filter(
+            (row) =>
+              matches(row.job, options) &&
+              (options.requestKey === undefined || row.job.requestKey === options.requestKey) &&
+              (after === undefined || order(after, row) < 0)
+          )
+          .sort(order)
           .slice(0, limit)
           .map((row) => row.job)
       }),
@@ -422,6 +430,8 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
         const byState: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, abandoned: 0 }
         const oldestQueuedAt: Record<string, number> = {}
         const costCentsByErrorClass: Record<string, number> = {}
+        const spend = new Map<string, { -readonly [K in keyof SpendGroup]: SpendGroup[K] }>()
+        const waiting = new Map<string, { -readonly [K in keyof WaitingGroup]: WaitingGroup[K] }>()
         let failedInWindow = 0
         for (const row of rows.values()) {
           const job = row.job
@@ -431,13 +441,65 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
             const key = String(job.priority)
             const current = oldestQueuedAt[key]
             oldestQueuedAt[key] = current === undefined ? job.runAfter : Math.min(current, job.runAfter)
+            const byType = JSON.stringify([job.type, job.version])
+            const group = waiting.get(byType) ?? {
+              type: job.type,
+              version: job.version,
+              count: 0,
+              oldestDueAt: job.runAfter
+            }
+            group.count += 1
+            group.oldestDueAt = Math.min(group.oldestDueAt, job.runAfter)
+            waiting.set(byType, group)
           }
           if (job.errorClass !== null) {
             costCentsByErrorClass[job.errorClass] = (costCentsByErrorClass[job.errorClass] ?? 0) + job.costCents
           }
           if (job.state === "failed" && row.failedAt !== null && row.failedAt >= options.failedSince) failedInWindow++
+          let spent = 0
+          let charged = false
+          for (const charge of row.charges.values()) {
+            if (options.spendSince !== undefined && charge.createdAt < options.spendSince) continue
+            spent += charge.amountCents
+            charged = true
+          }
+          if (charged) {
+            const key = JSON.stringify([job.queue, job.tenant, job.type, job.state])
+            const group = spend.get(key) ?? {
+              queue: job.queue,
+              tenant: job.tenant,
+              type: job.type,
+              state: job.state,
+              costCents: 0,
+              jobs: 0
+            }
+            group.costCents += spent
+            group.jobs += 1
+            spend.set(key, group)
+          }
         }
-        return { byState, oldestQueuedAt, costCentsByErrorClass, failedInWindow }
+        return {
+          byState,
+          oldestQueuedAt,
+          costCentsByErrorClass,
+          failedInWindow,
+          spend: [...spend.values()],
+          waiting: [...waiting.values()]
+        }
+      }),
+
+    countQueued: (options) =>
+      Effect.sync(() => {
+        const upTo = Math.max(0, Math.floor(options.upTo))
+        let count = 0
+        for (const row of rows.values()) {
+          if (count >= upTo) break
+          const job = row.job
+          if (job.state !== "queued" || job.queue !== options.queue) continue
+          if (options.tenant !== undefined && job.tenant !== options.tenant) continue
+          count++
+        }
+        return count
       })
   }
 

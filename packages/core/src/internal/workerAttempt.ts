@@ -22,8 +22,21 @@ import { type Env, handOff, inAttemptFiber, logFor, persist, settleWith, wakeInt
 import type { Held } from "./workerLease.js"
 import { decide, type Ended } from "./workerOutcome.js"
 
-const formatParseError = (error: ParseResult.ParseError): string =>
-  Normalize.truncate(Normalize.redact(ParseResult.TreeFormatter.formatErrorSync(error)))
+/** At most this many issues of a parse error are kept as evidence; the rest are counted. */
+const maxIssues = 10
+
+/**
+ * A parse error as evidence: one line per issue, `path: message` (`(value)` for the value itself), at most
+ * `maxIssues` of them and a count of the rest; short enough to read, unlike the schema's whole tree.
+ */
+const formatParseError = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const lines = issues
+    .slice(0, maxIssues)
+    .map((issue) => `${issue.path.length === 0 ? "(value)" : issue.path.map(String).join(".")}: ${issue.message}`)
+  if (issues.length > maxIssues) lines.push(`and ${issues.length - maxIssues} more`)
+  return evidenceOf(lines.join("\n"))
+}
 
 /** Redacted, truncated evidence. @internal */
 export const evidenceOf = (text: string): string => Normalize.truncate(Normalize.redact(text))

@@ -11,7 +11,9 @@
  * 6. `lease`: at the instant the call would start, the local lease end (send time of the last granted claim or
  *    renewal, plus the lease) must still be ahead; else the reservation is settled at 0, the attempt stops as
  *    self-fenced and no call starts (a call now could overlap the next holder's);
- * 7. `call`, then `settle`: the actual cost (or the handler's cost for errors) settles the reservation.
+ * 7. `call`, then `settle`: the actual cost settles the reservation; a call that failed settles at the handler's
+ *    cost for the error, else at its class's default (`ErrorClass.defaultCostOnError`: nothing for what providers
+ *    do not bill, the reservation kept where they may have).
  * The budget check, the call numbering and the reservation run under the attempt's ledger lock, so parallel calls of
  * one handler never reserve past the budget together; the settlement of a call that returned runs uninterruptibly,
  * so a cancel or a lost lease cannot drop the actual cost.
@@ -19,10 +21,12 @@
  * @internal
  */
 import { Clock, Effect, Metric } from "effect"
+import { defaultCostOnError } from "../ErrorClass.js"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
 import type { Job } from "../Job.js"
 import * as Metrics from "../Metrics.js"
+import { normalize } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { ChargeItem } from "../Store.js"
 import * as Control from "./workerControl.js"
@@ -136,7 +140,9 @@ export const make = (options: {
       const run = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
       return yield* Effect.uninterruptibleMask((restore) =>
         restore(run).pipe(
-          Effect.tapError((error) => settle(callId, () => call.costOnError?.(error))),
+          Effect.tapError((error) =>
+            settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass))
+          ),
           Effect.tap((result) => settle(callId, () => call.cost(result)))
         )
       )

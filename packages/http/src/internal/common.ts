@@ -5,7 +5,8 @@
  * @internal
  */
 import { HttpApp, HttpServerResponse } from "@effect/platform"
-import type { InvalidInput, StoreError } from "@slowcall/core/Errors"
+import type { InvalidInput, QueueFull, StoreError } from "@slowcall/core/Errors"
+import type * as Handler from "@slowcall/core/Handler"
 import { type Job, JobId } from "@slowcall/core/Job"
 import { Context, Effect, Option, Schema } from "effect"
 import type { Issue } from "../Api.js"
@@ -24,12 +25,20 @@ export type Authenticate = (authorization: string | undefined) => Effect.Effect<
  * @internal
  */
 export interface ResolvedOptions {
+  /** Every type the API accepts: the registry's types and the handlers' types. */
   readonly jobTypes: ReadonlySet<string>
+  /** The handlers the server knows, by type: their versions and input schemas are checked at submit. */
+  readonly handlers: ReadonlyMap<string, ReadonlyArray<Handler.Handler<any, any, any>>>
   readonly queue: string
   readonly maxBodyBytes: number
   readonly authenticate: Authenticate | undefined
+  readonly allowedHosts: ReadonlyArray<string> | "*"
+  readonly allowedOrigins: ReadonlyArray<string>
+  readonly metrics: "public" | "tenant"
   readonly sseIntervalMs: number
+  readonly sseKeepAliveMs: number
   readonly deadLetterWindowMinutes: number
+  readonly unclaimedAfterSeconds: number
 }
 
 /**
@@ -74,15 +83,36 @@ export const respondWith = (options: {
   })
 
 /**
- * A Store that cannot answer: `503` with `Retry-After: 1`; nothing was written by this request.
+ * A Store that failed. A failure a retry may cure (`StoreError.isRetryable`: the connection, a timeout, a
+ * conflict, an ambiguous reply) is `503` with `Retry-After: 1`. Any other (a constraint or an unknown refusal: a
+ * value the request validation should have refused, a bug) is `500 internal_error` with no `Retry-After`, so a client
+ * is never told to repeat a request that cannot succeed. Either way the request wrote nothing it reports.
  *
  * @internal
  */
-export const storeUnavailable = (error: StoreError) =>
-  Effect.logWarning("store unavailable", error.message).pipe(
-    Effect.zipRight(respondWith({ headers: { "retry-after": "1" } })),
-    Effect.zipRight(Effect.fail({ error: "store_unavailable" } as const))
+export const storeUnavailable = (
+  error: StoreError
+): Effect.Effect<never, { readonly error: "store_unavailable" } | { readonly error: "internal_error" }> =>
+  error.isRetryable
+    ? Effect.logWarning("store unavailable", error.message).pipe(
+        Effect.zipRight(respondWith({ headers: { "retry-after": "1" } })),
+        Effect.zipRight(Effect.fail({ error: "store_unavailable" } as const))
+      )
+    : Effect.logError("the store refused the request", error.message).pipe(
+        Effect.zipRight(Effect.fail({ error: "internal_error" } as const))
+      )
+
+/**
+ * A submit over the queue's bound: `429 queue_full` with `Retry-After` in whole seconds; nothing was written.
+ *
+ * @internal
+ */
+export const queueFull = (error: QueueFull) => {
+  const seconds = Math.max(1, Math.ceil(error.retryAfterMs / 1000))
+  return respondWith({ headers: { "retry-after": String(seconds) } }).pipe(
+    Effect.zipRight(Effect.fail({ error: "queue_full", retryAfterSeconds: seconds } as const))
   )
+}
 
 /**
  * The job id of a path, or `404`: a malformed id names no job, exactly like an unknown one.

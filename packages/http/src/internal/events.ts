@@ -4,7 +4,10 @@
  * endpoint's schemas.
  *
  * Each event's id is the record's revision (`updatedAt` in microseconds, strictly increasing), so a client that
- * reconnects with `Last-Event-ID` gets only what it has not seen; the stream ends after the terminal state.
+ * reconnects with `Last-Event-ID` gets only what it has not seen. An id ahead of the job's current revision (from
+ * another server, a clock that moved, a made-up value) cannot name anything the client saw: the stream starts again
+ * from the current state. While nothing changes, a comment line is sent every `sseKeepAliveMs`, so an idle timeout
+ * on the path (often 60 s) does not cut a quiet stream. The stream ends after the terminal state.
  *
  * @internal
  */
@@ -21,6 +24,8 @@ const encoder = new TextEncoder()
 const sseEvent = (job: Job) =>
   encoder.encode(`id: ${revision(job)}\nevent: job\ndata: ${JSON.stringify(jobView(job))}\n\n`)
 
+const keepAlive = encoder.encode(": keep-alive\n\n")
+
 /**
  * The event stream of one job after the revision `Last-Event-ID` names (all of it without one). `404` when the job
  * is unknown or another tenant's, before the stream starts.
@@ -36,11 +41,11 @@ export const events = (request: {
     const client = yield* Client
     const tenant = yield* Tenant
     const jobId = yield* parseJobId(request.path.id)
-    yield* client
+    const current = yield* client
       .get(jobId, { tenant })
       .pipe(Effect.catchTags({ JobNotFound: () => Effect.fail(notFound), StoreError: storeUnavailable }))
     const lastEventId = Number(request.headers["last-event-id"] ?? Number.NaN)
-    const after = Number.isFinite(lastEventId) ? lastEventId : -1
+    const after = Number.isFinite(lastEventId) && lastEventId <= revision(current) ? lastEventId : -1
     const body = client.watch(jobId, { tenant, intervalMs: options.sseIntervalMs }).pipe(
       // A transient store error only delays the next event: the watch starts again from the row, which stays the
       // truth, and the revision filter below drops what was already sent.
@@ -54,7 +59,16 @@ export const events = (request: {
       ),
       Stream.filterMap(identity),
       Stream.map(sseEvent),
-      Stream.catchAll(() => Stream.empty)
+      Stream.catchAll(() => Stream.empty),
+      // The keep-alive comments run beside the events and stop with them: the stream still ends after the terminal
+      // state.
+      Stream.merge(
+        Stream.repeatEffectWithSchedule(
+          Effect.succeed(keepAlive),
+          Schedule.spaced(`${options.sseKeepAliveMs} millis`)
+        ).pipe(Stream.drop(1)),
+        { haltStrategy: "left" }
+      )
     )
     return HttpServerResponse.stream(body, {
       contentType: "text/event-stream",

@@ -6,21 +6,58 @@
  * @internal
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Client } from "@slowcall/core/Client"
-import { Effect } from "effect"
-import { type ListParams, SlowcallApi, type SubmitBody, type SubmitHeaders, Tenant } from "../Api.js"
+import * as Canonical from "@slowcall/core/Canonical"
+import { Client, defaults } from "@slowcall/core/Client"
+import type * as Handler from "@slowcall/core/Handler"
+import { JobId } from "@slowcall/core/Job"
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { type Issue, type ListParams, SlowcallApi, type SubmitBody, type SubmitHeaders, Tenant } from "../Api.js"
 import { etag, etagMatches, jobDetail, jobView } from "../View.js"
 import {
   inputIssue,
   invalidRequest,
   notFound,
   parseJobId,
+  queueFull,
   respondWith,
   ServerOptions,
   storeUnavailable,
   viewHeaders
 } from "./common.js"
 import { events } from "./events.js"
+
+/** Issues the server's own handlers find in a submit: an unknown version, input their schema refuses. */
+const handlerIssues = (
+  known: ReadonlyArray<Handler.Handler<any, any, any>> | undefined,
+  body: SubmitBody
+): ReadonlyArray<Issue> => {
+  if (known === undefined) return []
+  const version = body.version ?? defaults.version
+  const handler = known.find((h) => h.version === version)
+  if (handler === undefined) {
+    const versions = known.map((h) => h.version).sort((a, b) => a - b)
+    return [
+      { path: ["version"], message: `no handler for ${body.type} version ${version} (known: ${versions.join(", ")})` }
+    ]
+  }
+  // Input given by reference is read by the worker; only inline input can be checked here.
+  if (body.inputRef !== undefined) return []
+  // The value is plain JSON nested no deeper than `Canonical.maxDepth` (checked first), so decoding cannot overflow.
+  const valid = Canonical.validateJson(body.input === undefined ? null : body.input)
+  if (Either.isLeft(valid)) return [inputIssue(valid.left)]
+  const decoded = Either.try({
+    try: () => ParseResult.decodeUnknownEither(handler.input)(valid.right, { errors: "all" }),
+    catch: () => undefined
+  })
+  if (Either.isLeft(decoded)) return [{ path: ["input"], message: "the handler's input schema failed on this input" }]
+  if (Either.isRight(decoded.right)) return []
+  return ParseResult.ArrayFormatter.formatIssueSync(decoded.right.left)
+    .slice(0, 20)
+    .map((issue) => ({
+      path: ["input", ...issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
+      message: issue.message
+    }))
+}
 
 const submit = (request: { readonly payload: SubmitBody; readonly headers: typeof SubmitHeaders.Type }) =>
   Effect.gen(function* () {
@@ -33,6 +70,8 @@ const submit = (request: { readonly payload: SubmitBody; readonly headers: typeo
         invalidRequest([{ path: ["type"], message: `unknown job type ${JSON.stringify(body.type)}` }])
       )
     }
+    const issues = handlerIssues(options.handlers.get(body.type), body)
+    if (issues.length > 0) return yield* Effect.fail(invalidRequest(issues))
     const result = yield* client
       .submit({
         queue: options.queue,
@@ -55,7 +94,8 @@ const submit = (request: { readonly payload: SubmitBody; readonly headers: typeo
       .pipe(
         Effect.catchTags({
           IdempotencyKeyReused: () => Effect.fail({ error: "idempotency_key_reused" } as const),
-          InvalidInput: (error) => Effect.fail(invalidRequest([inputIssue(error)]))
+          InvalidInput: (error) => Effect.fail(invalidRequest([inputIssue(error)])),
+          QueueFull: queueFull
         })
       )
     const headers = viewHeaders(result.job, result.now)
@@ -70,15 +110,28 @@ const list = (request: { readonly urlParams: typeof ListParams.Type }) =>
   Effect.gen(function* () {
     const options = yield* ServerOptions
     const client = yield* Client
+    const tenant = yield* Tenant
+    const params = request.urlParams
+    // With authentication the caller's tenant is the scope; a tenant filter can only repeat it.
+    if (tenant !== undefined && params.tenant !== undefined && params.tenant !== tenant) return { jobs: [], next: null }
+    // A cursor that is not a job id names no job, so there is nothing after it.
+    const after = params.after === undefined ? undefined : Option.getOrUndefined(decodeJobId(params.after))
+    if (params.after !== undefined && after === undefined) return { jobs: [], next: null }
+    const limit = params.limit ?? 50
     const jobs = yield* client.list({
       queue: options.queue,
-      tenant: yield* Tenant,
-      state: request.urlParams.state,
-      type: request.urlParams.type,
-      limit: request.urlParams.limit
+      tenant: tenant ?? params.tenant,
+      state: params.state,
+      type: params.type,
+      errorClass: params.errorClass,
+      requestKey: params.requestKey,
+      after,
+      limit
     })
-    return { jobs: jobs.map(jobView) }
+    return { jobs: jobs.map(jobView), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null }
   }).pipe(Effect.catchTag("StoreError", storeUnavailable))
+
+const decodeJobId = Schema.decodeUnknownOption(JobId)
 
 /** The job named by the path, visible to the caller's tenant, or `404`. */
 const visibleJob = (id: string) =>

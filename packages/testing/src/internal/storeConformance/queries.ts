@@ -1,5 +1,5 @@
 /**
- * Store conformance, reads and replay: `Query` (get, list, attempts, charges, deadLetters, stats) reads exactly what
+ * Store conformance, reads and replay: `Query` (get, list, attempts, charges, deadLetters, stats, countQueued) reads exactly what
  * the writes left, hides other tenants' jobs, and orders and limits as documented; `Store.now` is store time;
  * `Store.replay` moves a dead letter back to queued through one conditional write (`Protocol.replayable`,
  * `Protocol.replayTransition`) and never touches a job in any other state; the derived `Query.replay` picks its
@@ -72,6 +72,30 @@ const readTests = ({ it, fixture }: Area): void => {
 
       expect(newest.map((j) => j.id)).toEqual([third.id, second.id, first.id])
       expect(oldest.map((j) => j.id)).toEqual([first.id, second.id, third.id])
+    })
+  )
+
+  it.effect("list pages with after (ties in one millisecond too) and keeps a request key's jobs", () =>
+    Effect.gen(function* () {
+      const { query, queue, advance, submit, factory } = yield* fixture
+      const a = yield* submit({ requestKey: "page-key" })
+      yield* advance(5)
+      const b = yield* submit()
+      const c = yield* submit({ type: "other" })
+      const d = yield* submit()
+      const ids = (jobs: ReadonlyArray<{ readonly id: JobId }>) => jobs.map((j) => j.id)
+
+      // Newest first, two per page: every job exactly once, in order.
+      const first = yield* query.list({ queue, limit: 2 })
+      const second = yield* query.list({ queue, limit: 2, after: first.at(-1)!.id })
+      const third = yield* query.list({ queue, limit: 2, after: second.at(-1)!.id })
+      expect([ids(first), ids(second), ids(third)]).toEqual([[d.id, c.id], [b.id, a.id], []])
+      expect(ids(yield* query.list({ queue, order: "oldest", after: b.id }))).toEqual([c.id, d.id])
+      // The cursor job need not match the filters; the page does.
+      expect(ids(yield* query.list({ queue, type: "conformance.echo", after: c.id }))).toEqual([b.id, a.id])
+      expect(ids(yield* query.list({ queue, after: yield* factory.jobId }))).toEqual([])
+      expect(ids(yield* query.list({ queue, requestKey: "page-key" }))).toEqual([a.id])
+      expect(ids(yield* query.list({ queue, requestKey: "no-such-key" }))).toEqual([])
     })
   )
 
@@ -164,6 +188,77 @@ const readTests = ({ it, fixture }: Area): void => {
       expect(stats.costCentsByErrorClass).toEqual({ auth: 7 })
       expect(stats.failedInWindow).toBe(1)
       expect(later.failedInWindow).toBe(0)
+    })
+  )
+
+  it.effect("stats: spend per (queue, tenant, type, state) of the ledger rows in the window, and jobs waiting", () =>
+    Effect.gen(function* () {
+      const { query, queue, tenant, now, advance, submit, claimed, charged, settled } = yield* fixture
+      const spendOn = (jobId: JobId, token: number, callId: string, amountCents: number, settledCharge = true) =>
+        charged({ jobId, callId, token, amountCents, settled: settledCharge })
+      const done = yield* submit({ type: "conformance.a" })
+      const d = yield* claimed(done.id)
+      yield* spendOn(done.id, d.leaseToken, "old", 4)
+      yield* advance(1_000)
+      const since = yield* now
+      yield* spendOn(done.id, d.leaseToken, "new", 2.5)
+      yield* settled(done.id, d.leaseToken, outcome.complete(null))
+      const dead = yield* submit({ type: "conformance.a", maxAttempts: 1 })
+      const x = yield* claimed(dead.id)
+      yield* spendOn(dead.id, x.leaseToken, "x", 3, false)
+      yield* settled(dead.id, x.leaseToken, outcome.fail("auth", "401"))
+      const other = yield* submit({ type: "conformance.b", tenant: `${tenant}-other` })
+      const o = yield* claimed(other.id)
+      yield* spendOn(other.id, o.leaseToken, "o", 1)
+      // Waiting: two due jobs of one (type, version), one of another version, one not due yet.
+      yield* submit({ type: "conformance.w", version: 1 })
+      yield* advance(10)
+      yield* submit({ type: "conformance.w", version: 1 })
+      yield* submit({ type: "conformance.w", version: 2 })
+      yield* submit({ type: "conformance.w", version: 3, delayMs: 60_000 })
+      const at = yield* now
+
+      const sorted = <A>(groups: ReadonlyArray<A>) =>
+        [...groups].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1))
+      const windowed = yield* query.stats({ queue, failedSince: since, spendSince: since, now: at })
+      const allTime = yield* query.stats({ queue, tenant, failedSince: since, now: at })
+
+      expect(sorted(windowed.spend)).toEqual(
+        sorted([
+          { queue, tenant, type: "conformance.a", state: "succeeded", costCents: 2.5, jobs: 1 },
+          { queue, tenant, type: "conformance.a", state: "failed", costCents: 3, jobs: 1 },
+          { queue, tenant: `${tenant}-other`, type: "conformance.b", state: "running", costCents: 1, jobs: 1 }
+        ])
+      )
+      expect(sorted(allTime.spend)).toEqual(
+        sorted([
+          { queue, tenant, type: "conformance.a", state: "succeeded", costCents: 6.5, jobs: 1 },
+          { queue, tenant, type: "conformance.a", state: "failed", costCents: 3, jobs: 1 }
+        ])
+      )
+      expect(sorted(windowed.waiting)).toEqual(
+        sorted([
+          { type: "conformance.w", version: 1, count: 2, oldestDueAt: at - 10 },
+          { type: "conformance.w", version: 2, count: 1, oldestDueAt: at }
+        ])
+      )
+    })
+  )
+
+  it.effect("countQueued counts the queued jobs of a queue (and tenant), due or not, up to upTo", () =>
+    Effect.gen(function* () {
+      const { query, queue, tenant, submit, claimed } = yield* fixture
+      yield* submit()
+      yield* submit({ delayMs: 60_000 })
+      yield* submit({ tenant: `${tenant}-other` })
+      const running = yield* submit()
+      yield* claimed(running.id)
+
+      expect(yield* query.countQueued({ queue, upTo: 100 })).toBe(3)
+      expect(yield* query.countQueued({ queue, tenant, upTo: 100 })).toBe(2)
+      expect(yield* query.countQueued({ queue, upTo: 2 })).toBe(2)
+      expect(yield* query.countQueued({ queue, upTo: 0 })).toBe(0)
+      expect(yield* query.countQueued({ queue: `${queue}-none`, upTo: 100 })).toBe(0)
     })
   )
 

@@ -213,7 +213,9 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
         filter,
         state: fc.constantFrom<JobState | null>(null, "queued", "running", "failed", "succeeded", "abandoned"),
         limit: fc.constantFrom(null, 1, 2, "all" as const),
-        order: fc.constantFrom("newest" as const, "oldest" as const)
+        order: fc.constantFrom("newest" as const, "oldest" as const),
+        requestKey: fc.constantFrom(null, null, "key-0", "key-1"),
+        after: fc.option(job, { nil: null, freq: 2 })
       })
     )
   },
@@ -222,7 +224,12 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
     weight: 1,
     arbitrary: step(
       "Stats",
-      fc.record({ tenant: fc.constantFrom(null, 0, 1, 2), sinceMs: fc.constantFrom(0, 1, 1_000, 100_000) })
+      fc.record({
+        tenant: fc.constantFrom(null, 0, 1, 2),
+        sinceMs: fc.constantFrom(0, 1, 1_000, 100_000),
+        spendMs: fc.constantFrom(null, 0, 1, 1_000, 100_000),
+        upTo: fc.constantFrom(0, 1, 2, 100)
+      })
     )
   },
   {

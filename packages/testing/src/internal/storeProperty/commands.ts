@@ -109,9 +109,16 @@ export interface Specs {
     readonly state: JobState | null
     readonly limit: number | null | "all"
     readonly order: "newest" | "oldest"
+    readonly requestKey: string | null
+    readonly after: JobRef | null
   }
   readonly DeadLetters: { readonly filter: FilterSpec; readonly limit: number | null }
-  readonly Stats: { readonly tenant: number | null; readonly sinceMs: number }
+  readonly Stats: {
+    readonly tenant: number | null
+    readonly sinceMs: number
+    readonly spendMs: number | null
+    readonly upTo: number
+  }
   readonly Get: { readonly job: JobRef; readonly tenant: "own" | "other" | "none" }
 }
 
@@ -150,6 +157,15 @@ const tenantOption = (world: World, jobId: JobId, which: "own" | "other" | "none
   const own = row === undefined ? world.tenants[0] : row.job.tenant
   return which === "own" ? (own ?? undefined) : own === world.tenants[1] ? world.tenants[0] : world.tenants[1]
 }
+
+/** A comparator over the JSON text of a key. */
+const byKey =
+  <A>(key: (a: A) => ReadonlyArray<unknown>) =>
+  (a: A, b: A): number => {
+    const ka = JSON.stringify(key(a))
+    const kb = JSON.stringify(key(b))
+    return ka < kb ? -1 : ka > kb ? 1 : 0
+  }
 
 /** A fresh id naming no job, for the references that resolve to none. */
 const unknownId = (world: World): Promise<JobId> => Effect.runPromise(world.factory.jobId)
@@ -311,11 +327,14 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     if (at !== null && at !== undefined) world.clock = Math.max(world.clock, at + spec.offset)
   },
   List: async (world, real, spec) => {
+    const unknown = await unknownId(world)
     const options = {
       ...filterOf(world, spec.filter),
       state: spec.state ?? undefined,
       limit: spec.limit === "all" ? null : (spec.limit ?? undefined),
-      order: spec.order
+      order: spec.order,
+      requestKey: spec.requestKey ?? undefined,
+      after: spec.after === null ? undefined : resolveJob(world, spec.after, unknown)
     }
     same("list", await real.run(real.query.list(options)), world.model.list(options))
   },
@@ -340,10 +359,19 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     const options = {
       queue: world.queue,
       tenant: spec.tenant === null ? undefined : (tenantOf(world, spec.tenant) ?? undefined),
-      failedSince: world.clock - spec.sinceMs
+      failedSince: world.clock - spec.sinceMs,
+      spendSince: spec.spendMs === null ? undefined : world.clock - spec.spendMs
     }
+    // Spend and waiting groups come in no particular order: both sides are sorted by their keys.
+    const ordered = (stats: Query.StoreStats) => ({
+      ...stats,
+      spend: [...stats.spend].sort(byKey((g) => [g.queue, g.tenant, g.type, g.state])),
+      waiting: [...stats.waiting].sort(byKey((g) => [g.type, g.version]))
+    })
     const stats = await real.run(real.query.stats({ ...options, now: world.clock }))
-    same("stats", stats, world.model.stats(options, world.clock))
+    same("stats", ordered(stats), ordered(world.model.stats(options, world.clock)))
+    const count = { queue: world.queue, tenant: options.tenant, upTo: spec.upTo }
+    same("countQueued", await real.run(real.query.countQueued(count)), world.model.countQueued(count))
   },
   Get: async (world, real, spec) => {
     const unknown = await unknownId(world)

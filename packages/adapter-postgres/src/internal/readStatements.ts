@@ -1,0 +1,66 @@
+/**
+ * The read statements of `Query.stats`'s spend and waiting groups and of `Query.countQueued`, built once per schema.
+ * Plain SELECTs that neither write nor lock; kept apart from `statements.ts` (the protocol writes and the older
+ * reads) because they are reads only.
+ *
+ * - spend: the ledger rows whose call started at or after `$3` (all rows when NULL), summed per (queue, tenant,
+ *   type, state) of their jobs in ledger order, with the number of jobs. The window scan uses
+ *   `charges_created_at` (migration 0004).
+ * - waiting: due queued jobs (run_after at or before store time) per (type, version), with the oldest due time.
+ *   The partial index `jobs_queued` holds exactly the queued rows.
+ * - countQueued: queued rows of one queue (and tenant), counted through a LIMIT so the scan stops at `upTo`; with a
+ *   tenant the scan reads `jobs_queued_tenant` (migration 0004).
+ * - pages of a listing (`Query.list` with `requestKey` or `after`): the listing's filters and order, plus the request
+ *   key and a keyset cursor, the (created_at, seq) of the `after` job; no such job, no rows.
+ *
+ * @internal
+ */
+
+import { jobColumns } from "./statements.js"
+
+/** A page of a listing in one direction. Inputs: as `listNewest`, then $7 request key, $8 after (a job id). */
+const page = (s: string, direction: "ASC" | "DESC"): string => `/* slowcall:listPage */ SELECT ${jobColumns("j")}
+    FROM ${s}.jobs j
+    WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
+      AND ($3::text IS NULL OR j.state = $3) AND ($4::text IS NULL OR j.type = $4)
+      AND ($5::text IS NULL OR j.error_class = $5) AND ($7::text IS NULL OR j.request_key = $7)
+      AND ($8::uuid IS NULL OR (j.created_at, j.seq) ${direction === "DESC" ? "<" : ">"}
+        (SELECT c.created_at, c.seq FROM ${s}.jobs c WHERE c.id = $8::uuid))
+    ORDER BY j.created_at ${direction}, j.seq ${direction} LIMIT $6::int`
+
+const ms = (expr: string): string => `(extract(epoch from ${expr}) * 1000)::float8`
+const ts = (expr: string): string => `to_timestamp((${expr})::float8 / 1000)`
+const storeNow = (n: number): string => `coalesce(to_timestamp($${n}::float8 / 1000), now())`
+
+/**
+ * The statements for one schema (already quoted, `Statements.schema`).
+ *
+ * @internal
+ */
+export const makeReadStatements = (s: string) => ({
+  pageNewest: page(s, "DESC"),
+  pageOldest: page(s, "ASC"),
+  /** spend. Inputs: $1 queue, $2 tenant, $3 spend-since ms (NULL: every row). */
+  spend: `/* slowcall:statsSpend */ SELECT j.queue, j.tenant, j.type, j.state,
+      sum(c.amount_cents ORDER BY c.seq)::float8 AS cost_cents, count(DISTINCT j.id)::int AS jobs
+    FROM ${s}.charges c JOIN ${s}.jobs j ON j.id = c.job_id
+    WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
+      AND ($3::float8 IS NULL OR c.created_at >= ${ts("$3")})
+    GROUP BY j.queue, j.tenant, j.type, j.state`,
+  /** waiting. Inputs: $1 queue, $2 tenant, $3 now (NULL: store time). */
+  waiting: `/* slowcall:statsWaiting */ SELECT j.type, j.version, count(*)::int AS count,
+      ${ms("min(j.run_after)")} AS oldest
+    FROM ${s}.jobs j
+    WHERE j.state = 'queued' AND j.run_after <= ${storeNow(3)} AND ($1::text IS NULL OR j.queue = $1)
+      AND ($2::text IS NULL OR j.tenant = $2)
+    GROUP BY j.type, j.version`,
+  /** countQueued. Inputs: $1 queue, $2 tenant (NULL: any), $3 up to. */
+  countQueued: `/* slowcall:countQueued */ SELECT count(*)::int AS n FROM (
+      SELECT 1 FROM ${s}.jobs j
+      WHERE j.state = 'queued' AND j.queue = $1 AND ($2::text IS NULL OR j.tenant = $2)
+      LIMIT greatest(0, $3::int)
+    ) counted`
+})
+
+/** @internal */
+export type ReadStatements = ReturnType<typeof makeReadStatements>
