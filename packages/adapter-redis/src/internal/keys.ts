@@ -13,7 +13,11 @@
  *   `x:tr:<priority>:enc(tenant)` with `x:tp:enc(tenant)`; `x:v:<priority>` (queued jobs by the time a transport
  *   may deliver them); `x:l` (running jobs by lease end); `x:dq` (queued jobs by deadline); `x:tt` (queued jobs by
  *   last touch); `x:dl` and `x:tdl:enc(tenant)` (failed jobs by updatedAt); `x:fa` and `x:tfa:enc(tenant)`
- *   (failed jobs by the time they became failed).
+ *   (failed jobs by the time they became failed); `x:k:enc(requestKey)` (the jobs submitted under a request key,
+ *   every state, by createdAt); `x:wq:<version>:<type>` and `x:twq:enc(tenant)<version>:<type>` (queued jobs of one
+ *   type and version by runAfter) with the sets `x:w` and `x:tw:enc(tenant)` of the `<version>:<type>` pairs that
+ *   have queued jobs; `x:c` and `x:tc:enc(tenant)` (ledger rows, members `enc(jobId)<callId>`, by the time the
+ *   call started).
  * - Hashes of sums: `g`, `g:t:enc(tenant)`, `g:y:enc(type)`, `g:ty:enc(tenant)enc(type)` (dead-letter groups:
  *   count and cost per error class and input hash); `e`, `e:t:enc(tenant)` (count and cost per error class).
  * - `Q rk`: request keys (tenant and key to job id); `Q ev`: the sharded pub/sub channel of the queue's writes.
@@ -55,6 +59,13 @@ export const suffix = {
   tenantTypeGroups: "g:ty:",
   costs: "e",
   tenantCosts: "e:t:",
+  keyed: "x:k:",
+  waitingTypes: "x:w",
+  waiting: "x:wq:",
+  tenantWaitingTypes: "x:tw:",
+  tenantWaiting: "x:twq:",
+  ledger: "x:c",
+  tenantLedger: "x:tc:",
   requestKeys: "rk",
   events: "ev"
 } as const

@@ -10,10 +10,11 @@ import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobNotFound } from "@slowcall/core/Errors"
 import type { Job, JobId, JobState } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
-import type { DeadLetterGroup, Query, StoreStats } from "@slowcall/core/Query"
+import type { DeadLetterGroup, Query, SpendGroup, StoreStats, WaitingGroup } from "@slowcall/core/Query"
 import { Effect } from "effect"
 import { optNumber, optString, type Raw, toAttempts, toCharges, toJob, toSum } from "./codec.js"
 import { attempt, type Context, script } from "./context.js"
+import { enc, suffix } from "./keys.js"
 
 type QueryService = Query["Type"]
 
@@ -45,11 +46,32 @@ export const makeQuery = (ctx: Context): QueryService => {
       return job
     })
 
+  /** The cursor job's queue, createdAt (as the hash holds it) and index member, or undefined when no job has that id. */
+  const cursorOf = (jobId: JobId) =>
+    Effect.gen(function* () {
+      const routes = yield* ctx.routes.resolve("list", [jobId])
+      const queue = routes.get(jobId)
+      if (queue === undefined) return undefined
+      const [createdAt, seq] = yield* attempt(ctx.client, "list", false, () =>
+        ctx.client.hmget(ctx.keys.job(queue, jobId), "cr", "sq")
+      )
+      if (createdAt == null || seq == null) return undefined
+      return { queue, createdAt, member: `${String(Number(seq)).padStart(12, "0")}${jobId}` }
+    })
+
   const list: QueryService["list"] = (options) =>
     Effect.gen(function* () {
       const limit = options.limit === null ? null : (options.limit ?? Protocol.defaults.listLimit)
-      const queues = yield* queuesOf("list", options.queue)
       const order = options.order === "oldest" ? "oldest" : "newest"
+      const cursor = options.after === undefined ? undefined : yield* cursorOf(options.after)
+      if (options.after !== undefined && cursor === undefined) return []
+      const queues = yield* queuesOf("list", options.queue)
+      // Across queues, equal createdAt go by queue name (below): a queue after the cursor's has its ties above the
+      // cursor in ascending order, so they follow it when listing oldest first and precede it when newest first.
+      const tiesOf = (queue: string): string => {
+        if (cursor === undefined || queue === cursor.queue) return "same"
+        return queue > cursor.queue === (order === "oldest") ? "high" : "low"
+      }
       const perQueue = yield* Effect.forEach(
         queues,
         (queue) =>
@@ -65,7 +87,11 @@ export const makeQuery = (ctx: Context): QueryService => {
                 optString(options.type),
                 optString(options.errorClass),
                 optNumber(limit),
-                order
+                order,
+                optString(options.requestKey),
+                cursor === undefined ? "" : cursor.createdAt,
+                tiesOf(queue),
+                cursor === undefined ? "" : cursor.member
               ],
               false
             ),
@@ -158,6 +184,8 @@ export const makeQuery = (ctx: Context): QueryService => {
       const oldestQueuedAt: Record<string, number> = {}
       const costs = new Map<string, { count: number; sum: number }>()
       let failedInWindow = 0
+      const waiting = new Map<string, { -readonly [K in keyof WaitingGroup]: WaitingGroup[K] }>()
+      const spend: Array<SpendGroup> = []
       let now = options.now
       for (const queue of queues) {
         const raw = (yield* script(
@@ -165,10 +193,18 @@ export const makeQuery = (ctx: Context): QueryService => {
           "stats",
           "stats",
           queue,
-          [optString(options.tenant), String(options.failedSince), optNumber(now)],
+          [optString(options.tenant), String(options.failedSince), optNumber(now), optNumber(options.spendSince)],
           false
-        )) as [string, ReadonlyArray<string>, ReadonlyArray<string>, ReadonlyArray<string>, string]
-        const [at, counts, oldest, costCells, failures] = raw
+        )) as [
+          string,
+          ReadonlyArray<string>,
+          ReadonlyArray<string>,
+          ReadonlyArray<string>,
+          string,
+          ReadonlyArray<string>,
+          ReadonlyArray<string | null>
+        ]
+        const [at, counts, oldest, costCells, failures, waitingCells, spendCells] = raw
         now ??= Number(at)
         STATES.forEach((state, i) => {
           byState[state] += Number(counts[i])
@@ -189,11 +225,59 @@ export const makeQuery = (ctx: Context): QueryService => {
           }
         }
         failedInWindow += Number(failures)
+        // (type, version) groups span queues: merged here.
+        for (let i = 0; i < waitingCells.length; i += 4) {
+          const version = Number(waitingCells[i])
+          const type = waitingCells[i + 1]!
+          const count = Number(waitingCells[i + 2])
+          const oldestDueAt = Number(waitingCells[i + 3])
+          const key = JSON.stringify([type, version])
+          const group = waiting.get(key)
+          if (group === undefined) waiting.set(key, { type, version, count, oldestDueAt })
+          else {
+            group.count += count
+            group.oldestDueAt = Math.min(group.oldestDueAt, oldestDueAt)
+          }
+        }
+        // Spend groups carry their queue: one script's groups are the queue's own.
+        for (let i = 0; i < spendCells.length; i += 5) {
+          spend.push({
+            queue,
+            tenant: spendCells[i] ?? null,
+            type: spendCells[i + 1]!,
+            state: spendCells[i + 2] as JobState,
+            costCents: Number(spendCells[i + 3]),
+            jobs: Number(spendCells[i + 4])
+          })
+        }
       }
       const costCentsByErrorClass: Record<string, number> = {}
       for (const [errorClass, cell] of costs) if (cell.count > 0) costCentsByErrorClass[errorClass] = cell.sum
-      return { byState, oldestQueuedAt, costCentsByErrorClass, failedInWindow } satisfies StoreStats
+      return {
+        byState,
+        oldestQueuedAt,
+        costCentsByErrorClass,
+        failedInWindow,
+        spend,
+        waiting: [...waiting.values()]
+      } satisfies StoreStats
     })
+
+  const countQueued: QueryService["countQueued"] = (options) => {
+    const upTo = Math.max(0, Math.floor(options.upTo))
+    const base = ctx.keys.queueBase(options.queue)
+    const key =
+      options.tenant === undefined
+        ? `${base}${suffix.state}queued`
+        : `${base}${suffix.tenantState}queued:${enc(options.tenant)}`
+    // ZCARD of the queue's (or the tenant's) queued index: O(1) whatever the backlog.
+    return upTo === 0
+      ? Effect.succeed(0)
+      : Effect.map(
+          attempt(ctx.client, "countQueued", false, () => ctx.client.zcard(key)),
+          (count) => Math.min(count, upTo)
+        )
+  }
 
   return {
     get,
@@ -201,6 +285,7 @@ export const makeQuery = (ctx: Context): QueryService => {
     attempts: (options) => rowsOf("attempts", options.jobId, ctx.keys.attempts, toAttempts),
     charges: (options) => rowsOf("charges", options.jobId, ctx.keys.charges, toCharges),
     deadLetters,
-    stats
+    stats,
+    countQueued
   } satisfies QueryService
 }

@@ -33,6 +33,7 @@ for a = 2, #ARGV, 5 do
       local row = result.row
       if existing == nil then
         row.seq = redis.call("HLEN", key) + 1
+        indexCharge(job, callId, row.createdAt)
       end
       redis.call("HSET", key, callId, encodeCharge(row))
       local new = charged(job, result.delta, now)

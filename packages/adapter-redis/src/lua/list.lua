@@ -1,11 +1,16 @@
 #!lua flags=no-writes
 -- list: a filtered listing of the queue (Query.list).
 -- KEYS[1]: the queue's meta hash; every other key is built from its prefix (one slot).
--- ARGV: tenant, state, type, error class (each "-" or "+text"), limit ("" = all), order ("newest" | "oldest").
--- Returns: the matching jobs in createdAt order, insertion order breaking ties, at most limit.
+-- ARGV: tenant, state, type, error class (each "-" or "+text"), limit ("" = all), order ("newest" | "oldest"),
+--       request key ("-" or "+text"), then the cursor: its createdAt ("" = none), where this queue's entries at
+--       that createdAt fall against it in ascending (score, member) order ("same": by the cursor's member, the
+--       next ARGV, the cursor being a job of this queue; "high": all above it; "low": all below it), its member.
+-- Returns: the matching jobs in createdAt order, insertion order breaking ties, at most limit, after the cursor.
 -- Index: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`) by createdAt, with the insertion
---        counter in the member; without a state, the five of them merged in that same order. Type and error class
---        are checked on each record walked.
+--        counter in the member; without a state, the five of them merged in that same order; with a request
+--        key, the jobs of that key (`x:k:<key>`) alone. Type and error class (and with a key, state and tenant)
+--        are checked on each record walked. The cursor's place in each source is found by ZCOUNT and a binary
+--        search over its ties, so a page costs O(log^2 n) to find, not a walk from the start.
 -- Atomic: one script reads one instant of the queue.
 -- @include base
 
@@ -15,21 +20,68 @@ local jobType = optString(ARGV[3])
 local errorClass = optString(ARGV[4])
 local limit = optNumber(ARGV[5])
 local newest = ARGV[6] ~= "oldest"
+local requestKey = optString(ARGV[7])
+local afterScore = optNumber(ARGV[8])
+local afterTies = ARGV[9]
+local afterMember = ARGV[10]
 
-local states = { "queued", "running", "succeeded", "failed", "abandoned" }
-if state ~= nil then
-  states = { state }
-end
 local PAGE = 200
 
--- One source per state: its key, a buffer of { member, score } in listing order, and the next rank to fetch.
-local sources = {}
-for _, s in ipairs(states) do
-  local key = base .. K.state .. s
-  if tenant ~= nil then
-    key = base .. K.tenantState .. s .. ":" .. enc(tenant)
+-- How many entries of `key` come before the cursor in ascending (score, member) order: strictly before
+-- (`strict`) or also the cursor's own place. The ties at the cursor's score are searched by member.
+local function ranked(key, strict)
+  local lo = redis.call("ZCOUNT", key, "-inf", "(" .. fmt(afterScore))
+  local hi = redis.call("ZCOUNT", key, "-inf", fmt(afterScore))
+  if afterTies == "high" or lo == hi then
+    return lo
   end
-  sources[#sources + 1] = { key = key, buffer = {}, at = 1, rank = 0, done = false }
+  if afterTies == "low" then
+    return hi
+  end
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local member = redis.call("ZRANGE", key, mid, mid)[1]
+    if member < afterMember or (not strict and member == afterMember) then
+      lo = mid + 1
+    else
+      hi = mid
+    end
+  end
+  return lo
+end
+
+-- The rank (in the listing's direction) of the first entry after the cursor.
+local function startRank(key)
+  if afterScore == nil then
+    return 0
+  end
+  if newest then
+    return redis.call("ZCARD", key) - ranked(key, true)
+  end
+  return ranked(key, false)
+end
+
+-- One source per state (or the request key's one): its key, a buffer of { member, score } in listing order, and
+-- the next rank to fetch.
+local keys = {}
+if requestKey ~= nil then
+  keys[1] = base .. K.keyed .. enc(requestKey)
+else
+  local states = { "queued", "running", "succeeded", "failed", "abandoned" }
+  if state ~= nil then
+    states = { state }
+  end
+  for _, s in ipairs(states) do
+    if tenant ~= nil then
+      keys[#keys + 1] = base .. K.tenantState .. s .. ":" .. enc(tenant)
+    else
+      keys[#keys + 1] = base .. K.state .. s
+    end
+  end
+end
+local sources = {}
+for _, key in ipairs(keys) do
+  sources[#sources + 1] = { key = key, buffer = {}, at = 1, rank = startRank(key), done = false }
 end
 
 local function head(source)
@@ -92,7 +144,8 @@ while true do
   end
   bestSource.at = bestSource.at + 1
   local job = load(idOfMember(best[1]))
-  if job ~= nil and (jobType == nil or job.type == jobType) and (errorClass == nil or job.errorClass == errorClass) then
+  if job ~= nil and (jobType == nil or job.type == jobType) and (errorClass == nil or job.errorClass == errorClass)
+    and (requestKey == nil or ((state == nil or job.state == state) and (tenant == nil or job.tenant == tenant))) then
     out[#out + 1] = jobReply(job)
     if limit ~= nil and #out >= limit then
       return out

@@ -12,6 +12,11 @@ local function requestKeyField(tenant, requestKey)
   return "t" .. enc(tenant) .. enc(requestKey)
 end
 
+-- The (type, version) pair of a job in the waiting indexes' names: `<version>:<type>` (a version has no colon).
+local function waitingPair(job)
+  return fmt(job.version) .. ":" .. job.type
+end
+
 -- Where a job belongs: index key -> score.
 local function entries(job)
   local e = {}
@@ -22,11 +27,17 @@ local function entries(job)
   if t ~= nil then
     e[base .. K.tenantState .. state .. ":" .. enc(t)] = created
   end
+  if job.requestKey ~= nil then
+    e[base .. K.keyed .. enc(job.requestKey)] = created
+  end
   if state == "queued" then
     local p = fmt(job.priority)
     e[base .. K.ready .. p] = job.runAfter
+    local w = waitingPair(job)
+    e[base .. K.waiting .. w] = job.runAfter
     if t ~= nil then
       e[base .. K.tenantReady .. p .. ":" .. enc(t)] = job.runAfter
+      e[base .. K.tenantWaiting .. enc(t) .. w] = job.runAfter
     end
     e[base .. K.visible .. p] = math.max(job.runAfter, job.visibleAt or job.runAfter)
     if job.deadlineAt ~= nil then
@@ -151,6 +162,60 @@ local function movePriorities(old, new)
   end
 end
 
+-- The (type, version) pairs with queued jobs (for stats' waiting groups), kept like the priorities.
+local function moveWaiting(old, new)
+  local wasQueued = old ~= nil and old.state == "queued"
+  local isQueued = new ~= nil and new.state == "queued"
+  if wasQueued == isQueued then
+    return
+  end
+  local job = new or old
+  local w = waitingPair(job)
+  local t = job.tenant
+  if isQueued then
+    redis.call("SADD", base .. K.waitingTypes, w)
+    if t ~= nil then
+      redis.call("SADD", base .. K.tenantWaitingTypes .. enc(t), w)
+    end
+  else
+    if redis.call("EXISTS", base .. K.waiting .. w) == 0 then
+      redis.call("SREM", base .. K.waitingTypes, w)
+    end
+    if t ~= nil and redis.call("EXISTS", base .. K.tenantWaiting .. enc(t) .. w) == 0 then
+      redis.call("SREM", base .. K.tenantWaitingTypes .. enc(t), w)
+    end
+  end
+end
+
+-- The ledger indexes (for stats' spend groups): a row joins when its call is first recorded, by the time the
+-- call started, and leaves with its job.
+local function ledgerMember(id, callId)
+  return enc(id) .. callId
+end
+
+local function indexCharge(job, callId, createdAt)
+  local member = ledgerMember(job.id, callId)
+  redis.call("ZADD", base .. K.ledger, createdAt, member)
+  if job.tenant ~= nil then
+    redis.call("ZADD", base .. K.tenantLedger .. enc(job.tenant), createdAt, member)
+  end
+end
+
+local function unindexCharges(job)
+  local callIds = redis.call("HKEYS", chargesKey(job.id))
+  -- In chunks: `unpack` of a long table would overflow Lua's stack.
+  for from = 1, #callIds, 500 do
+    local members = {}
+    for i = from, math.min(from + 499, #callIds) do
+      members[#members + 1] = ledgerMember(job.id, callIds[i])
+    end
+    redis.call("ZREM", base .. K.ledger, unpack(members))
+    if job.tenant ~= nil then
+      redis.call("ZREM", base .. K.tenantLedger .. enc(job.tenant), unpack(members))
+    end
+  end
+end
+
 -- Writes `new` (a record, never nil) over `old` (nil for a new job) with every index and sum kept.
 local function save(old, new)
   storeFields(old, new)
@@ -171,6 +236,7 @@ local function save(old, new)
     end
   end
   movePriorities(old, new)
+  moveWaiting(old, new)
   moveSums(old, new)
 end
 
@@ -317,7 +383,9 @@ local function removeJob(job)
     redis.call("ZREM", key, member)
   end
   movePriorities(job, nil)
+  moveWaiting(job, nil)
   moveSums(job, nil)
+  unindexCharges(job)
   if job.requestKey ~= nil then
     local field = requestKeyField(job.tenant, job.requestKey)
     if redis.call("HGET", base .. K.requestKeys, field) == job.id then
