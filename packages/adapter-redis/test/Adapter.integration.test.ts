@@ -274,6 +274,67 @@ describe("reads and sweeps over every queue", () => {
   )
 })
 
+describe("paging, spend and waiting over every queue", () => {
+  it.live("pages without a queue visit every job once, ties across queues by queue name; spend and waiting merge", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const now = yield* store.now
+        // Two jobs per queue in one millisecond, three queues, and one later job.
+        const jobs: Array<SubmitItem> = []
+        for (const queue of ["page-b", "page-a", "page-c"]) {
+          const pair = [yield* item(queue), yield* item(queue, { type: "demo.other" })]
+          yield* store.submit({ items: pair, now })
+          jobs.push(...pair)
+        }
+        const late = yield* item("page-a", { tenant: "t1" })
+        yield* store.submit({ items: [late], now: now + 1 })
+
+        for (const order of ["newest", "oldest"] as const) {
+          const whole = (yield* store.list({ limit: null, order })).map((j) => j.id)
+          const paged: Array<string> = []
+          let after: (typeof jobs)[number]["id"] | undefined
+          for (let page = 0; page < 10; page++) {
+            const next = yield* store.list({ limit: 2, order, after })
+            if (next.length === 0) break
+            paged.push(...next.map((j) => j.id))
+            after = next.at(-1)!.id
+          }
+          expect(whole).toHaveLength(7)
+          expect(paged).toEqual(whole)
+        }
+        // Oldest first: the millisecond's ties go queue a, then b, then c, each in insertion order.
+        expect((yield* store.list({ limit: null, order: "oldest" })).map((j) => j.queue)).toEqual([
+          "page-a",
+          "page-a",
+          "page-b",
+          "page-b",
+          "page-c",
+          "page-c",
+          "page-a"
+        ])
+
+        const running = yield* store.claim({ items: [{ jobId: late.id, owner: "w", leaseMs: 1_000 }], now: now + 2 })
+        const token = running.results[0]!._tag === "Claimed" ? running.results[0]!.job.leaseToken : -1
+        yield* store.charge({ items: [{ jobId: late.id, callId: "c1", token, amountCents: 7, settled: true }] })
+        const stats = yield* store.stats({ failedSince: now, now: now + 3 })
+        expect(stats.spend).toEqual([
+          { queue: "page-a", tenant: "t1", type: "demo.echo", state: "running", costCents: 7, jobs: 1 }
+        ])
+        const waiting = [...stats.waiting].sort((x, y) => (x.type < y.type ? -1 : 1))
+        expect(waiting).toEqual([
+          { type: "demo.echo", version: 1, count: 3, oldestDueAt: now },
+          { type: "demo.other", version: 1, count: 3, oldestDueAt: now }
+        ])
+        expect(yield* store.countQueued({ queue: "page-a", upTo: 100 })).toBe(2)
+        expect(yield* store.countQueued({ queue: "page-a", tenant: "t1", upTo: 100 })).toBe(0)
+        expect(yield* store.countQueued({ queue: "page-b", upTo: 1 })).toBe(1)
+      })
+    )
+  )
+})
+
 describe("large batches", () => {
   it.live("a submit of 2,500 items goes out in chunks, in item order, at one store time, one key taken once", () =>
     Effect.scoped(
