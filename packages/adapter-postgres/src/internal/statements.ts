@@ -254,27 +254,24 @@ const claimSql = (s: string): string => {
 }
 
 /**
- * The pick limit of a claimNext statement for batches of up to `max`: the smallest power of two at least `max`. The
- * limit is written into the statement as a literal, one prepared statement per power: a parameter there made the
- * server plan the statement anew on every execution (its generic plan could not know the limit), which cost more
- * than the claim itself for small batches; with a literal the server plans each statement a few times, then keeps
- * its plan.
+ * The pick limit of a claimNext statement for a batch of `max`: `max` itself. The limit is written into the statement
+ * as a literal, one prepared statement per batch size: a parameter there made the server plan the statement anew on
+ * every execution (its generic plan could not know the limit), which cost more than the claim itself for small
+ * batches; with a literal the server plans each statement a few times, then keeps its plan. The limit is exactly the
+ * batch: a larger pick would lock rows it does not claim until the statement ends, and claimers running at the same
+ * moment skip locked rows, so those jobs would be left to a later round.
  *
  * @internal
  */
-export const claimNextLimit = (max: number): number => {
-  let limit = 1
-  while (limit < max) limit *= 2
-  return limit
-}
+export const claimNextLimit = (max: number): number => Math.max(1, Math.floor(max))
 
 /**
  * claimNext, picking at most `limit` rows (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner,
  * $4 lease ms, $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length;
  * NULL: no filter). Due queued jobs of the queue, highest priority first, then earliest run_after, then insertion
  * order, picked with FOR UPDATE SKIP LOCKED so that concurrent claimers take disjoint sets and never wait on each
- * other; the first $2 are claimed as `claim` does with the fallback estimate (picked rows beyond them are only
- * locked until the statement ends). Outputs: only the written rows (`applied`), in pick order.
+ * other; the first $2 (the limit itself, see `claimNextLimit`) are claimed as `claim` does with the fallback
+ * estimate. Outputs: only the written rows (`applied`), in pick order.
  */
 const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
@@ -531,7 +528,7 @@ const sweepSql = (s: string): string => {
 export const makeStatements = (schema: string) => {
   const s = quoteSchema(schema)
   const claimNextByLimit = new Map<number, string>()
-  /** claimNext for batches of up to `max` (`claimNextSql` at `claimNextLimit(max)`), made once per limit. */
+  /** claimNext for a batch of `max` (`claimNextSql` at `claimNextLimit(max)`), made once per limit. */
   const claimNext = (max: number): string => {
     const limit = claimNextLimit(max)
     let text = claimNextByLimit.get(limit)
