@@ -64,6 +64,7 @@ export default defineConfig({
             { text: "In-memory adapter", link: "/adapters/memory" },
             { text: "Postgres adapter", link: "/adapters/postgres" },
             { text: "Redis adapter", link: "/adapters/redis" },
+            { text: "SQS transport", link: "/adapters/sqs" },
             { text: "Serving the HTTP API safely", link: "/guide/http" },
             { text: "The slowcall command", link: "/guide/cli" },
             { text: "The simulator in your CI", link: "/guide/simulator" },

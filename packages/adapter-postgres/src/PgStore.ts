@@ -127,7 +127,10 @@ const relayOn =
                   jobId: String(row.id) as JobId,
                   type: String(row.type),
                   version: Number(row.version),
-                  priority: Number(row.priority)
+                  priority: Number(row.priority),
+                  tenant: row.tenant == null ? null : String(row.tenant),
+                  traceId: row.trace_id == null ? null : String(row.trace_id),
+                  attempts: Number(row.attempts)
                 }
               }
               const outcome = await Runtime.runPromise(runtime)(Effect.either(relay.publish(entry)))

@@ -1,12 +1,17 @@
 /**
  * Which Store, Query and Transport a command runs on: Redis when a Redis URL is given, a Postgres server when a
  * database URL is given, embedded PGlite under a data directory otherwise, or the in-memory store for throwaway runs.
+ * With an SQS queue URL the Transport is SQS instead of the Store's own (the Store stays the truth; on Postgres the
+ * outbox relay publishes every committed job, transactional enqueues included).
  *
  * @since 0.1.0
  */
 import { mkdirSync } from "node:fs"
+import * as PgDriver from "@slowcall/adapter-postgres/PgDriver"
 import * as PgStore from "@slowcall/adapter-postgres/PgStore"
+import * as RedisConnection from "@slowcall/adapter-redis/RedisConnection"
 import * as RedisStore from "@slowcall/adapter-redis/RedisStore"
+import * as SqsTransport from "@slowcall/adapter-sqs/SqsTransport"
 import type * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
@@ -24,6 +29,13 @@ export interface BackendOptions {
   readonly dataDir: string
   readonly memory?: boolean | undefined
   readonly schema?: string | undefined
+  /**
+   * The SQS queue that carries `queue`'s messages (the SDK's region and credentials, `endpoint` for an emulator):
+   * the Transport is SQS, the Store the one the other options name. Not with `memory`.
+   */
+  readonly sqs?:
+    | { readonly queueUrl: string; readonly queue: string; readonly endpoint?: string | undefined }
+    | undefined
 }
 
 /**
@@ -33,6 +45,11 @@ export interface BackendOptions {
  * @category combinators
  */
 export const describe = (options: BackendOptions): string =>
+  options.sqs !== undefined && !options.memory
+    ? `${describeStore(options)}, messages on SQS ${options.sqs.queueUrl}`
+    : describeStore(options)
+
+const describeStore = (options: BackendOptions): string =>
   options.memory
     ? "in-memory store (nothing is kept)"
     : options.redisUrl
@@ -64,10 +81,39 @@ export const layer = (
   options: BackendOptions
 ): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
   if (options.memory) return Layer.merge(Store.layerMemory, Transport.layerMemory())
+  if (options.sqs !== undefined) return withSqs(options, options.sqs)
   if (options.redisUrl) return RedisStore.layer({ url: options.redisUrl, prefix: options.schema })
   if (options.databaseUrl) {
     return PgStore.layer({ connectionString: options.databaseUrl, schema: options.schema })
   }
   mkdirSync(options.dataDir, { recursive: true })
   return PgStore.layerPglite({ dataDir: options.dataDir, schema: options.schema })
+}
+
+/**
+ * The Store the options name with the SQS Transport beside it: on Redis the Store and Query on one connection; on
+ * Postgres (server or PGlite) the Store and Query on one driver plus the outbox relay to SQS. The transport reads the
+ * queue's redrive settings at start and refuses an unsafe one.
+ */
+const withSqs = (
+  options: BackendOptions,
+  sqs: NonNullable<BackendOptions["sqs"]>
+): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
+  const transport = SqsTransport.layer({
+    queues: { [sqs.queue]: sqs.queueUrl },
+    ...(sqs.endpoint === undefined ? {} : { client: { endpoint: sqs.endpoint } })
+  })
+  if (options.redisUrl) {
+    return Layer.merge(RedisStore.layerFromConnection(), transport).pipe(
+      Layer.provideMerge(RedisConnection.layer({ url: options.redisUrl, prefix: options.schema }))
+    )
+  }
+  const driver = options.databaseUrl
+    ? PgDriver.layer({ connectionString: options.databaseUrl })
+    : Layer.suspend(() => {
+        mkdirSync(options.dataDir, { recursive: true })
+        return PgDriver.layerPglite({ dataDir: options.dataDir })
+      })
+  const seams = Layer.merge(PgStore.layerFromDriver({ schema: options.schema }), transport)
+  return Layer.merge(seams, PgStore.layerOutboxRelay().pipe(Layer.provide(seams))).pipe(Layer.provideMerge(driver))
 }

@@ -190,7 +190,8 @@ export const loadTokens = (
 }
 
 /**
- * `slowcall serve [--demo] [--port N] [--host H] [--redis-url URL | --database-url URL | --data-dir DIR | --memory] [--tokens-file F]
+ * `slowcall serve [--demo] [--port N] [--host H] [--redis-url URL | --database-url URL | --data-dir DIR | --memory]
+ * [--sqs-queue-url URL [--sqs-endpoint URL]] [--tokens-file F]
  * [--allowed-host H]... [--allow-unauthenticated] [--metrics public|tenant] [--max-queued N]
  * [--max-queued-per-tenant N] [--job-type T]... [--queue Q] [--concurrency N] [--max-body-bytes N]`.
  *
@@ -268,6 +269,16 @@ export const serveCommand = Command.make(
     maxQueuedPerTenant: Options.integer("max-queued-per-tenant").pipe(
       Options.optional,
       Options.withDescription("the most queued jobs one tenant may hold (default: no bound)")
+    ),
+    sqsQueueUrl: Options.text("sqs-queue-url").pipe(
+      Options.optional,
+      Options.withDescription(
+        "an SQS queue for the queue's messages (AWS region and credentials from the SDK's usual sources); the Store stays Postgres, PGlite or Redis"
+      )
+    ),
+    sqsEndpoint: Options.text("sqs-endpoint").pipe(
+      Options.optional,
+      Options.withDescription("with --sqs-queue-url: the SQS endpoint, for an emulator (default: the region's)")
     )
   },
   (options) =>
@@ -276,8 +287,17 @@ export const serveCommand = Command.make(
         options.tokensFile,
         Option.fromNullable(process.env.SLOWCALL_TOKENS).pipe(Option.filter((value) => value.trim() !== ""))
       )
+      const sqsQueueUrl = Option.getOrUndefined(options.sqsQueueUrl)
+      if (sqsQueueUrl !== undefined && options.memory) {
+        return yield* new CliError({ message: "--sqs-queue-url needs a Store that outlives the process, not --memory" })
+      }
+      const { sqsEndpoint, sqsQueueUrl: _url, ...rest } = options
       return yield* run({
-        ...options,
+        ...rest,
+        sqs:
+          sqsQueueUrl === undefined
+            ? undefined
+            : { queueUrl: sqsQueueUrl, queue: options.queue, endpoint: Option.getOrUndefined(sqsEndpoint) },
         databaseUrl: Option.getOrUndefined(options.databaseUrl),
         redisUrl: Option.getOrUndefined(options.redisUrl),
         tokens,

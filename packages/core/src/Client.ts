@@ -33,7 +33,7 @@ import * as Protocol from "./Protocol.js"
 import * as QueryModule from "./Query.js"
 import { type DeadLetterOptions, type DeadLetters, type ListOptions, Query, type StoreStats } from "./Query.js"
 import { Store, type SubmitError, type SubmitOutcome } from "./Store.js"
-import { type Message, type PublishItem, Transport } from "./Transport.js"
+import { messageOf, type PublishItem, Transport } from "./Transport.js"
 
 /**
  * What a caller submits. `input` may be any value: anything that is not plain JSON is rejected with `InvalidInput`
@@ -203,13 +203,6 @@ export interface ClientService {
  * @category services
  */
 export class Client extends Context.Tag("@slowcall/core/Client")<Client, ClientService>() {}
-
-const messageOf = (job: Job): Message => ({
-  jobId: job.id,
-  type: job.type,
-  version: job.version,
-  priority: job.priority
-})
 
 /**
  * The ranges every submit's numbers must fall in, the same for every Store: integers a 32-bit column holds

@@ -12,7 +12,7 @@ import type { StoreError } from "./Errors.js"
 import type { Job } from "./Job.js"
 import * as Metrics from "./Metrics.js"
 import { Store, type SweepResult } from "./Store.js"
-import { type PublishItem, Transport } from "./Transport.js"
+import { messageOf, type PublishItem, Transport } from "./Transport.js"
 
 /**
  * Sweeper configuration. Defaults: every 5 s, stale after 30 s, the Store's default limit (1000 jobs) per sweep, all
@@ -39,7 +39,7 @@ const byQueue = (jobs: ReadonlyArray<Job>): Map<string, Array<PublishItem>> => {
       items = []
       queues.set(job.queue, items)
     }
-    items.push({ message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority } })
+    items.push({ message: messageOf(job) })
   }
   return queues
 }

@@ -16,11 +16,14 @@
 import { Context, Effect, Layer } from "effect"
 import type { TransportError } from "./Errors.js"
 import * as internalMemoryTransport from "./internal/memoryTransport.js"
-import type { JobId } from "./Job.js"
+import type { Job, JobId } from "./Job.js"
 
 /**
  * What a publish carries: the job id plus routing hints, so a worker can skip a type or version it does not
- * handle without claiming (deploy skew: the job is never lost, another worker takes it).
+ * handle without claiming (deploy skew: the job is never lost, another worker takes it). `tenant`, `traceId` and
+ * `attempts` are hints for transports that route or deduplicate by them (an SQS FIFO queue groups by tenant and
+ * deduplicates by job id and attempt); they are copied from the job when the message is made and never decide
+ * anything: the claim in the Store does.
  *
  * @since 0.1.0
  * @category models
@@ -30,7 +33,32 @@ export interface Message {
   readonly type: string
   readonly version: number
   readonly priority?: number | undefined
+  /** @since 0.3.0 */
+  readonly tenant?: string | null | undefined
+  /** @since 0.3.0 */
+  readonly traceId?: string | null | undefined
+  /** The job's claims so far when the message was made. @since 0.3.0 */
+  readonly attempts?: number | undefined
 }
+
+/**
+ * The message that wakes a worker for `job`: its id, routing hints and the hints a transport may route or
+ * deduplicate by, all copied from the record.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const messageOf = (
+  job: Pick<Job, "id" | "type" | "version" | "priority" | "tenant" | "traceId" | "attempts">
+): Message => ({
+  jobId: job.id,
+  type: job.type,
+  version: job.version,
+  priority: job.priority,
+  tenant: job.tenant,
+  traceId: job.traceId,
+  attempts: job.attempts
+})
 
 /**
  * One delivery of a message. `receipt` identifies this delivery only.

@@ -225,4 +225,23 @@ describe("Transport.layerMemory", () => {
       })
     )
   })
+
+  it.effect("messageOf copies the routing hints and the tenant, trace id and attempt hints from the job", () =>
+    Effect.gen(function* () {
+      const jobId = yield* makeJobId
+      const job = { id: jobId, type: "t", version: 2, priority: 5, tenant: "acme", traceId: "trace", attempts: 3 }
+
+      const message = Transport.messageOf(job)
+
+      expect(message).toEqual({
+        jobId,
+        type: "t",
+        version: 2,
+        priority: 5,
+        tenant: "acme",
+        traceId: "trace",
+        attempts: 3
+      })
+    })
+  )
 })

@@ -15,6 +15,7 @@ import { expect, layer } from "@effect/vitest"
 import type { JobId } from "@slowcall/core/Job"
 import { type Delivery, type Message, Transport } from "@slowcall/core/Transport"
 import { Duration, Effect, Fiber, type Layer, TestClock } from "effect"
+import * as Live from "./internal/transportConformance/live.js"
 import { makeJobFactory } from "./JobFactory.js"
 
 /**
@@ -34,6 +35,11 @@ export interface TransportConformanceOptions<R = never> {
   readonly prepare?:
     | ((options: { readonly queue: string; readonly message: Message }) => Effect.Effect<void, unknown, R>)
     | undefined
+  /**
+   * Whose clock moves the transport's time: `"test"` (default; `TestClock.adjust`, no real sleeps) or `"live"` (the
+   * transport's own clock: real waits of a few seconds each, bounded). A fact about the backend, like `prepare`.
+   */
+  readonly clock?: "test" | "live" | undefined
 }
 
 const VISIBILITY = 10_000
@@ -48,6 +54,10 @@ const VISIBILITY = 10_000
 export const TransportConformance = <R = never>(options: TransportConformanceOptions<R>): void => {
   const factory = makeJobFactory()
   const prepare = options.prepare ?? (() => Effect.void)
+  if (options.clock === "live") {
+    Live.register({ name: options.name, layer: options.layer, prepare })
+    return
+  }
 
   const fixture = Effect.gen(function* () {
     const transport = yield* Transport

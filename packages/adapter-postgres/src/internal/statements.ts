@@ -647,7 +647,7 @@ const fixedStatements = (s: string, schema: string) =>
      * outbox pick. Inputs: $1 limit. Committed queued jobs not yet handed to the external transport, oldest
      * first, locked with SKIP LOCKED for the relay's transaction so two relays split the work.
      */
-    outboxPick: `SELECT j.id::text AS id, j.queue, j.type, j.version, j.priority,
+    outboxPick: `SELECT j.id::text AS id, j.queue, j.type, j.version, j.priority, j.tenant, j.trace_id, j.attempts,
         GREATEST(0, ${ms("j.run_after")} - ${ms("now()")}) AS delay_ms
       FROM ${s}.jobs j WHERE j.state = 'queued' AND j.published_at IS NULL
       ORDER BY j.created_at LIMIT $1::int FOR UPDATE SKIP LOCKED`,
