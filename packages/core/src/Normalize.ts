@@ -133,6 +133,13 @@ interface Verdict {
 const contextLengthMessage =
   /prompt is too long|maximum context length|context[ _-]length|context window|too many (?:input )?tokens|exceeds the maximum number of tokens|input token count|reduce the length of the messages/i
 
+/**
+ * A table's own entry for a key the error supplied, or undefined: a key such as `constructor` or `__proto__` in a
+ * provider's body must not find what every object inherits.
+ */
+const lookup = (table: { readonly [key: string]: ErrorClass }, key: string): ErrorClass | undefined =>
+  Object.hasOwn(table, key) ? table[key] : undefined
+
 const openAiCodes: { readonly [code: string]: ErrorClass } = {
   rate_limit_exceeded: "rate_limited",
   tokens: "rate_limited",
@@ -250,7 +257,7 @@ const vendorVerdict = (body: unknown): Verdict | undefined => {
     ...(numericCode !== undefined && numericCode >= 100 && numericCode < 600 ? { status: numericCode } : {})
   }
 
-  const byCode = code !== undefined ? openAiCodes[code] : undefined
+  const byCode = code !== undefined ? lookup(openAiCodes, code) : undefined
   if (byCode !== undefined && byCode !== "invalid_request") return { errorClass: byCode, detail, ...extra }
   if (reasons.includes("API_KEY_INVALID") || /api key not valid/i.test(message)) {
     return { errorClass: "auth", detail, ...extra }
@@ -258,9 +265,9 @@ const vendorVerdict = (body: unknown): Verdict | undefined => {
   const invalidish =
     type === "invalid_request_error" || gStatus === "INVALID_ARGUMENT" || type === "request_too_large" || !label
   if (invalidish && contextLengthMessage.test(message)) return { errorClass: "context_length", detail, ...extra }
-  const byType = type !== undefined ? vendorTypes[type] : undefined
+  const byType = type !== undefined ? lookup(vendorTypes, type) : undefined
   if (byType !== undefined) return { errorClass: byType, detail, ...extra }
-  const byStatus = gStatus !== undefined ? googleStatuses[gStatus] : undefined
+  const byStatus = gStatus !== undefined ? lookup(googleStatuses, gStatus) : undefined
   if (byStatus !== undefined) return { errorClass: byStatus, detail, ...extra }
   if (byCode !== undefined) return { errorClass: byCode, detail, ...extra }
   return undefined
@@ -505,7 +512,7 @@ const classifyError = (error: unknown, options: NormalizeOptions): Normalized =>
       return "cancelled"
     }
     for (const n of facts.names) {
-      const own = ownTags[n]
+      const own = lookup(ownTags, n)
       if (own !== undefined) return own
     }
     const first = facts.lines[0] ?? ""

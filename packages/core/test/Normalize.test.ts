@@ -255,6 +255,23 @@ describe("normalize", () => {
     expect(normalize(throwing)).toMatchObject({ errorClass: "unknown", retryable: true })
   })
 
+  it("a type, code, status or name that is a key every object inherits classes as if the field were absent", () => {
+    for (const key of ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]) {
+      const bodies = [
+        { error: { type: key, message: "odd" } },
+        { error: { code: key, message: "odd" } },
+        { error: { status: key, message: "odd" } }
+      ]
+      for (const body of bodies) {
+        const n = normalize({ status: 418, body })
+        expect(typeof n.errorClass).toBe("string")
+        expect(n.errorClass).toBe(normalize({ status: 418, body: { error: { message: "odd" } } }).errorClass)
+      }
+      const named = Object.assign(new Error("odd"), { name: key })
+      expect(normalize(named).errorClass).toBe("unknown")
+    }
+  })
+
   it("puts the vendor message and the status in the evidence", () => {
     const n = normalize({ status: 429, body: openAi("requests", "rate_limit_exceeded", "Rate limit reached for gpt") })
     expect(n.evidence).toContain("HTTP 429")
