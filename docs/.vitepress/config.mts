@@ -69,6 +69,8 @@ export default defineConfig({
             { text: "The slowcall command", link: "/guide/cli" },
             { text: "The simulator in your CI", link: "/guide/simulator" },
             { text: "Benchmarks", link: "/guide/benchmarks" },
+            { text: "Package size", link: "/guide/package-size" },
+            { text: "Packaging and releases", link: "/guide/packaging" },
             { text: "Examples", link: "/guide/examples" }
           ]
         },
