@@ -3,7 +3,8 @@
 // that changed dependencies), it runs `npm ci` first. Only Node's own modules are used here: nothing is installed yet.
 //
 // Stale means: npm's record of what it installed (node_modules/.package-lock.json) is missing, or a package the lock
-// names (other than the optional, platform-specific ones npm skips) is absent from it or at another version.
+// names (other than the optional, platform-specific ones npm skips) is absent from it, at another version, or
+// installed with another integrity hash.
 import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
@@ -21,6 +22,14 @@ export const staleness = (dir = root) => {
     if (have[path] === undefined) return `${path} is not installed`
     if (entry.version !== undefined && have[path].version !== entry.version) {
       return `${path} is at ${have[path].version}, the lock says ${entry.version}`
+    }
+    // Same version, other content (a tarball or git dependency re-resolved): the lock's hash tells.
+    if (
+      entry.integrity !== undefined &&
+      have[path].integrity !== undefined &&
+      have[path].integrity !== entry.integrity
+    ) {
+      return `${path} has another integrity hash than the lock's`
     }
   }
   return undefined

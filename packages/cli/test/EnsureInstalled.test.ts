@@ -54,6 +54,14 @@ describe("ensure-installed", () => {
     ).toBe("node_modules/a is at 1.0.1, the lock says 1.0.0")
   })
 
+  it("a package at the lock's version but with another integrity hash is stale", () => {
+    const lock = { "node_modules/a": { version: "1.0.0", integrity: "sha512-new" } }
+    expect(staleness(tree(lock, { "node_modules/a": { version: "1.0.0", integrity: "sha512-old" } }))).toBe(
+      "node_modules/a has another integrity hash than the lock's"
+    )
+    expect(staleness(tree(lock, { "node_modules/a": { version: "1.0.0", integrity: "sha512-new" } }))).toBeUndefined()
+  })
+
   it("this repository's node_modules matches its lock", () => {
     expect(staleness()).toBeUndefined()
   })
