@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Metric, MetricState, Schedule, type Scope } from "effect"
+import { Duration, Effect, Metric, MetricBoundaries, MetricState, Option, Schedule, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
 import type { JobState } from "./Job.js"
 import { Query, type StoreStats } from "./Query.js"
@@ -169,6 +169,58 @@ export const unknownHandlerDeferred = Metric.counter("slowcall_unknown_handler_d
   incremental: true
 })
 
+/**
+ * The upper bounds, in ms, of the duration histograms' buckets (a `+Inf` bucket follows): from 5 ms to 30 minutes,
+ * about 2.5x apart, so both a fast claim and a slow batch call land in a bucket that tells them apart.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const durationBucketsMs: ReadonlyArray<number> = [
+  5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000
+]
+
+const durationBoundaries = MetricBoundaries.fromIterable(durationBucketsMs)
+
+/**
+ * Queue wait in ms: from when a job became due (`runAfter`: its submit, or the end of its retry delay) to its claim,
+ * both in store time, observed by the worker that claimed it.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const queueWaitMs = Metric.histogram(
+  "slowcall_queue_wait_ms",
+  durationBoundaries,
+  "time from due to claim, store time, in ms"
+)
+
+/**
+ * Attempt duration in ms: from the start of the handler to its end (the outcome write not included), on the worker's
+ * clock, per attempt this process ran.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const attemptDurationMs = Metric.histogram(
+  "slowcall_attempt_duration_ms",
+  durationBoundaries,
+  "handler run time of one attempt, in ms"
+)
+
+/**
+ * Model-call duration in ms: one `ctx.call`'s run (after its reservation and admission), on the worker's clock,
+ * whether it succeeded or failed.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const modelCallDurationMs = Metric.histogram(
+  "slowcall_model_call_duration_ms",
+  durationBoundaries,
+  "run time of one billed model call, in ms"
+)
+
 const states: ReadonlyArray<JobState> = ["queued", "running", "succeeded", "failed", "abandoned"]
 
 /**
@@ -237,6 +289,17 @@ export const samples = (read: {
     out.push({ name: "slowcall_oldest_waiting_age_ms", tags, value: Math.max(0, now - group.oldestDueAt) })
   }
   return out
+}
+
+/** The `# HELP` text of each population gauge, the same as its metric's description. */
+const sampleHelp: Readonly<Record<string, string>> = {
+  slowcall_jobs: "jobs per state, from the store",
+  slowcall_oldest_queued_age_ms: "age of the oldest due queued job, per priority",
+  slowcall_cost_cents: "recorded spend per error class",
+  slowcall_dead_letter_rate_per_minute: "arrivals into failed per minute over the window",
+  slowcall_spend_cents: "spend over the spend window, per queue, tenant, type and state",
+  slowcall_waiting_jobs: "due queued jobs per type and version",
+  slowcall_oldest_waiting_age_ms: "age of the oldest due queued job, per type and version"
 }
 
 const gauges: Readonly<Record<string, Metric.Metric.Gauge<number>>> = {
@@ -316,6 +379,9 @@ export const poll = (
 
 const tagList = (tags: Readonly<Record<string, string>>) => Object.entries(tags).map(([key, value]) => ({ key, value }))
 
+/** A `# HELP` text: backslash and line feed escaped, as the exposition format asks. */
+const helpText = (text: string): string => text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")
+
 /** A label value in the exposition format: backslash, double quote and line feed escaped. */
 const labelValue = (value: string): string => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")
 
@@ -328,7 +394,7 @@ const render = (name: string, tags: ReadonlyArray<{ readonly key: string; readon
         .join(",")}}`
 
 /**
- * Samples in the Prometheus text exposition format, one `# TYPE ... gauge` line per metric name: the population of a
+ * Samples in the Prometheus text exposition format, a `# HELP` and a `# TYPE ... gauge` line per metric name: the population of a
  * stats read without the process's counters (what a tenant's `/metrics` shows).
  *
  * @since 0.3.0
@@ -343,7 +409,9 @@ export const renderSamples = (list: ReadonlyArray<Sample>): string => {
   }
   return [...byName.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([name, lines]) => [`# TYPE ${name} gauge`, ...lines.sort()].join("\n"))
+    .map(([name, lines]) =>
+      [`# HELP ${name} ${helpText(sampleHelp[name] ?? name)}`, `# TYPE ${name} gauge`, ...lines.sort()].join("\n")
+    )
     .join("\n")
     .concat("\n")
 }
@@ -389,31 +457,57 @@ export const read = (
     )
   ] ?? 0
 
+/** A bucket bound as Prometheus writes it (`+Inf` for the last). */
+const bound = (value: number): string => (value === Number.POSITIVE_INFINITY ? "+Inf" : String(value))
+
 /**
- * The `slowcall_*` metrics in the Prometheus text exposition format, for an HTTP `/metrics` endpoint.
+ * The `slowcall_*` metrics in the Prometheus text exposition format, for an HTTP `/metrics` endpoint: for each metric
+ * a `# HELP` line (its description) and a `# TYPE` line, then its samples; a histogram has one cumulative
+ * `_bucket{le="..."}` line per bound up to `le="+Inf"`, then `_sum` and `_count`. Metrics are sorted by name, the
+ * lines of one metric by their labels, so the page is stable between scrapes.
  *
  * @since 0.1.0
  * @category combinators
  */
 export const prometheus: Effect.Effect<string> = Effect.map(Metric.snapshot, (pairs) => {
-  const byName = new Map<string, { type: string; lines: Array<string> }>()
+  const byName = new Map<string, { type: string; help: string; lines: Array<string> }>()
   for (const pair of pairs) {
     const name = pair.metricKey.name
     if (!name.startsWith("slowcall_")) continue
     const state = pair.metricState
-    const sample = MetricState.isCounterState(state)
-      ? { type: "counter", value: Number(state.count) }
-      : MetricState.isGaugeState(state)
-        ? { type: "gauge", value: Number(state.value) }
-        : undefined
-    if (sample === undefined) continue
-    const entry = byName.get(name) ?? { type: sample.type, lines: [] }
-    entry.lines.push(`${render(name, pair.metricKey.tags)} ${sample.value}`)
+    const tags = pair.metricKey.tags
+    const help = Option.getOrElse(pair.metricKey.description, () => name)
+    let type: string
+    let lines: Array<string>
+    if (MetricState.isCounterState(state)) {
+      type = "counter"
+      lines = [`${render(name, tags)} ${Number(state.count)}`]
+    } else if (MetricState.isGaugeState(state)) {
+      type = "gauge"
+      lines = [`${render(name, tags)} ${Number(state.value)}`]
+    } else if (MetricState.isHistogramState(state)) {
+      type = "histogram"
+      lines = []
+      for (const [le, count] of state.buckets) {
+        lines.push(`${render(`${name}_bucket`, [...tags, { key: "le", value: bound(le) }])} ${count}`)
+      }
+      lines.push(`${render(`${name}_sum`, tags)} ${state.sum}`, `${render(`${name}_count`, tags)} ${state.count}`)
+    } else {
+      continue
+    }
+    const entry = byName.get(name) ?? { type, help, lines: [] }
+    entry.lines.push(...lines)
     byName.set(name, entry)
   }
   return [...byName.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([name, entry]) => [`# TYPE ${name} ${entry.type}`, ...entry.lines.sort()].join("\n"))
+    .map(([name, entry]) =>
+      [
+        `# HELP ${name} ${helpText(entry.help)}`,
+        `# TYPE ${name} ${entry.type}`,
+        ...(entry.type === "histogram" ? entry.lines : entry.lines.sort())
+      ].join("\n")
+    )
     .join("\n")
     .concat("\n")
 })

@@ -29,6 +29,7 @@ import * as Metrics from "../Metrics.js"
 import { normalize } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { ChargeItem } from "../Store.js"
+import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
 import { retryStore } from "./workerStore.js"
 
@@ -59,6 +60,8 @@ export const make = (options: {
   readonly job: Job
   readonly control: Control.Control
   readonly aroundCall?: AroundCall | undefined
+  /** Whether each call gets a `slowcall.model_call` span (a tracer other than Effect's built-in one is installed). */
+  readonly tracing?: boolean | undefined
 }): HandlerContext => {
   const { aroundCall, control, job } = options
   const token = job.leaseToken
@@ -128,6 +131,16 @@ export const make = (options: {
           )
     )
 
+  /** The call's run time into the model-call histogram, success or failure. */
+  const timed = <A, E, R>(run: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+      Effect.onExit(run, () =>
+        Effect.flatMap(Clock.currentTimeMillis, (endedAt) =>
+          Metric.update(Metrics.modelCallDurationMs, endedAt - startedAt)
+        )
+      )
+    )
+
   const call = <A, E, R>(
     call: CallOptions<A, E, R>
   ): Effect.Effect<A, E | BudgetExceeded | DeadlineExceeded | StoreError, R> =>
@@ -136,8 +149,9 @@ export const make = (options: {
       const estimateCents = Math.max(0, call.estimateCents)
       const callId = yield* reserve(estimateCents)
       yield* Metric.increment(Metrics.modelCalls)
-      const gated = Effect.zipRight(leaseGate(callId), call.run)
-      const run = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+      const gated = Effect.zipRight(leaseGate(callId), timed(call.run))
+      const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+      const run = options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token }) : admitted
       return yield* Effect.uninterruptibleMask((restore) =>
         restore(run).pipe(
           Effect.tapError((error) =>
