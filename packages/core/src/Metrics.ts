@@ -170,55 +170,55 @@ export const unknownHandlerDeferred = Metric.counter("slowcall_unknown_handler_d
 })
 
 /**
- * The upper bounds, in ms, of the duration histograms' buckets (a `+Inf` bucket follows): from 5 ms to 30 minutes,
+ * The upper bounds, in seconds (Prometheus' base unit), of the duration histograms' buckets (a `+Inf` bucket follows): from 5 ms to 30 minutes,
  * about 2.5x apart, so both a fast claim and a slow batch call land in a bucket that tells them apart.
  *
  * @since 0.4.0
  * @category metrics
  */
-export const durationBucketsMs: ReadonlyArray<number> = [
-  5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000
+export const durationBucketsSeconds: ReadonlyArray<number> = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1_800
 ]
 
-const durationBoundaries = MetricBoundaries.fromIterable(durationBucketsMs)
+const durationBoundaries = MetricBoundaries.fromIterable(durationBucketsSeconds)
 
 /**
- * Queue wait in ms: from when a job became due (`runAfter`: its submit, or the end of its retry delay) to its claim,
+ * Queue wait in seconds: from when a job became due (`runAfter`: its submit, or the end of its retry delay) to its claim,
  * both in store time, observed by the worker that claimed it.
  *
  * @since 0.4.0
  * @category metrics
  */
-export const queueWaitMs = Metric.histogram(
-  "slowcall_queue_wait_ms",
+export const queueWaitSeconds = Metric.histogram(
+  "slowcall_queue_wait_seconds",
   durationBoundaries,
-  "time from due to claim, store time, in ms"
+  "time from due to claim, store time, in seconds"
 )
 
 /**
- * Attempt duration in ms: from the start of the handler to its end (the outcome write not included), on the worker's
+ * Attempt duration in seconds: from the start of the handler to its end (the outcome write not included), on the worker's
  * clock, per attempt this process ran.
  *
  * @since 0.4.0
  * @category metrics
  */
-export const attemptDurationMs = Metric.histogram(
-  "slowcall_attempt_duration_ms",
+export const attemptDurationSeconds = Metric.histogram(
+  "slowcall_attempt_duration_seconds",
   durationBoundaries,
-  "handler run time of one attempt, in ms"
+  "handler run time of one attempt, in seconds"
 )
 
 /**
- * Model-call duration in ms: one `ctx.call`'s run (after its reservation and admission), on the worker's clock,
+ * Model-call duration in seconds: one `ctx.call`'s run (after its reservation and admission), on the worker's clock,
  * whether it succeeded or failed.
  *
  * @since 0.4.0
  * @category metrics
  */
-export const modelCallDurationMs = Metric.histogram(
-  "slowcall_model_call_duration_ms",
+export const modelCallDurationSeconds = Metric.histogram(
+  "slowcall_model_call_duration_seconds",
   durationBoundaries,
-  "run time of one billed model call, in ms"
+  "run time of one billed model call, in seconds"
 )
 
 const states: ReadonlyArray<JobState> = ["queued", "running", "succeeded", "failed", "abandoned"]

@@ -254,7 +254,10 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
           control.persisting = true
           return Effect.flatMap(Clock.currentTimeMillis, (endedAt) =>
             Effect.zipRight(
-              Effect.zipRight(Metric.update(Metrics.attemptDurationMs, endedAt - startedAt), freeSlot(env, held)),
+              Effect.zipRight(
+                Metric.update(Metrics.attemptDurationSeconds, (endedAt - startedAt) / 1_000),
+                freeSlot(env, held)
+              ),
               finished(exit)
             )
           )

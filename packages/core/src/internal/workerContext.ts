@@ -136,7 +136,7 @@ export const make = (options: {
     Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
       Effect.onExit(run, () =>
         Effect.flatMap(Clock.currentTimeMillis, (endedAt) =>
-          Metric.update(Metrics.modelCallDurationMs, endedAt - startedAt)
+          Metric.update(Metrics.modelCallDurationSeconds, (endedAt - startedAt) / 1_000)
         )
       )
     )

@@ -71,7 +71,7 @@ const reportClaims = <R>(
   if (taken.length === 0) return Effect.void
   const waits = Effect.forEach(
     taken,
-    (held) => Metric.update(Metrics.queueWaitMs, Math.max(0, held.job.updatedAt - held.job.runAfter)),
+    (held) => Metric.update(Metrics.queueWaitSeconds, Math.max(0, held.job.updatedAt - held.job.runAfter) / 1_000),
     { discard: true }
   )
   const tracer = env.tracer
