@@ -21,13 +21,14 @@ import { Store } from "./Store.js"
 export const jobs = Metric.gauge("slowcall_jobs", { description: "jobs per state, from the store" })
 
 /**
- * Age in ms of the oldest due queued job per priority (tag `priority`): starvation shows here first.
+ * Age in seconds of the oldest due queued job per priority (tag `priority`), in store time: starvation shows here
+ * first. Seconds, Prometheus' base unit of time (`promtool check metrics` rejects `_ms`).
  *
- * @since 0.1.0
+ * @since 0.4.0
  * @category metrics
  */
-export const oldestQueuedAgeMs = Metric.gauge("slowcall_oldest_queued_age_ms", {
-  description: "age of the oldest due queued job, per priority"
+export const oldestQueuedAgeSeconds = Metric.gauge("slowcall_oldest_queued_age_seconds", {
+  description: "age of the oldest due queued job, per priority, in seconds"
 })
 
 /**
@@ -61,14 +62,14 @@ export const waitingJobs = Metric.gauge("slowcall_waiting_jobs", {
 })
 
 /**
- * How long the oldest due queued job of each type and version has been due, in ms (tags `type`, `version`): a type
- * no worker claims shows here, growing, while the others stay small.
+ * How long the oldest due queued job of each type and version has been due, in seconds of store time (tags `type`,
+ * `version`): a type no worker claims shows here, growing, while the others stay small.
  *
- * @since 0.3.0
+ * @since 0.4.0
  * @category metrics
  */
-export const oldestWaitingAgeMs = Metric.gauge("slowcall_oldest_waiting_age_ms", {
-  description: "age of the oldest due queued job, per type and version"
+export const oldestWaitingAgeSeconds = Metric.gauge("slowcall_oldest_waiting_age_seconds", {
+  description: "age of the oldest due queued job, per type and version, in seconds"
 })
 
 /**
@@ -266,7 +267,11 @@ export const samples = (read: {
   const out: Array<Sample> = []
   for (const state of states) out.push({ name: "slowcall_jobs", tags: { state }, value: stats.byState[state] ?? 0 })
   for (const [priority, oldest] of Object.entries(stats.oldestQueuedAt)) {
-    out.push({ name: "slowcall_oldest_queued_age_ms", tags: { priority }, value: Math.max(0, now - oldest) })
+    out.push({
+      name: "slowcall_oldest_queued_age_seconds",
+      tags: { priority },
+      value: Math.max(0, now - oldest) / 1_000
+    })
   }
   for (const [errorClass, cents] of Object.entries(stats.costCentsByErrorClass)) {
     out.push({ name: "slowcall_cost_cents", tags: { error_class: errorClass }, value: cents })
@@ -286,7 +291,11 @@ export const samples = (read: {
   for (const group of stats.waiting) {
     const tags = { type: group.type, version: String(group.version) }
     out.push({ name: "slowcall_waiting_jobs", tags, value: group.count })
-    out.push({ name: "slowcall_oldest_waiting_age_ms", tags, value: Math.max(0, now - group.oldestDueAt) })
+    out.push({
+      name: "slowcall_oldest_waiting_age_seconds",
+      tags,
+      value: Math.max(0, now - group.oldestDueAt) / 1_000
+    })
   }
   return out
 }
@@ -294,22 +303,22 @@ export const samples = (read: {
 /** The `# HELP` text of each population gauge, the same as its metric's description. */
 const sampleHelp: Readonly<Record<string, string>> = {
   slowcall_jobs: "jobs per state, from the store",
-  slowcall_oldest_queued_age_ms: "age of the oldest due queued job, per priority",
+  slowcall_oldest_queued_age_seconds: "age of the oldest due queued job, per priority, in seconds",
   slowcall_cost_cents: "recorded spend per error class",
   slowcall_dead_letter_rate_per_minute: "arrivals into failed per minute over the window",
   slowcall_spend_cents: "spend over the spend window, per queue, tenant, type and state",
   slowcall_waiting_jobs: "due queued jobs per type and version",
-  slowcall_oldest_waiting_age_ms: "age of the oldest due queued job, per type and version"
+  slowcall_oldest_waiting_age_seconds: "age of the oldest due queued job, per type and version, in seconds"
 }
 
 const gauges: Readonly<Record<string, Metric.Metric.Gauge<number>>> = {
   slowcall_jobs: jobs,
-  slowcall_oldest_queued_age_ms: oldestQueuedAgeMs,
+  slowcall_oldest_queued_age_seconds: oldestQueuedAgeSeconds,
   slowcall_cost_cents: costCents,
   slowcall_dead_letter_rate_per_minute: deadLetterRatePerMinute,
   slowcall_spend_cents: spendCents,
   slowcall_waiting_jobs: waitingJobs,
-  slowcall_oldest_waiting_age_ms: oldestWaitingAgeMs
+  slowcall_oldest_waiting_age_seconds: oldestWaitingAgeSeconds
 }
 
 /**
