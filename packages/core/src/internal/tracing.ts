@@ -12,7 +12,7 @@
  *
  * @internal
  */
-import { Context, Effect, Exit, FiberRef, Option, Tracer } from "effect"
+import { Context, Effect, Either, Exit, FiberRef, Option, Tracer } from "effect"
 import type { CallOptions } from "../Handler.js"
 import type { Job } from "../Job.js"
 
@@ -97,7 +97,8 @@ export const record = (options: {
 /**
  * A model call in its `slowcall.model_call` span: the job, token, attempt and call id, the GenAI attributes the call
  * declares (`gen_ai.system`, `gen_ai.request.model`, and on success `gen_ai.usage.input_tokens` / `output_tokens` from
- * its `usage`), and on success `slowcall.cost_cents`, the actual cost its `cost` gives.
+ * its `usage`), and on success `slowcall.cost_cents`, the actual cost its `cost` gives (through `costOf`, so the cost
+ function runs once for the span and the settlement together).
  *
  * @internal
  */
@@ -108,6 +109,8 @@ export const modelCall = <A, E, R>(
     readonly callId: string
     readonly job: Job
     readonly token: number
+    /** The call's `cost` of a result, computed once and shared with the settlement. */
+    readonly costOf: (result: A) => Either.Either<number, unknown>
   }
 ): Effect.Effect<A, E, R> => {
   const { call, job } = info
@@ -129,11 +132,10 @@ export const modelCall = <A, E, R>(
     } catch {
       // A usage reader that throws only loses the token counts of the span.
     }
-    try {
-      after["slowcall.cost_cents"] = Math.max(0, call.cost(result))
-    } catch {
-      // The settlement reports the failing cost function; the span goes without a cost.
-    }
+    // The same cost the settlement then writes: `costOf` runs the call's `cost` once per result.
+    const cost = info.costOf(result)
+    if (Either.isRight(cost)) after["slowcall.cost_cents"] = Math.max(0, cost.right)
+    // A failing cost function is reported by the settlement; the span goes without a cost.
     return Effect.annotateCurrentSpan(after)
   })
   return Effect.withSpan(annotated, "slowcall.model_call", { captureStackTrace: false, kind: "client", attributes })

@@ -20,7 +20,7 @@
  *
  * @internal
  */
-import { Clock, Effect, Metric } from "effect"
+import { Clock, Effect, Either, Metric } from "effect"
 import { defaultCostOnError } from "../ErrorClass.js"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
@@ -151,13 +151,23 @@ export const make = (options: {
       yield* Metric.increment(Metrics.modelCalls)
       const gated = Effect.zipRight(leaseGate(callId), timed(call.run))
       const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
-      const run = options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token }) : admitted
+      // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
+      let costed: { readonly result: A; readonly cost: Either.Either<number, unknown> } | undefined
+      const costOf = (result: A): Either.Either<number, unknown> => {
+        if (costed === undefined || costed.result !== result) {
+          costed = { result, cost: Either.try({ try: () => call.cost(result), catch: (error) => error }) }
+        }
+        return costed.cost
+      }
+      const run =
+        options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token, costOf }) : admitted
       return yield* Effect.uninterruptibleMask((restore) =>
         restore(run).pipe(
           Effect.tapError((error) =>
             settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass))
           ),
-          Effect.tap((result) => settle(callId, () => call.cost(result)))
+          // A failed cost is thrown again as it was, for `settle` to report.
+          Effect.tap((result) => settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error)))
         )
       )
     })
