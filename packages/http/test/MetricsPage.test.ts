@@ -4,6 +4,7 @@
  * `promtool check metrics` finds nothing to say. promtool is required under CI (`.ci/run` installs it).
  */
 import { execFileSync, spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Handler from "@slowcall/core/Handler"
 import { Query } from "@slowcall/core/Query"
@@ -34,6 +35,13 @@ const work = Handler.make({
 
 const backend = Worker.layer({ queue: "default", handlers: [work], concurrency: 2, receiveWaitMs: 50 }).pipe(
   Layer.provideMerge(Layer.merge(Store.layerMemory, Transport.layerMemory()))
+)
+
+/** Every metric name the core's Metrics module defines. */
+const known = new Set(
+  [...readFileSync(new URL("../../core/src/Metrics.ts", import.meta.url), "utf8").matchAll(/"(slowcall_\w+)"/g)].map(
+    (m) => m[1]!
+  )
 )
 
 const promtool = spawnSync("promtool", ["--version"]).status === 0
@@ -86,6 +94,17 @@ describe("GET /metrics of a running server", () => {
     }
     // No metric name carries an abbreviated unit.
     expect(page).not.toMatch(/^slowcall_\w*_ms[{ ]/m)
+  })
+
+  it("the observability guide describes every metric the core defines, and only those", () => {
+    const guide = readFileSync(new URL("../../../docs/guide/observability.md", import.meta.url), "utf8")
+    const onPage = new Set([...page.matchAll(/^# TYPE (slowcall_\w+) /gm)].map((m) => m[1]!))
+    const inGuide = new Set([...guide.matchAll(/`(slowcall_\w+?)(?:\{[^`]*\})?`/g)].map((m) => m[1]!))
+    expect(onPage.size).toBeGreaterThanOrEqual(10)
+    for (const name of onPage) expect(inGuide, name).toContain(name)
+    // The page shows only the metrics touched so far; the guide may name the others, but only ones the core defines.
+    for (const name of inGuide) expect(known, name).toContain(name)
+    for (const name of known) expect(inGuide, name).toContain(name)
   })
 
   // Required under CI (installed by .ci/run): a missing promtool fails there instead of skipping.
