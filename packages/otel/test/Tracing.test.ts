@@ -45,13 +45,31 @@ const slow = Handler.make({
   run: () => Effect.as(Effect.sleep("450 millis"), { done: true })
 })
 
+/** A call whose cost function throws: the settlement keeps the reservation, the span goes without a cost. */
+const badCost = Handler.make({
+  type: "badcost",
+  version: 1,
+  input: Schema.Struct({}),
+  result: Schema.Struct({ ok: Schema.Boolean }),
+  attempt: { timeoutMs: 5_000 },
+  run: (_input, ctx) =>
+    ctx.call({
+      estimateCents: 3,
+      run: Effect.succeed({ ok: true }),
+      cost: () => {
+        costRuns++
+        throw new Error("no price for this model")
+      }
+    })
+})
+
 const run = (
   exporter: InMemorySpanExporter,
   tracing: Layer.Layer<never> = Tracing.layer({
     serviceName: "slowcall-test",
     spanProcessor: new SimpleSpanProcessor(exporter)
   }),
-  type: "summarize" | "slow" = "summarize"
+  type: "summarize" | "slow" | "badcost" = "summarize"
 ) =>
   Effect.gen(function* () {
     const client = yield* Client.Client
@@ -67,7 +85,7 @@ const run = (
     return { submitted: job, done, spans: exporter.getFinishedSpans() }
   }).pipe(
     Effect.provide(
-      Layer.mergeAll(Client.layer, Worker.layer({ queue: "otel-q", handlers: [summarize, slow] })).pipe(
+      Layer.mergeAll(Client.layer, Worker.layer({ queue: "otel-q", handlers: [summarize, slow, badCost] })).pipe(
         Layer.provideMerge(Layer.merge(Store.layerMemory, Transport.layerMemory()))
       )
     ),
@@ -152,6 +170,19 @@ describe("Tracing.layer", () => {
     ).toThrow(TypeError)
     expect(() => Tracing.layer({ serviceName: "svc", spanProcessor: [] })).toThrow(/span processor/)
     expect(() => Tracing.layerGlobal({ serviceName: "" })).toThrow(TypeError)
+  })
+})
+
+describe("a cost function that throws while tracing", () => {
+  it("runs once; the span has no cost and the settlement keeps the reservation", async () => {
+    const exporter = new InMemorySpanExporter()
+    const { done, spans } = await run(exporter, undefined, "badcost")
+    expect(done.state).toBe("succeeded")
+    expect(done.costCents).toBe(3)
+    const [call] = spans.filter((span) => span.name === "slowcall.model_call")
+    expect(call?.attributes["slowcall.estimate_cents"]).toBe(3)
+    expect(call?.attributes).not.toHaveProperty("slowcall.cost_cents")
+    expect(costRuns).toBe(1)
   })
 })
 
