@@ -66,6 +66,7 @@ export default defineConfig({
             { text: "Redis adapter", link: "/adapters/redis" },
             { text: "SQS transport", link: "/adapters/sqs" },
             { text: "Serving the HTTP API safely", link: "/guide/http" },
+            { text: "Observability: traces and /metrics", link: "/guide/observability" },
             { text: "The slowcall command", link: "/guide/cli" },
             { text: "The simulator in your CI", link: "/guide/simulator" },
             { text: "Benchmarks", link: "/guide/benchmarks" },

@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Either, Layer, Schedule, Stream } from "effect"
+import { Context, Duration, Effect, Either, Layer, Schedule, Stream, type Tracer } from "effect"
 import * as Canonical from "./Canonical.js"
 import {
   AlreadyTerminal,
@@ -27,6 +27,7 @@ import {
   type StoreError
 } from "./Errors.js"
 import * as Ids from "./Ids.js"
+import * as Tracing from "./internal/tracing.js"
 import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Job.js"
 import type { SubmitItem } from "./Protocol.js"
 import * as Protocol from "./Protocol.js"
@@ -40,7 +41,8 @@ import { messageOf, type PublishItem, Transport } from "./Transport.js"
  * before anything is written; absent, it is `null`. `inputRef` names input kept elsewhere (an object store key):
  * then `input` must be absent, the job stores `null` as its input and the idempotency hash covers the reference.
  * Unset options take `defaults` (version 1, 3 attempts, priority 0), due now, no deadline, no budget, and the trace
- * id derived from the job id.
+ * id derived from the job id, or, while a tracer is installed, the W3C `traceparent` of the submit's
+ * `slowcall.submit` span, so the worker's spans of the job join the submit's trace.
  *
  * Idempotency: a `requestKey` vouches for the whole request. Its fingerprint (`Protocol.fingerprint`) covers the
  * type, the version, the input (or `inputRef`), `maxAttempts`, `priority`, `budgetCents`, `deadlineAt` and the due
@@ -282,7 +284,8 @@ const optionsProblem = (options: SubmitOptions): InvalidInput | undefined => {
  */
 const prepare = <E>(
   options: SubmitOptions,
-  storeNow: Effect.Effect<number, E>
+  storeNow: Effect.Effect<number, E>,
+  span?: Tracer.AnySpan | undefined
 ): Effect.Effect<SubmitItem, InvalidInput | E> =>
   Effect.gen(function* () {
     const problem = optionsProblem(options)
@@ -326,7 +329,7 @@ const prepare = <E>(
       deadlineAt,
       budgetCents,
       maxAttempts,
-      traceId: options.traceId ?? id.replace(/-/g, ""),
+      traceId: options.traceId ?? (span === undefined ? id.replace(/-/g, "") : Tracing.traceparentOf(span)),
       fingerprint
     }
   })
@@ -449,9 +452,39 @@ export const makeWith = (
       return calls.length === 1 ? calls[0]! : Effect.all(calls, { discard: true })
     }
 
+    /**
+     * Run a submit in its `slowcall.submit` span while a tracer is installed (parented to a `traceparent` given as
+     * `traceId`, else to the current span), handing the span to `prepare` so the jobs carry it to the worker.
+     */
+    const traced = <A, E>(
+      attributes: Record<string, unknown>,
+      parentTraceId: string | undefined,
+      body: (span: Tracer.AnySpan | undefined) => Effect.Effect<A, E>
+    ): Effect.Effect<A, E> =>
+      Effect.flatMap(Tracing.activeTracer, (tracer) => {
+        if (tracer === undefined) return body(undefined)
+        const parent = parentTraceId?.startsWith("00-") ? Tracing.parentOf(parentTraceId) : undefined
+        return Effect.withSpan(
+          Effect.flatMap(Effect.orDie(Effect.currentSpan), body),
+          "slowcall.submit",
+          parent === undefined
+            ? { captureStackTrace: false, kind: "producer", attributes }
+            : { captureStackTrace: false, kind: "producer", attributes, parent }
+        )
+      })
+
     const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
+      traced({ "slowcall.queue": options.queue, "slowcall.type": options.type }, options.traceId, (span) =>
+        submitOne(options, span)
+      )
+
+    const submitOne = (
+      options: SubmitOptions,
+      span: Tracer.AnySpan | undefined
+    ): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
       Effect.gen(function* () {
-        const item = yield* prepare(options, store.now)
+        const item = yield* prepare(options, store.now, span)
+        if (span !== undefined) yield* Effect.annotateCurrentSpan("slowcall.job_id", item.id)
         yield* admit([item])
         const reply = yield* store.submit({ items: [item] })
         const outcome = reply.results[0]
@@ -473,11 +506,17 @@ export const makeWith = (
     const submitMany = (
       items: ReadonlyArray<SubmitOptions>
     ): Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError> =>
+      traced({ "slowcall.batch_size": items.length }, undefined, (span) => submitAll(items, span))
+
+    const submitAll = (
+      items: ReadonlyArray<SubmitOptions>,
+      span: Tracer.AnySpan | undefined
+    ): Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError> =>
       Effect.gen(function* () {
         // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
         const storeNow = yield* Effect.cached(store.now)
         const prepared = yield* Effect.forEach(items, (options, index) =>
-          prepare(options, storeNow).pipe(
+          prepare(options, storeNow, span).pipe(
             Effect.catchTag("InvalidInput", (error) =>
               Effect.fail(new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
             )

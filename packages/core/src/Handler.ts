@@ -64,6 +64,36 @@ export interface CallOptions<A, E, R> {
   readonly run: Effect.Effect<A, E, R>
   readonly cost: (result: A) => number
   readonly costOnError?: ((error: E) => number | undefined) | undefined
+  /**
+   * What the `slowcall.model_call` span of this call says about the model, as the OpenTelemetry GenAI semantic
+   * conventions name it: `system` (`gen_ai.system`, e.g. `openai`), `model` (`gen_ai.request.model`), and `usage`,
+   * the token counts read from the reply (`gen_ai.usage.input_tokens` / `output_tokens`). Only read while a tracer is
+   * installed; a throwing `usage` leaves the counts out and changes nothing else.
+   */
+  readonly span?: CallSpan<A> | undefined
+}
+
+/**
+ * The GenAI description of one model call, for its span (see `CallOptions.span`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface CallSpan<A> {
+  readonly system?: string | undefined
+  readonly model?: string | undefined
+  readonly usage?: ((result: A) => CallUsage | undefined) | undefined
+}
+
+/**
+ * Token usage of one model call as the provider reported it.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface CallUsage {
+  readonly inputTokens?: number | undefined
+  readonly outputTokens?: number | undefined
 }
 
 /**

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Metric, MetricState, Schedule, type Scope } from "effect"
+import { Duration, Effect, Metric, MetricBoundaries, MetricState, Option, Schedule, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
 import type { JobState } from "./Job.js"
 import { Query, type StoreStats } from "./Query.js"
@@ -21,13 +21,14 @@ import { Store } from "./Store.js"
 export const jobs = Metric.gauge("slowcall_jobs", { description: "jobs per state, from the store" })
 
 /**
- * Age in ms of the oldest due queued job per priority (tag `priority`): starvation shows here first.
+ * Age in seconds of the oldest due queued job per priority (tag `priority`), in store time: starvation shows here
+ * first. Seconds, Prometheus' base unit of time (`promtool check metrics` rejects `_ms`).
  *
- * @since 0.1.0
+ * @since 0.4.0
  * @category metrics
  */
-export const oldestQueuedAgeMs = Metric.gauge("slowcall_oldest_queued_age_ms", {
-  description: "age of the oldest due queued job, per priority"
+export const oldestQueuedAgeSeconds = Metric.gauge("slowcall_oldest_queued_age_seconds", {
+  description: "age of the oldest due queued job, per priority, in seconds"
 })
 
 /**
@@ -61,14 +62,14 @@ export const waitingJobs = Metric.gauge("slowcall_waiting_jobs", {
 })
 
 /**
- * How long the oldest due queued job of each type and version has been due, in ms (tags `type`, `version`): a type
- * no worker claims shows here, growing, while the others stay small.
+ * How long the oldest due queued job of each type and version has been due, in seconds of store time (tags `type`,
+ * `version`): a type no worker claims shows here, growing, while the others stay small.
  *
- * @since 0.3.0
+ * @since 0.4.0
  * @category metrics
  */
-export const oldestWaitingAgeMs = Metric.gauge("slowcall_oldest_waiting_age_ms", {
-  description: "age of the oldest due queued job, per type and version"
+export const oldestWaitingAgeSeconds = Metric.gauge("slowcall_oldest_waiting_age_seconds", {
+  description: "age of the oldest due queued job, per type and version, in seconds"
 })
 
 /**
@@ -169,6 +170,58 @@ export const unknownHandlerDeferred = Metric.counter("slowcall_unknown_handler_d
   incremental: true
 })
 
+/**
+ * The upper bounds, in seconds (Prometheus' base unit), of the duration histograms' buckets (a `+Inf` bucket follows): from 5 ms to 30 minutes,
+ * about 2.5x apart, so both a fast claim and a slow batch call land in a bucket that tells them apart.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const durationBucketsSeconds: ReadonlyArray<number> = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1_800
+]
+
+const durationBoundaries = MetricBoundaries.fromIterable(durationBucketsSeconds)
+
+/**
+ * Queue wait in seconds: from when a job became due (`runAfter`: its submit, or the end of its retry delay) to its claim,
+ * both in store time, observed by the worker that claimed it.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const queueWaitSeconds = Metric.histogram(
+  "slowcall_queue_wait_seconds",
+  durationBoundaries,
+  "time from due to claim, store time, in seconds"
+)
+
+/**
+ * Attempt duration in seconds: from the start of the handler to its end (the outcome write not included), on the worker's
+ * clock, per attempt this process ran.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const attemptDurationSeconds = Metric.histogram(
+  "slowcall_attempt_duration_seconds",
+  durationBoundaries,
+  "handler run time of one attempt, in seconds"
+)
+
+/**
+ * Model-call duration in seconds: one `ctx.call`'s run (after its reservation and admission), on the worker's clock,
+ * whether it succeeded or failed.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const modelCallDurationSeconds = Metric.histogram(
+  "slowcall_model_call_duration_seconds",
+  durationBoundaries,
+  "run time of one billed model call, in seconds"
+)
+
 const states: ReadonlyArray<JobState> = ["queued", "running", "succeeded", "failed", "abandoned"]
 
 /**
@@ -214,7 +267,11 @@ export const samples = (read: {
   const out: Array<Sample> = []
   for (const state of states) out.push({ name: "slowcall_jobs", tags: { state }, value: stats.byState[state] ?? 0 })
   for (const [priority, oldest] of Object.entries(stats.oldestQueuedAt)) {
-    out.push({ name: "slowcall_oldest_queued_age_ms", tags: { priority }, value: Math.max(0, now - oldest) })
+    out.push({
+      name: "slowcall_oldest_queued_age_seconds",
+      tags: { priority },
+      value: Math.max(0, now - oldest) / 1_000
+    })
   }
   for (const [errorClass, cents] of Object.entries(stats.costCentsByErrorClass)) {
     out.push({ name: "slowcall_cost_cents", tags: { error_class: errorClass }, value: cents })
@@ -234,19 +291,34 @@ export const samples = (read: {
   for (const group of stats.waiting) {
     const tags = { type: group.type, version: String(group.version) }
     out.push({ name: "slowcall_waiting_jobs", tags, value: group.count })
-    out.push({ name: "slowcall_oldest_waiting_age_ms", tags, value: Math.max(0, now - group.oldestDueAt) })
+    out.push({
+      name: "slowcall_oldest_waiting_age_seconds",
+      tags,
+      value: Math.max(0, now - group.oldestDueAt) / 1_000
+    })
   }
   return out
 }
 
+/** The `# HELP` text of each population gauge, the same as its metric's description. */
+const sampleHelp: Readonly<Record<string, string>> = {
+  slowcall_jobs: "jobs per state, from the store",
+  slowcall_oldest_queued_age_seconds: "age of the oldest due queued job, per priority, in seconds",
+  slowcall_cost_cents: "recorded spend per error class",
+  slowcall_dead_letter_rate_per_minute: "arrivals into failed per minute over the window",
+  slowcall_spend_cents: "spend over the spend window, per queue, tenant, type and state",
+  slowcall_waiting_jobs: "due queued jobs per type and version",
+  slowcall_oldest_waiting_age_seconds: "age of the oldest due queued job, per type and version, in seconds"
+}
+
 const gauges: Readonly<Record<string, Metric.Metric.Gauge<number>>> = {
   slowcall_jobs: jobs,
-  slowcall_oldest_queued_age_ms: oldestQueuedAgeMs,
+  slowcall_oldest_queued_age_seconds: oldestQueuedAgeSeconds,
   slowcall_cost_cents: costCents,
   slowcall_dead_letter_rate_per_minute: deadLetterRatePerMinute,
   slowcall_spend_cents: spendCents,
   slowcall_waiting_jobs: waitingJobs,
-  slowcall_oldest_waiting_age_ms: oldestWaitingAgeMs
+  slowcall_oldest_waiting_age_seconds: oldestWaitingAgeSeconds
 }
 
 /**
@@ -316,6 +388,9 @@ export const poll = (
 
 const tagList = (tags: Readonly<Record<string, string>>) => Object.entries(tags).map(([key, value]) => ({ key, value }))
 
+/** A `# HELP` text: backslash and line feed escaped, as the exposition format asks. */
+const helpText = (text: string): string => text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")
+
 /** A label value in the exposition format: backslash, double quote and line feed escaped. */
 const labelValue = (value: string): string => value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")
 
@@ -328,7 +403,7 @@ const render = (name: string, tags: ReadonlyArray<{ readonly key: string; readon
         .join(",")}}`
 
 /**
- * Samples in the Prometheus text exposition format, one `# TYPE ... gauge` line per metric name: the population of a
+ * Samples in the Prometheus text exposition format, a `# HELP` and a `# TYPE ... gauge` line per metric name: the population of a
  * stats read without the process's counters (what a tenant's `/metrics` shows).
  *
  * @since 0.3.0
@@ -343,7 +418,9 @@ export const renderSamples = (list: ReadonlyArray<Sample>): string => {
   }
   return [...byName.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([name, lines]) => [`# TYPE ${name} gauge`, ...lines.sort()].join("\n"))
+    .map(([name, lines]) =>
+      [`# HELP ${name} ${helpText(sampleHelp[name] ?? name)}`, `# TYPE ${name} gauge`, ...lines.sort()].join("\n")
+    )
     .join("\n")
     .concat("\n")
 }
@@ -389,31 +466,57 @@ export const read = (
     )
   ] ?? 0
 
+/** A bucket bound as Prometheus writes it (`+Inf` for the last). */
+const bound = (value: number): string => (value === Number.POSITIVE_INFINITY ? "+Inf" : String(value))
+
 /**
- * The `slowcall_*` metrics in the Prometheus text exposition format, for an HTTP `/metrics` endpoint.
+ * The `slowcall_*` metrics in the Prometheus text exposition format, for an HTTP `/metrics` endpoint: for each metric
+ * a `# HELP` line (its description) and a `# TYPE` line, then its samples; a histogram has one cumulative
+ * `_bucket{le="..."}` line per bound up to `le="+Inf"`, then `_sum` and `_count`. Metrics are sorted by name, the
+ * lines of one metric by their labels, so the page is stable between scrapes.
  *
  * @since 0.1.0
  * @category combinators
  */
 export const prometheus: Effect.Effect<string> = Effect.map(Metric.snapshot, (pairs) => {
-  const byName = new Map<string, { type: string; lines: Array<string> }>()
+  const byName = new Map<string, { type: string; help: string; lines: Array<string> }>()
   for (const pair of pairs) {
     const name = pair.metricKey.name
     if (!name.startsWith("slowcall_")) continue
     const state = pair.metricState
-    const sample = MetricState.isCounterState(state)
-      ? { type: "counter", value: Number(state.count) }
-      : MetricState.isGaugeState(state)
-        ? { type: "gauge", value: Number(state.value) }
-        : undefined
-    if (sample === undefined) continue
-    const entry = byName.get(name) ?? { type: sample.type, lines: [] }
-    entry.lines.push(`${render(name, pair.metricKey.tags)} ${sample.value}`)
+    const tags = pair.metricKey.tags
+    const help = Option.getOrElse(pair.metricKey.description, () => name)
+    let type: string
+    let lines: Array<string>
+    if (MetricState.isCounterState(state)) {
+      type = "counter"
+      lines = [`${render(name, tags)} ${Number(state.count)}`]
+    } else if (MetricState.isGaugeState(state)) {
+      type = "gauge"
+      lines = [`${render(name, tags)} ${Number(state.value)}`]
+    } else if (MetricState.isHistogramState(state)) {
+      type = "histogram"
+      lines = []
+      for (const [le, count] of state.buckets) {
+        lines.push(`${render(`${name}_bucket`, [...tags, { key: "le", value: bound(le) }])} ${count}`)
+      }
+      lines.push(`${render(`${name}_sum`, tags)} ${state.sum}`, `${render(`${name}_count`, tags)} ${state.count}`)
+    } else {
+      continue
+    }
+    const entry = byName.get(name) ?? { type, help, lines: [] }
+    entry.lines.push(...lines)
     byName.set(name, entry)
   }
   return [...byName.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([name, entry]) => [`# TYPE ${name} ${entry.type}`, ...entry.lines.sort()].join("\n"))
+    .map(([name, entry]) =>
+      [
+        `# HELP ${name} ${helpText(entry.help)}`,
+        `# TYPE ${name} ${entry.type}`,
+        ...(entry.type === "histogram" ? entry.lines : entry.lines.sort())
+      ].join("\n")
+    )
     .join("\n")
     .concat("\n")
 })

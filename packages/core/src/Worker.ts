@@ -35,9 +35,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, Fiber, FiberRef, HashSet, Layer, Option, type Scope, type Tracer } from "effect"
+import { Effect, Fiber, FiberRef, HashSet, Layer, Option, type Scope } from "effect"
 import * as Handler from "./Handler.js"
 import * as Ids from "./Ids.js"
+import * as Tracing from "./internal/tracing.js"
 import { releaseWaiting } from "./internal/workerAttempt.js"
 import { makeOutbox } from "./internal/workerBatch.js"
 import type * as WorkerContext from "./internal/workerContext.js"
@@ -158,8 +159,6 @@ const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) => {
 }
 
 /** Effect's own tracer, the one in the default services. */
-const builtInTracer = (): Tracer.Tracer => Effect.runSync(Effect.tracer)
-
 /**
  * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully.
  *
@@ -180,6 +179,7 @@ export const make = <R = never>(
       Effect.logWarning(`${what} failed; the messages will return`, cause).pipe(
         Effect.annotateLogs({ deliveries: items.length })
       )
+    const tracer = yield* Tracing.activeTracer
     const env: Env<R> = {
       store,
       transport,
@@ -207,8 +207,8 @@ export const make = <R = never>(
       logging: (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None",
       // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
       // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
-      tracing: (yield* FiberRef.get(FiberRef.currentTracerEnabled)) && (yield* Effect.tracer) !== builtInTracer(),
-      keeper: makeKeeper({ store, transport }),
+      tracer,
+      keeper: makeKeeper({ store, transport, tracer }),
       writes: makeWorkerStore(store, maxBatch),
       acks: makeOutbox<AckItem, unknown>({
         send: (items) => transport.ack({ items }),

@@ -33,8 +33,8 @@ describe("Metrics", () => {
       expect(Metrics.read(snap, "slowcall_jobs", { state: "queued" })).toBe(3)
       expect(Metrics.read(snap, "slowcall_jobs", { state: "failed" })).toBe(1)
       expect(Metrics.read(snap, "slowcall_jobs", { state: "running" })).toBe(0)
-      expect(Metrics.read(snap, "slowcall_oldest_queued_age_ms", { priority: "0" })).toBe(3_000)
-      expect(Metrics.read(snap, "slowcall_oldest_queued_age_ms", { priority: "5" })).toBe(2_000)
+      expect(Metrics.read(snap, "slowcall_oldest_queued_age_seconds", { priority: "0" })).toBe(3)
+      expect(Metrics.read(snap, "slowcall_oldest_queued_age_seconds", { priority: "5" })).toBe(2)
       expect(Metrics.read(snap, "slowcall_cost_cents", { error_class: "server_error" })).toBe(7)
       // One failure in a 2-minute window: 0.5 per minute.
       expect(Metrics.read(snap, "slowcall_dead_letter_rate_per_minute")).toBe(0.5)
@@ -86,7 +86,7 @@ describe("Metrics", () => {
       const spendTags = { queue: "spend", tenant: "acme", type: "sum", state: "succeeded" }
       expect(Metrics.read(snap, "slowcall_spend_cents", spendTags)).toBe(4)
       expect(Metrics.read(snap, "slowcall_waiting_jobs", { type: "embed", version: "2" })).toBe(1)
-      expect(Metrics.read(snap, "slowcall_oldest_waiting_age_ms", { type: "embed", version: "2" })).toBe(1_500)
+      expect(Metrics.read(snap, "slowcall_oldest_waiting_age_seconds", { type: "embed", version: "2" })).toBe(1.5)
 
       // A minute later the charge is out of the spend window and nothing waits once the job is claimed.
       yield* TestClock.adjust(60_000)
@@ -108,9 +108,11 @@ describe("Metrics", () => {
     ])
     expect(text).toBe(
       [
+        "# HELP slowcall_jobs jobs per state, from the store",
         "# TYPE slowcall_jobs gauge",
         'slowcall_jobs{state="failed"} 0',
         'slowcall_jobs{state="queued"} 2',
+        "# HELP slowcall_spend_cents spend over the spend window, per queue, tenant, type and state",
         "# TYPE slowcall_spend_cents gauge",
         'slowcall_spend_cents{type="a\\"b\\\\c\\nd"} 1.5',
         ""

@@ -708,9 +708,11 @@ describe("Worker observability", () => {
           name: "slowcall.attempt",
           attributes: {
             "slowcall.job_id": id,
+            "slowcall.queue": "q",
             "slowcall.type": "summarize",
             "slowcall.version": 1,
             "slowcall.token": 1,
+            "slowcall.attempt": 1,
             "slowcall.trace_id": job.traceId
           }
         }

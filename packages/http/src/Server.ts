@@ -44,7 +44,7 @@ import { opsGroup } from "./internal/ops.js"
  * becomes a job that no worker will ever claim. For a type the server has handlers for, the version must be one of
  * theirs and the input must decode with that handler's input schema, or the submit is a `400` too. A type that is
  * only in `jobTypes` (the API and its workers deployed apart) is accepted in any version with any JSON input: a job
- * no worker claims then waits queued, and `/v1/stats` (`waiting`), the `slowcall_oldest_waiting_age_ms` gauge and the
+ * no worker claims then waits queued, and `/v1/stats` (`waiting`), the `slowcall_oldest_waiting_age_seconds` gauge and the
  * dashboard's warning show it. Every other submit default is `Client.defaults`, the same as in code.
  *
  * Who may call it: with `authenticate` (or `tokens`, a token table of `Auth.ts`), every `/v1` request (and

@@ -16,6 +16,7 @@ import * as Normalize from "../Normalize.js"
 import type { Outcome } from "../Protocol.js"
 import * as Protocol from "../Protocol.js"
 import * as Retry from "../Retry.js"
+import * as Tracing from "./tracing.js"
 import * as WorkerContext from "./workerContext.js"
 import * as Control from "./workerControl.js"
 import { type Env, handOff, inAttemptFiber, logFor, persist, settleWith, wakeIntake } from "./workerEnv.js"
@@ -130,6 +131,13 @@ const finish = <R>(
       spentCents,
       nextEstimateCents: declared ?? Math.max(0, spentCents - job.costCents)
     })
+    if (env.tracer !== undefined) {
+      yield* Effect.annotateCurrentSpan({
+        "slowcall.decision": decision._tag,
+        "slowcall.ended": ended._tag,
+        "slowcall.cost_cents": spentCents
+      })
+    }
     switch (decision._tag) {
       case "HandOff":
         if (decision.selfFenced) {
@@ -212,12 +220,29 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
       yield* freeSlot(env, held)
       return yield* persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), 0)
     }
-    const ctx = WorkerContext.make({ charge: env.writes.charge, job, control, aroundCall: env.admission?.aroundCall })
+    const ctx = WorkerContext.make({
+      charge: env.writes.charge,
+      job,
+      control,
+      aroundCall: env.admission?.aroundCall,
+      tracing: env.tracer !== undefined
+    })
     // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
     const run = Effect.suspend(() => handler.run(admitted.right, ctx))
     // The handler runs in this fiber, the only part of it a stop may interrupt (`Control.stop` interrupts the fiber
     // named `handlerFiber`, set only while the handler runs); all that follows is uninterruptible, so the outcome is
     // always decided and written. The fiber is this attempt's alone and ends with it.
+    if (env.tracer !== undefined) held.span = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
+    const startedAt = yield* Clock.currentTimeMillis
+    const finished = (exit: Exit.Exit<unknown, unknown>) => {
+      const written = finish(env, held, handler, admitted.right, exit)
+      return env.tracer === undefined
+        ? written
+        : Effect.withSpan(written, "slowcall.settle", {
+            captureStackTrace: false,
+            attributes: { "slowcall.job_id": job.id, "slowcall.token": job.leaseToken }
+          })
+    }
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.withFiberRuntime<Exit.Exit<unknown, unknown>, never, R>((self) => {
         control.handlerFiber = self
@@ -227,7 +252,15 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
         Effect.flatMap((exit) => {
           control.handlerFiber = undefined
           control.persisting = true
-          return Effect.zipRight(freeSlot(env, held), finish(env, held, handler, admitted.right, exit))
+          return Effect.flatMap(Clock.currentTimeMillis, (endedAt) =>
+            Effect.zipRight(
+              Effect.zipRight(
+                Metric.update(Metrics.attemptDurationSeconds, (endedAt - startedAt) / 1_000),
+                freeSlot(env, held)
+              ),
+              finished(exit)
+            )
+          )
         })
       )
     )
@@ -235,15 +268,19 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
     // The attempt's log lines (the handler's and the worker's own) name it: see `withAttemptAnnotations`.
     (attempt) => inAttemptFiber(env, held, attempt),
     (attempt) =>
-      env.tracing
+      env.tracer !== undefined
         ? Effect.withSpan(attempt, "slowcall.attempt", {
             // The span's source location is this line for every attempt: a stack trace each time buys nothing.
             captureStackTrace: false,
+            // The submit's span (from the stored traceparent), so the job's whole life is one trace.
+            parent: Tracing.parentOf(held.job.traceId),
             attributes: {
               "slowcall.job_id": held.job.id,
+              "slowcall.queue": held.job.queue,
               "slowcall.type": held.job.type,
               "slowcall.version": held.job.version,
               "slowcall.token": held.job.leaseToken,
+              "slowcall.attempt": held.job.attempts - held.job.attemptsBase,
               "slowcall.trace_id": held.job.traceId ?? ""
             }
           })

@@ -20,7 +20,7 @@
  *
  * @internal
  */
-import { Clock, Effect, Metric } from "effect"
+import { Clock, Effect, Either, Metric } from "effect"
 import { defaultCostOnError } from "../ErrorClass.js"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
@@ -29,6 +29,7 @@ import * as Metrics from "../Metrics.js"
 import { normalize } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { ChargeItem } from "../Store.js"
+import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
 import { retryStore } from "./workerStore.js"
 
@@ -59,6 +60,8 @@ export const make = (options: {
   readonly job: Job
   readonly control: Control.Control
   readonly aroundCall?: AroundCall | undefined
+  /** Whether each call gets a `slowcall.model_call` span (a tracer other than Effect's built-in one is installed). */
+  readonly tracing?: boolean | undefined
 }): HandlerContext => {
   const { aroundCall, control, job } = options
   const token = job.leaseToken
@@ -128,6 +131,16 @@ export const make = (options: {
           )
     )
 
+  /** The call's run time into the model-call histogram, success or failure. */
+  const timed = <A, E, R>(run: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+      Effect.onExit(run, () =>
+        Effect.flatMap(Clock.currentTimeMillis, (endedAt) =>
+          Metric.update(Metrics.modelCallDurationSeconds, (endedAt - startedAt) / 1_000)
+        )
+      )
+    )
+
   const call = <A, E, R>(
     call: CallOptions<A, E, R>
   ): Effect.Effect<A, E | BudgetExceeded | DeadlineExceeded | StoreError, R> =>
@@ -136,14 +149,25 @@ export const make = (options: {
       const estimateCents = Math.max(0, call.estimateCents)
       const callId = yield* reserve(estimateCents)
       yield* Metric.increment(Metrics.modelCalls)
-      const gated = Effect.zipRight(leaseGate(callId), call.run)
-      const run = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+      const gated = Effect.zipRight(leaseGate(callId), timed(call.run))
+      const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+      // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
+      let costed: { readonly result: A; readonly cost: Either.Either<number, unknown> } | undefined
+      const costOf = (result: A): Either.Either<number, unknown> => {
+        if (costed === undefined || costed.result !== result) {
+          costed = { result, cost: Either.try({ try: () => call.cost(result), catch: (error) => error }) }
+        }
+        return costed.cost
+      }
+      const run =
+        options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token, costOf }) : admitted
       return yield* Effect.uninterruptibleMask((restore) =>
         restore(run).pipe(
           Effect.tapError((error) =>
             settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass))
           ),
-          Effect.tap((result) => settle(callId, () => call.cost(result)))
+          // A failed cost is thrown again as it was, for `settle` to report.
+          Effect.tap((result) => settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error)))
         )
       )
     })

@@ -8,7 +8,7 @@
  *
  * @internal
  */
-import { Clock, Effect, FiberRef, FiberRefs, HashMap, Logger, Metric } from "effect"
+import { Clock, Effect, FiberRef, FiberRefs, HashMap, Logger, Metric, type Tracer } from "effect"
 import type { LeaseLost, StoreError } from "../Errors.js"
 import type * as Handler from "../Handler.js"
 import * as Metrics from "../Metrics.js"
@@ -59,7 +59,8 @@ export interface Env<R> {
   readonly retry: { readonly baseMs?: number | undefined; readonly capMs?: number | undefined } | undefined
   readonly admission: Admission<R> | undefined
   readonly logging: boolean
-  readonly tracing: boolean
+  /** Where spans go; `undefined` when tracing is off or only Effect's built-in tracer is installed (no spans made). */
+  readonly tracer: Tracer.Tracer | undefined
   readonly keeper: Keeper
   readonly writes: WorkerStore
   readonly acks: Outbox<AckItem>

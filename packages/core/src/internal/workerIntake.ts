@@ -19,6 +19,7 @@ import type { JobId } from "../Job.js"
 import * as Metrics from "../Metrics.js"
 import type { ClaimItem } from "../Store.js"
 import type { AckItem, DeferItem, Delivery } from "../Transport.js"
+import * as Tracing from "./tracing.js"
 import { dispatch } from "./workerAttempt.js"
 import { claimTag, deferItem, type Env, room } from "./workerEnv.js"
 import { type Held, hold } from "./workerLease.js"
@@ -51,9 +52,53 @@ const awaitRoom = <R>(env: Env<R>): Effect.Effect<number> =>
   })
 
 /** Take a claimed job into the local queue (and the keeper), its lease granted for `grantedMs` from `sentAt`. */
-const take = <R>(env: Env<R>, held: Held): void => {
+const take = <R>(env: Env<R>, held: Held, taken: Array<Held>): void => {
   env.keeper.add(held)
   env.waiting.push(held)
+  taken.push(held)
+}
+
+/**
+ * What a claim round's taken jobs report: each one's queue wait (store time from due to claim) in the histogram, and,
+ * while tracing, a `slowcall.claim` span per job under its submit, from the send of the claim to now.
+ */
+const reportClaims = <R>(
+  env: Env<R>,
+  taken: ReadonlyArray<Held>,
+  sentAt: number,
+  batch: number
+): Effect.Effect<void> => {
+  if (taken.length === 0) return Effect.void
+  const waits = Effect.forEach(
+    taken,
+    (held) => Metric.update(Metrics.queueWaitSeconds, Math.max(0, held.job.updatedAt - held.job.runAfter) / 1_000),
+    { discard: true }
+  )
+  const tracer = env.tracer
+  if (tracer === undefined) return waits
+  return Effect.zipRight(
+    waits,
+    Effect.map(Clock.currentTimeMillis, (endMs) => {
+      for (const held of taken) {
+        Tracing.record({
+          tracer,
+          name: "slowcall.claim",
+          parent: Tracing.parentOf(held.job.traceId),
+          startMs: sentAt,
+          endMs,
+          attributes: {
+            "slowcall.job_id": held.job.id,
+            "slowcall.queue": held.job.queue,
+            "slowcall.type": held.job.type,
+            "slowcall.token": held.job.leaseToken,
+            "slowcall.attempt": held.job.attempts - held.job.attemptsBase,
+            "slowcall.batch_size": batch,
+            "slowcall.queue_wait_ms": Math.max(0, held.job.updatedAt - held.job.runAfter)
+          }
+        })
+      }
+    })
+  )
 }
 
 /** The lease a job's own handler asks for (renewals use it), or the worker's largest when it has none here. */
@@ -81,17 +126,21 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
             ),
           onSuccess: (reply) =>
             Effect.suspend(() => {
+              const taken: Array<Held> = []
               for (const result of reply.results) {
                 if (result._tag !== "Claimed") continue
                 const job = result.job
                 const held = hold(job, leaseOf(env, job.type, job.version), sentAt, undefined)
                 held.control.localLeaseEnd = sentAt + env.visibilityMs
-                take(env, held)
+                take(env, held, taken)
               }
               const takeovers = reply.results.filter((r) => r._tag === "Claimed" && r.takeover).length
               return Effect.zipRight(
                 takeovers > 0 ? Metric.incrementBy(Metrics.leaseTakeovers, takeovers) : Effect.void,
-                Effect.as(dispatch(env), reply.results.length >= want)
+                Effect.zipRight(
+                  reportClaims(env, taken, sentAt, want),
+                  Effect.as(dispatch(env), reply.results.length >= want)
+                )
               )
             })
         })
@@ -205,6 +254,7 @@ const claimDeliveries = <R>(
       return Effect.logWarning("claim failed", claimed.left)
     }
     const { now, results } = claimed.right
+    const taken: Array<Held> = []
     let dropped = 0
     let takeovers = 0
     for (let i = 0; i < candidates.length; i++) {
@@ -224,7 +274,7 @@ const claimDeliveries = <R>(
           break
         case "Busy":
           // Granted by an earlier try whose reply was lost: which one is unknown, so the lease runs from the first send.
-          if (result.job.leaseOwner === tag) take(env, hold(result.job, handler.leaseMs, sent.first, delivery))
+          if (result.job.leaseOwner === tag) take(env, hold(result.job, handler.leaseMs, sent.first, delivery), taken)
           else replies.defers.push(deferItem(env, delivery, result.until - now + env.busyMarginMs))
           break
         case "NotDue":
@@ -232,14 +282,15 @@ const claimDeliveries = <R>(
           break
         case "Claimed":
           if (result.takeover) takeovers += 1
-          take(env, hold(result.job, handler.leaseMs, sent.last, delivery))
+          take(env, hold(result.job, handler.leaseMs, sent.last, delivery), taken)
           break
       }
     }
     return Effect.all(
       [
         dropped > 0 ? Metric.incrementBy(Metrics.duplicateDeliveriesDropped, dropped) : Effect.void,
-        takeovers > 0 ? Metric.incrementBy(Metrics.leaseTakeovers, takeovers) : Effect.void
+        takeovers > 0 ? Metric.incrementBy(Metrics.leaseTakeovers, takeovers) : Effect.void,
+        reportClaims(env, taken, sent.first, candidates.length)
       ],
       { discard: true }
     )

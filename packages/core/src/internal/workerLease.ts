@@ -14,12 +14,13 @@
  *
  * @internal
  */
-import { Clock, Effect, Fiber, Metric } from "effect"
+import { Clock, Effect, Fiber, Metric, type Tracer } from "effect"
 import type { Job } from "../Job.js"
 import * as Lease from "../Lease.js"
 import * as Metrics from "../Metrics.js"
 import type { HeartbeatItem, Store } from "../Store.js"
 import type { Delivery, ExtendItem, Transport } from "../Transport.js"
+import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
 
 /**
@@ -35,6 +36,8 @@ export interface Held {
   readonly delivery: Delivery | undefined
   /** Local clock ms at which the next renewal is due. */
   nextBeatAt: number
+  /** The running attempt's span (parent of its heartbeat spans) while tracing; `undefined` otherwise. */
+  span: Tracer.AnySpan | undefined
 }
 
 /**
@@ -47,7 +50,8 @@ export const hold = (job: Job, leaseMs: number, sentAt: number, delivery: Delive
   leaseMs,
   control: Control.make({ localLeaseEnd: sentAt + leaseMs, costCents: job.costCents }),
   delivery,
-  nextBeatAt: sentAt + Lease.heartbeatIntervalFor(leaseMs)
+  nextBeatAt: sentAt + Lease.heartbeatIntervalFor(leaseMs),
+  span: undefined
 })
 
 /**
@@ -153,8 +157,9 @@ export interface Keeper {
 export const makeKeeper = (options: {
   readonly store: Store["Type"]
   readonly transport: Transport["Type"]
+  readonly tracer?: Tracer.Tracer | undefined
 }): Keeper => {
-  const { store, transport } = options
+  const { store, tracer, transport } = options
   const held = new Set<Held>()
   const beats = new Alarm()
   const fences = new Alarm()
@@ -186,7 +191,9 @@ export const makeKeeper = (options: {
       h.control.pendingProgress = undefined
       return { jobId: h.job.id, token: h.job.leaseToken, leaseMs: h.leaseMs, progress }
     })
-    return Effect.matchEffect(store.heartbeat({ items }), {
+    const call =
+      tracer === undefined ? store.heartbeat({ items }) : traced(tracer, due, sentAt, store.heartbeat({ items }))
+    return Effect.matchEffect(call, {
       onFailure: (error) =>
         Effect.suspend(() => {
           for (let i = 0; i < due.length; i++) {
@@ -227,6 +234,37 @@ export const makeKeeper = (options: {
         })
     })
   }
+
+  /** One `slowcall.heartbeat` span per renewed job, under its attempt (or its submit), spanning the batched call. */
+  const traced = <A extends { readonly results: ReadonlyArray<{ readonly _tag: string }> }, E>(
+    tracer: Tracer.Tracer,
+    due: ReadonlyArray<Held>,
+    sentAt: number,
+    call: Effect.Effect<A, E>
+  ): Effect.Effect<A, E> =>
+    Effect.onExit(call, (exit) =>
+      Effect.map(Clock.currentTimeMillis, (endMs) => {
+        for (let i = 0; i < due.length; i++) {
+          const h = due[i]!
+          const result = exit._tag === "Success" ? exit.value.results[i] : undefined
+          Tracing.record({
+            tracer,
+            name: "slowcall.heartbeat",
+            parent: h.span ?? Tracing.parentOf(h.job.traceId),
+            startMs: sentAt,
+            endMs,
+            attributes: {
+              "slowcall.job_id": h.job.id,
+              "slowcall.token": h.job.leaseToken,
+              "slowcall.batch_size": due.length,
+              "slowcall.heartbeat.result": result?._tag ?? "error"
+            },
+            failure:
+              exit._tag === "Failure" ? "heartbeat failed" : result?._tag === "LeaseLost" ? "lease lost" : undefined
+          })
+        }
+      })
+    )
 
   const extendAll = (items: ReadonlyArray<ExtendItem>): Effect.Effect<void> =>
     Effect.forEach(
