@@ -13,7 +13,8 @@
  *    self-fenced and no call starts (a call now could overlap the next holder's);
  * 7. `call`, then `settle`: the actual cost settles the reservation; a call that failed settles at the handler's
  *    cost for the error, else at its class's default (`ErrorClass.defaultCostOnError`: nothing for what providers
- *    do not bill, the reservation kept where they may have).
+ *    do not bill, the reservation kept where they may have); a call interrupted once it had started settles at the
+ *    handler's `costOnInterrupt` when it gives an amount, else its reservation stays.
  * The budget check, the call numbering and the reservation run under the attempt's ledger lock, so parallel calls of
  * one handler never reserve past the budget together; the settlement of a call that returned runs uninterruptibly,
  * so a cancel or a lost lease cannot drop the actual cost.
@@ -136,14 +137,26 @@ export const make = (options: {
       const estimateCents = Math.max(0, call.estimateCents)
       const callId = yield* reserve(estimateCents)
       yield* Metric.increment(Metrics.modelCalls)
-      const gated = Effect.zipRight(leaseGate(callId), call.run)
+      // Set once the call itself starts: an interruption before that (a gate, a permit wait) was settled at 0 already.
+      let started = false
+      const gated = Effect.zipRight(
+        leaseGate(callId),
+        Effect.suspend(() => {
+          started = true
+          return call.run
+        })
+      )
       const run = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+      const onInterrupt = call.costOnInterrupt
       return yield* Effect.uninterruptibleMask((restore) =>
         restore(run).pipe(
           Effect.tapError((error) =>
             settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass))
           ),
-          Effect.tap((result) => settle(callId, () => call.cost(result)))
+          Effect.tap((result) => settle(callId, () => call.cost(result))),
+          onInterrupt === undefined
+            ? (effect) => effect
+            : Effect.onInterrupt(() => (started ? settle(callId, onInterrupt) : Effect.void))
         )
       )
     })
