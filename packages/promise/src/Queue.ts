@@ -13,7 +13,10 @@ import * as Handler from "@slowcall/core/Handler"
 import { type Attempt, type Charge, type Job, JobId } from "@slowcall/core/Job"
 import type * as Lease from "@slowcall/core/Lease"
 import type * as Query from "@slowcall/core/Query"
+import type { Query as QueryTag } from "@slowcall/core/Query"
+import type { Store } from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
+import type { Transport } from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
 import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, Runtime, Schema, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
@@ -94,7 +97,7 @@ export type HandlerDefinition<I = any, O = any> =
 export type Handlers = Readonly<Record<string, HandlerDefinition>>
 
 /**
- * What `open` takes: the backend (see `Backend.ts`), the queue name (default `default`), handlers known at submit
+ * What `open` takes: the backend (a `url`, see `Backend.ts`, or a `layer`), the queue name (default `default`), handlers known at submit
  * (their input schema checks each submit before anything is written), the default poll interval of `watch` and
  * `wait` (default 250 ms), and a backlog bound (`maxQueued`, `maxQueuedPerTenant`: over it a submit fails with
  * `QueueFull`).
@@ -103,7 +106,12 @@ export type Handlers = Readonly<Record<string, HandlerDefinition>>
  * @category models
  */
 export interface OpenOptions {
-  readonly url: string
+  readonly url?: string | undefined
+  /**
+   * For Effect users and tests: the Store, Query and Transport to run on instead of the ones `url` names (the
+   * caller keeps it; `close` does not tear down what it was built from when it is a prebuilt context).
+   */
+  readonly layer?: Layer.Layer<Store | QueryTag | Transport, unknown> | undefined
   readonly queue?: string | undefined
   readonly schema?: string | undefined
   readonly migrate?: boolean | undefined
@@ -226,7 +234,7 @@ export interface Queue {
   readonly close: () => Promise<void>
 }
 
-type Services = Client.Client | Layer.Layer.Success<ReturnType<typeof Backend.layer>>
+type Services = Client.Client | Store | QueryTag | Transport
 
 const asTime = (value: Date | number | undefined): number | undefined =>
   value instanceof Date ? value.getTime() : value
@@ -309,13 +317,11 @@ const makeContext = (
  */
 export const open = async (options: OpenOptions): Promise<Queue> => {
   const queue = options.queue ?? "default"
-  const backend = Backend.layer({
-    url: options.url,
-    queue,
-    schema: options.schema,
-    migrate: options.migrate,
-    sqs: options.sqs
-  })
+  const url = options.url
+  if (options.layer === undefined && url === undefined) throw new ConfigError("open needs a url or a layer")
+  const backend =
+    options.layer ??
+    Backend.layer({ url: url ?? "", queue, schema: options.schema, migrate: options.migrate, sqs: options.sqs })
   const client = Client.layerWith({
     maxQueued: options.maxQueued,
     maxQueuedPerTenant: options.maxQueuedPerTenant
