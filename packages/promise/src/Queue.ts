@@ -97,7 +97,7 @@ export type HandlerDefinition<I = any, O = any> =
 export type Handlers = Readonly<Record<string, HandlerDefinition>>
 
 /**
- * What `open` takes: the backend (a `url`, see `Backend.ts`, or a `layer`), the queue name (default `default`), handlers known at submit
+ * What `open` takes: the backend (a `url`, see `Backend.ts`, or a `layer`), the queue name (default `default`), handlers known at submit (with those of every worker made from the queue)
  * (their input schema checks each submit before anything is written), the default poll interval of `watch` and
  * `wait` (default 250 ms), and a backlog bound (`maxQueued`, `maxQueuedPerTenant`: over it a submit fails with
  * `QueueFull`).
