@@ -76,7 +76,9 @@ export const parse = (url: string): Kind => {
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: BackendOptions): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
+export const layer = (
+  options: BackendOptions
+): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
   const kind = parse(options.url)
   const schema = options.schema
   const migrate = options.migrate

@@ -247,7 +247,11 @@ export const fromCore = (error: unknown): unknown => {
         cause
       )
     case "IdempotencyKeyReused":
-      return new KeyReused(String(field(error, "requestKey") ?? ""), optionalString(field(error, "existingJobId")), cause)
+      return new KeyReused(
+        String(field(error, "requestKey") ?? ""),
+        optionalString(field(error, "existingJobId")),
+        cause
+      )
     case "JobNotFound":
       return new NotFound(String(field(error, "jobId")), cause)
     case "AlreadyTerminal":

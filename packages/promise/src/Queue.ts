@@ -219,9 +219,9 @@ export interface Queue {
     id: string,
     options?: { readonly timeoutMs?: number | undefined; readonly intervalMs?: number | undefined }
   ) => Promise<JobRecord>
-  readonly list: (filter?: Omit<Query.ListOptions, "queue" | "after"> & { readonly after?: string }) => Promise<
-    ReadonlyArray<JobRecord>
-  >
+  readonly list: (
+    filter?: Omit<Query.ListOptions, "queue" | "after"> & { readonly after?: string }
+  ) => Promise<ReadonlyArray<JobRecord>>
   readonly attempts: (id: string) => Promise<ReadonlyArray<Attempt>>
   readonly charges: (id: string) => Promise<ReadonlyArray<Charge>>
   readonly deadLetters: (filter?: Omit<Query.DeadLetterOptions, "queue">) => Promise<Query.DeadLetters>
@@ -406,10 +406,7 @@ export const open = async (options: OpenOptions): Promise<Queue> => {
     cancel: (id) => run(Effect.flatMap(Client.Client, (c) => c.cancel(toJobId(id)))),
     watch: (id, opts = {}) => {
       toJobId(id)
-      return Stream.toAsyncIterableRuntime(
-        watchStream(id, opts.intervalMs).pipe(Stream.mapError(fromCore)),
-        services
-      )
+      return Stream.toAsyncIterableRuntime(watchStream(id, opts.intervalMs).pipe(Stream.mapError(fromCore)), services)
     },
     wait: async (id, opts = {}) => {
       const timeoutMs = opts.timeoutMs
@@ -503,4 +500,3 @@ const squashFiberFailure = (error: unknown): unknown => {
   }
   return error
 }
-

@@ -108,7 +108,9 @@ export const scenarios = (name: string, spec: () => BackendSpec) => {
       const { queue, withServices } = await setup()
       const { id } = await queue.submit("summarize", { text: "doc" })
       const dead = await withServices(
-        Effect.flatMap(Store, (store) => store.claim({ items: [{ jobId: id as Job.JobId, owner: "dead", leaseMs: 400 }] }))
+        Effect.flatMap(Store, (store) =>
+          store.claim({ items: [{ jobId: id as Job.JobId, owner: "dead", leaseMs: 400 }] })
+        )
       )
       expect(dead.results[0]?._tag).toBe("Claimed")
       const attempts: Array<number> = []
