@@ -1,5 +1,5 @@
-import { BudgetExceeded as CoreBudgetExceeded, DeadlineExceeded as CoreDeadlineExceeded } from "@slowcall/core/Handler"
 import * as Core from "@slowcall/core/Errors"
+import { BudgetExceeded as CoreBudgetExceeded, DeadlineExceeded as CoreDeadlineExceeded } from "@slowcall/core/Handler"
 import type { JobId } from "@slowcall/core/Job"
 import { describe, expect, it } from "vitest"
 import {

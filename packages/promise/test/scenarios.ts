@@ -5,7 +5,7 @@
  * job as a worker that then dies.
  */
 import { randomUUID } from "node:crypto"
-import * as Job from "@slowcall/core/Job"
+import type * as Job from "@slowcall/core/Job"
 import type * as Query from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
 import { messageOf, Transport } from "@slowcall/core/Transport"
