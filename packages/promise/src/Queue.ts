@@ -155,8 +155,7 @@ export interface Submitted {
 }
 
 /**
- * One item of `submitMany`, and its answer (in item order): created, an idempotent repeat, or a reused key (that
- * item only; the others are written).
+ * One item of `submitMany`: its type and input, and the options of a single submit.
  *
  * @since 0.1.0
  * @category models
@@ -166,7 +165,13 @@ export interface SubmitManyItem extends SubmitOptions {
   readonly input: unknown
 }
 
-/** @since 0.1.0 @category models */
+/**
+ * The answer for one `submitMany` item: `created` (written and published), `existing` (its key named a job with the
+ * same request, returned unchanged), or `key_reused` (its key named another request; only this item was refused).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type SubmitManyResult =
   | { readonly status: "created" | "existing"; readonly id: string; readonly job: JobRecord }
   | { readonly status: "key_reused"; readonly key: string; readonly existingJobId: string }
