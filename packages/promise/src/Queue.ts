@@ -18,7 +18,7 @@ import type { Store } from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
 import type { Transport } from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
-import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, Runtime, Schema, Scope, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Runtime, Schema, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
 import { ConfigError, fromCore, Interrupted, InvalidInput, SlowcallError, Timeout } from "./Errors.js"
 import { inputSchema, resultSchema, type StandardSchemaV1, validate } from "./StandardSchema.js"
@@ -272,23 +272,28 @@ const toCore = (type: string, definition: HandlerDefinition): CoreHandler.Handle
     estimateCents: typeof estimate === "function" ? (input: unknown) => estimate(input) : estimate,
     attempt: spec.attempt ?? { timeoutMs: 60_000 },
     run: (input, ctx) =>
-      Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-        Effect.tryPromise({
-          try: (signal) => spec.run(input, makeContext(ctx, runtime, signal)),
+      Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+        const calls = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+        return Effect.tryPromise({
+          try: (signal) => spec.run(input, makeContext(ctx, runtime, signal, calls)),
           // The core decides the outcome from its own errors: a rethrown BudgetExceeded ends abandoned(budget).
           catch: (error) =>
             error instanceof SlowcallError && error.cause !== undefined && typeof error.cause === "object"
               ? error.cause
               : error
-        })
-      )
+        }).pipe(
+          // A stopped handler ends only once its cut calls have settled their charges, as a handler in Effect does.
+          Effect.onInterrupt(() => Effect.forEach([...calls], Fiber.await, { discard: true }))
+        )
+      })
   })
 }
 
 const makeContext = (
   ctx: CoreHandler.HandlerContext,
   runtime: Runtime.Runtime<never>,
-  signal: AbortSignal
+  signal: AbortSignal,
+  calls: Set<Fiber.RuntimeFiber<unknown, unknown>>
 ): JobContext => ({
   jobId: ctx.jobId,
   attempt: ctx.attempt,
@@ -297,7 +302,7 @@ const makeContext = (
   progress: (value) => Runtime.runPromise(runtime, ctx.progress(value)),
   call: async <T>(fn: (signal: AbortSignal) => Promise<T>, options: CallOptions<T>): Promise<T> => {
     if (signal.aborted) throw new Interrupted("the attempt was stopped before the call")
-    const exit = await Runtime.runPromiseExit(
+    const fiber = Runtime.runFork(
       runtime,
       ctx.call({
         estimateCents: options.estimateCents,
@@ -305,11 +310,19 @@ const makeContext = (
         cost: options.cost ?? (() => options.estimateCents),
         costOnError: options.costOnError,
         costOnInterrupt: options.costOnInterrupt
-      }),
-      { signal }
+      })
     )
-    if (Exit.isSuccess(exit)) return exit.value
-    return rethrow(exit.cause)
+    calls.add(fiber)
+    const cut = () => fiber.unsafeInterruptAsFork(fiber.id())
+    signal.addEventListener("abort", cut, { once: true })
+    try {
+      const exit = await Runtime.runPromise(runtime, Fiber.await(fiber))
+      if (Exit.isSuccess(exit)) return exit.value
+      return rethrow(exit.cause)
+    } finally {
+      signal.removeEventListener("abort", cut)
+      calls.delete(fiber)
+    }
   }
 })
 
