@@ -11,6 +11,7 @@
 import { mkdirSync } from "node:fs"
 import * as PgDriver from "@slowcall/adapter-postgres/PgDriver"
 import * as PgStore from "@slowcall/adapter-postgres/PgStore"
+import * as PgTransport from "@slowcall/adapter-postgres/PgTransport"
 import * as RedisConnection from "@slowcall/adapter-redis/RedisConnection"
 import * as RedisStore from "@slowcall/adapter-redis/RedisStore"
 import * as SqsTransport from "@slowcall/adapter-sqs/SqsTransport"
@@ -81,7 +82,6 @@ export const layer = (
 ): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
   const kind = parse(options.url)
   const schema = options.schema
-  const migrate = options.migrate
   const sqs = options.sqs
   if (sqs !== undefined) {
     if (kind._tag === "Memory") throw new ConfigError("sqs needs a store other processes can read: not memory:")
@@ -93,14 +93,27 @@ export const layer = (
     case "Redis":
       return RedisStore.layer({ url: kind.url, prefix: schema })
     case "Postgres":
-      return PgStore.layer({ connectionString: kind.url, schema, migrate })
+      return onPostgres(PgDriver.layer({ connectionString: kind.url }), options)
     case "Pglite":
       return Layer.suspend(() => {
         if (kind.dataDir !== undefined) mkdirSync(kind.dataDir, { recursive: true })
-        return PgStore.layerPglite({ dataDir: kind.dataDir, schema, migrate })
+        return onPostgres(PgDriver.layerPglite({ dataDir: kind.dataDir }), options)
       })
   }
 }
+
+/**
+ * The adapter's Store (migrated first) and then its Transport on one driver. In this order an unreachable server
+ * fails the migration, and so the open, instead of leaving the transport's LISTEN connection retrying.
+ */
+const onPostgres = <E>(
+  driver: Layer.Layer<PgDriver.PgDriver, E>,
+  options: BackendOptions
+): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> =>
+  PgTransport.layerFromDriver({ schema: options.schema }).pipe(
+    Layer.provideMerge(PgStore.layerFromDriver({ schema: options.schema, migrate: options.migrate })),
+    Layer.provideMerge(driver)
+  )
 
 const withSqs = (
   kind: Exclude<Kind, { readonly _tag: "Memory" }>,

@@ -8,6 +8,7 @@ import {
   NotFound,
   open,
   type Queue,
+  StoreUnavailable,
   Timeout
 } from "../src/index.js"
 
@@ -303,6 +304,14 @@ describe("Queue", () => {
     expect(unknown).toBeInstanceOf(ConfigError)
     expect(none).toBeInstanceOf(ConfigError)
     expect(sqsOnMemory).toBeInstanceOf(ConfigError)
+  })
+
+  it("open rejects with StoreUnavailable when the Postgres server cannot be reached", async () => {
+    const error = await open({ url: "postgres://postgres@127.0.0.1:1/test" }).catch((e: unknown) => e)
+
+    expect(error).toBeInstanceOf(StoreUnavailable)
+    expect((error as StoreUnavailable).retryable).toBe(true)
+    expect((error as StoreUnavailable).cause).toMatchObject({ _tag: "StoreError", reason: "Connection" })
   })
 
   it("a worker needs a handler; close is idempotent and a closed queue refuses calls", async () => {
