@@ -57,7 +57,7 @@ export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{
  * they may have billed (timeouts, lost connections, unknown failures). When `run` is interrupted after it started
  * (cancel, deadline, lost lease, shutdown), `costOnInterrupt` may give what was consumed up to the cut (a stream
  * settles at the tokens it received); absent, or giving `undefined`, the reservation stays as the record. A call
- * interrupted before it started (a gate refused it) was settled at 0 and never asks `costOnInterrupt`.
+ * interrupted before `run` started (a gate or an admission wait) never asks `costOnInterrupt`: nothing was consumed.
  *
  * @since 0.1.0
  * @category models

@@ -360,6 +360,61 @@ describe("Worker", () => {
     })
   )
 
+  it.scoped("a call cut while waiting for admission, before it started, never asks costOnInterrupt", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      let asked = 0
+      const handler = Handler.make({
+        type: "summarize",
+        version: 1,
+        input: Input,
+        result: Output,
+        estimateCents: 5,
+        attempt: { timeoutMs: 3_000 },
+        run: (input, ctx) =>
+          Effect.map(
+            ctx.call({
+              estimateCents: 5,
+              run: model.call({ ms: 100 }),
+              cost: () => 4,
+              costOnInterrupt: () => {
+                asked += 1
+                return 1
+              }
+            }),
+            (text) => ({ summary: `${input.text}: ${text}` })
+          )
+      })
+      let waiting = false
+      const id = yield* t.submit()
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [handler],
+        // A permit that never comes: the call waits here until the attempt is stopped.
+        admission: {
+          aroundCall: (_info, call) =>
+            Effect.zipRight(
+              Effect.sync(() => {
+                waiting = true
+              }),
+              Effect.zipRight(Effect.never, call)
+            )
+        }
+      })
+      yield* t.advanceUntil(Effect.sync(() => waiting))
+
+      yield* t.inner.cancel({ items: [{ jobId: id }] })
+      yield* t.reaches(id, "abandoned")
+
+      expect(model.state.calls).toBe(0)
+      expect(asked).toBe(0)
+      const charges = yield* t.query.charges({ jobId: id })
+      expect(charges.map((c) => c.amountCents)).toEqual([5])
+    })
+  )
+
   it.scoped("costOnInterrupt giving undefined keeps the reservation as the record", () =>
     Effect.gen(function* () {
       const t = yield* setup
