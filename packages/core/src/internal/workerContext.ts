@@ -137,7 +137,7 @@ export const make = (options: {
       const estimateCents = Math.max(0, call.estimateCents)
       const callId = yield* reserve(estimateCents)
       yield* Metric.increment(Metrics.modelCalls)
-      // Set once the call itself starts: an interruption before that (a gate, a permit wait) was settled at 0 already.
+      // Set once the call itself starts: an interruption before that (a gate, a permit wait) consumed nothing.
       let started = false
       const gated = Effect.zipRight(
         leaseGate(callId),
