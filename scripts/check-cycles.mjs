@@ -59,6 +59,7 @@ const allowedPackages = {
   "adapter-sqs": ["core", "testing"],
   simulator: ["core"],
   http: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs"],
+  promise: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs"],
   cli: ["core", "http", "simulator", "adapter-postgres", "adapter-redis", "adapter-sqs"]
 }
 for (const file of srcFiles) {

@@ -47,6 +47,7 @@ export default defineConfig({
           text: "How jobs run",
           items: [
             { text: "Getting started", link: "/guide/getting-started" },
+            { text: "Promise API (async/await)", link: "/guide/promise" },
             { text: "Architecture: the seam", link: "/guide/architecture" },
             { text: "The job state machine", link: "/guide/state-machine" },
             { text: "Claim before call: leases and fencing", link: "/guide/leases" },
@@ -73,6 +74,14 @@ export default defineConfig({
             { text: "Package size", link: "/guide/package-size" },
             { text: "Packaging and releases", link: "/guide/packaging" },
             { text: "Examples", link: "/guide/examples" }
+          ]
+        },
+        {
+          text: "Recipes",
+          items: [
+            { text: "Express: submit and poll", link: "/guide/recipes/promise-express" },
+            { text: "Route handler with SSE", link: "/guide/recipes/promise-route-handler-sse" },
+            { text: "A batch script", link: "/guide/recipes/promise-batch" }
           ]
         },
         { text: "API reference", link: "/reference/" }

@@ -54,7 +54,10 @@ export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{
  * the amount the error reports (a timeout the provider billed, 0 for a request it refused); when it is absent or
  * gives `undefined`, the error's class decides (`ErrorClass.defaultCostOnError`): settled at 0 for the classes
  * providers do not bill (rate limits, overload, rejected requests), the reservation kept as the record for those
- * they may have billed (timeouts, lost connections, unknown failures).
+ * they may have billed (timeouts, lost connections, unknown failures). When `run` is interrupted after it started
+ * (cancel, deadline, lost lease, shutdown), `costOnInterrupt` may give what was consumed up to the cut (a stream
+ * settles at the tokens it received); absent, or giving `undefined`, the reservation stays as the record. A call
+ * interrupted before `run` started (a gate or an admission wait) never asks `costOnInterrupt`: nothing was consumed.
  *
  * @since 0.1.0
  * @category models
@@ -71,6 +74,8 @@ export interface CallOptions<A, E, R> {
    * installed; a throwing `usage` leaves the counts out and changes nothing else.
    */
   readonly span?: CallSpan<A> | undefined
+  /** @since 0.4.0 */
+  readonly costOnInterrupt?: (() => number | undefined) | undefined
 }
 
 /**

@@ -322,6 +322,135 @@ describe("Worker", () => {
     })
   )
 
+  it.scoped("a call cut by cancel settles at what costOnInterrupt says it consumed", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const consumed = (amount: number) =>
+        Handler.make({
+          type: "summarize",
+          version: 1,
+          input: Input,
+          result: Output,
+          estimateCents: 5,
+          attempt: { timeoutMs: 3_000 },
+          run: (input, ctx) =>
+            Effect.map(
+              ctx.call({
+                estimateCents: 5,
+                run: model.call({ ms: 60_000 }),
+                cost: () => 4,
+                costOnInterrupt: () => amount
+              }),
+              (text) => ({ summary: `${input.text}: ${text}` })
+            )
+        })
+      const cut = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [consumed(2)] })
+      yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
+
+      yield* t.inner.cancel({ items: [{ jobId: cut }] })
+      yield* t.reaches(cut, "abandoned")
+
+      const job = yield* t.job(cut)
+      expect(model.state.interrupted).toBe(1)
+      expect(job.costCents).toBe(2)
+      const charges = yield* t.query.charges({ jobId: cut })
+      expect(charges.map((c) => [c.amountCents, c.settled])).toEqual([[2, true]])
+    })
+  )
+
+  it.scoped("a call cut while waiting for admission, before it started, never asks costOnInterrupt", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      let asked = 0
+      const handler = Handler.make({
+        type: "summarize",
+        version: 1,
+        input: Input,
+        result: Output,
+        estimateCents: 5,
+        attempt: { timeoutMs: 3_000 },
+        run: (input, ctx) =>
+          Effect.map(
+            ctx.call({
+              estimateCents: 5,
+              run: model.call({ ms: 100 }),
+              cost: () => 4,
+              costOnInterrupt: () => {
+                asked += 1
+                return 1
+              }
+            }),
+            (text) => ({ summary: `${input.text}: ${text}` })
+          )
+      })
+      let waiting = false
+      const id = yield* t.submit()
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [handler],
+        // A permit that never comes: the call waits here until the attempt is stopped.
+        admission: {
+          aroundCall: (_info, call) =>
+            Effect.zipRight(
+              Effect.sync(() => {
+                waiting = true
+              }),
+              Effect.zipRight(Effect.never, call)
+            )
+        }
+      })
+      yield* t.advanceUntil(Effect.sync(() => waiting))
+
+      yield* t.inner.cancel({ items: [{ jobId: id }] })
+      yield* t.reaches(id, "abandoned")
+
+      expect(model.state.calls).toBe(0)
+      expect(asked).toBe(0)
+      const charges = yield* t.query.charges({ jobId: id })
+      expect(charges.map((c) => c.amountCents)).toEqual([5])
+    })
+  )
+
+  it.scoped("costOnInterrupt giving undefined keeps the reservation as the record", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const handler = Handler.make({
+        type: "summarize",
+        version: 1,
+        input: Input,
+        result: Output,
+        estimateCents: 5,
+        attempt: { timeoutMs: 3_000 },
+        run: (input, ctx) =>
+          Effect.map(
+            ctx.call({
+              estimateCents: 5,
+              run: model.call({ ms: 60_000 }),
+              cost: () => 4,
+              costOnInterrupt: () => undefined
+            }),
+            (text) => ({ summary: `${input.text}: ${text}` })
+          )
+      })
+      const id = yield* t.submit()
+      yield* t.start({ queue: "q", id: "w1", handlers: [handler] })
+      yield* t.advanceUntil(Effect.sync(() => model.state.calls === 1))
+
+      yield* t.inner.cancel({ items: [{ jobId: id }] })
+      yield* t.reaches(id, "abandoned")
+
+      const job = yield* t.job(id)
+      expect(job.costCents).toBe(5)
+      const charges = yield* t.query.charges({ jobId: id })
+      expect(charges.map((c) => [c.amountCents, c.settled])).toEqual([[5, false]])
+    })
+  )
+
   it.scoped("shutdown releases running leases and another worker finishes the job", () =>
     Effect.gen(function* () {
       const t = yield* setup

@@ -13,7 +13,8 @@
  *    self-fenced and no call starts (a call now could overlap the next holder's);
  * 7. `call`, then `settle`: the actual cost settles the reservation; a call that failed settles at the handler's
  *    cost for the error, else at its class's default (`ErrorClass.defaultCostOnError`: nothing for what providers
- *    do not bill, the reservation kept where they may have).
+ *    do not bill, the reservation kept where they may have); a call interrupted once it had started settles at the
+ *    handler's `costOnInterrupt` when it gives an amount, else its reservation stays.
  * The budget check, the call numbering and the reservation run under the attempt's ledger lock, so parallel calls of
  * one handler never reserve past the budget together; the settlement of a call that returned runs uninterruptibly,
  * so a cancel or a lost lease cannot drop the actual cost.
@@ -149,7 +150,17 @@ export const make = (options: {
       const estimateCents = Math.max(0, call.estimateCents)
       const callId = yield* reserve(estimateCents)
       yield* Metric.increment(Metrics.modelCalls)
-      const gated = Effect.zipRight(leaseGate(callId), timed(call.run))
+      // Set once the call itself starts: an interruption before that (a gate, a permit wait) consumed nothing.
+      let started = false
+      const gated = Effect.zipRight(
+        leaseGate(callId),
+        timed(
+          Effect.suspend(() => {
+            started = true
+            return call.run
+          })
+        )
+      )
       const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
       // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
       let costed: { readonly result: A; readonly cost: Either.Either<number, unknown> } | undefined
@@ -161,13 +172,17 @@ export const make = (options: {
       }
       const run =
         options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token, costOf }) : admitted
+      const onInterrupt = call.costOnInterrupt
       return yield* Effect.uninterruptibleMask((restore) =>
         restore(run).pipe(
           Effect.tapError((error) =>
             settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass))
           ),
           // A failed cost is thrown again as it was, for `settle` to report.
-          Effect.tap((result) => settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error)))
+          Effect.tap((result) => settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error))),
+          onInterrupt === undefined
+            ? (effect) => effect
+            : Effect.onInterrupt(() => (started ? settle(callId, onInterrupt) : Effect.void))
         )
       )
     })

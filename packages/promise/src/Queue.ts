@@ -1,0 +1,520 @@
+/**
+ * A queue for async/await code: `open` a URL, `submit` jobs, follow them (`get`, `watch`, `wait`), cancel, read the
+ * attempt and charge ledgers and the dead letters, replay, and run a `worker` of plain async handlers. Every call
+ * goes through the core `Client`, `Worker` and `Sweeper` on the adapter's own layers: the lease protocol, the spend
+ * ledger and the state machine are the core's, word for word; this module converts Promises, AbortSignals and
+ * error classes at the edge and adds no rule of its own.
+ *
+ * @since 0.1.0
+ */
+import * as Client from "@slowcall/core/Client"
+import type * as CoreHandler from "@slowcall/core/Handler"
+import * as Handler from "@slowcall/core/Handler"
+import { type Attempt, type Charge, type Job, JobId } from "@slowcall/core/Job"
+import type * as Lease from "@slowcall/core/Lease"
+import type * as Query from "@slowcall/core/Query"
+import type { Query as QueryTag } from "@slowcall/core/Query"
+import type { Store } from "@slowcall/core/Store"
+import * as Sweeper from "@slowcall/core/Sweeper"
+import type { Transport } from "@slowcall/core/Transport"
+import * as Worker from "@slowcall/core/Worker"
+import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Runtime, Schema, Scope, Stream } from "effect"
+import * as Backend from "./Backend.js"
+import { ConfigError, fromCore, Interrupted, InvalidInput, SlowcallError, Timeout } from "./Errors.js"
+import { inputSchema, resultSchema, type StandardSchemaV1, validate } from "./StandardSchema.js"
+
+/**
+ * A job record, as the Store keeps it (state, attempts, spend, result, error class, progress, times in epoch ms).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type JobRecord = Job
+
+/**
+ * Options of one billed call. `estimateCents` is reserved before `fn` runs; `cost` gives the actual amount from
+ * the result (default: the estimate); `costOnError` the amount an error reports (`undefined`: the error's class
+ * decides); `costOnInterrupt` what was consumed when the call is cut while it runs (`undefined`: the reservation
+ * stays as the record).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallOptions<T> {
+  readonly estimateCents: number
+  readonly cost?: ((result: T) => number) | undefined
+  readonly costOnError?: ((error: unknown) => number | undefined) | undefined
+  readonly costOnInterrupt?: (() => number | undefined) | undefined
+}
+
+/**
+ * What a handler gets besides its input. `signal` aborts when the attempt is stopped: cancel requested, deadline
+ * passed, lease lost, or the worker shutting down past its grace period. `call` is the only sanctioned way to make
+ * a billed call: the spend is reserved before `fn` and settled after it, even when the lease was lost; `fn` gets a
+ * signal of its own that aborts when the call is cut. It rejects with `BudgetExceeded` or `DeadlineExceeded`
+ * (nothing called: rethrow them and the job is abandoned for that reason), `Interrupted` (the call was cut), or
+ * whatever `fn` threw.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface JobContext {
+  readonly jobId: string
+  /** The attempt number within the current run, starting at 1. */
+  readonly attempt: number
+  readonly traceId: string | null
+  readonly signal: AbortSignal
+  /** Record progress in 0..1 (clamped); stored with the next heartbeat. */
+  readonly progress: (value: number) => Promise<void>
+  readonly call: <T>(fn: (signal: AbortSignal) => Promise<T>, options: CallOptions<T>) => Promise<T>
+}
+
+/**
+ * A handler: a bare async function, or one with schemas (any Standard Schema v1), an estimate of one attempt's
+ * spend (fixed, or from the input), the attempt's shape (call timeout, retries, fallbacks: the lease is sized from
+ * it; default a 60 s call) and the payload version it handles (default 1).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type HandlerDefinition<I = any, O = any> =
+  | ((input: I, ctx: JobContext) => Promise<O>)
+  | {
+      readonly input?: StandardSchemaV1<unknown, I> | undefined
+      readonly result?: StandardSchemaV1<unknown, O> | undefined
+      readonly estimateCents?: number | ((input: I) => number) | undefined
+      readonly attempt?: Lease.AttemptPolicy | undefined
+      readonly version?: number | undefined
+      readonly run: (input: I, ctx: JobContext) => Promise<O>
+    }
+
+/**
+ * Handlers by job type.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Handlers = Readonly<Record<string, HandlerDefinition>>
+
+/**
+ * What `open` takes: the backend (a `url`, see `Backend.ts`, or a `layer`), the queue name (default `default`), handlers known at submit (with those of every worker made from the queue)
+ * (their input schema checks each submit before anything is written), the default poll interval of `watch` and
+ * `wait` (default 250 ms), and a backlog bound (`maxQueued`, `maxQueuedPerTenant`: over it a submit fails with
+ * `QueueFull`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface OpenOptions {
+  readonly url?: string | undefined
+  /**
+   * For Effect users and tests: the Store, Query and Transport to run on instead of the ones `url` names (the
+   * caller keeps it; `close` does not tear down what it was built from when it is a prebuilt context).
+   */
+  readonly layer?: Layer.Layer<Store | QueryTag | Transport, unknown> | undefined
+  readonly queue?: string | undefined
+  readonly schema?: string | undefined
+  readonly migrate?: boolean | undefined
+  readonly sqs?: Backend.BackendOptions["sqs"]
+  readonly handlers?: Handlers | undefined
+  readonly watchIntervalMs?: number | undefined
+  readonly maxQueued?: number | undefined
+  readonly maxQueuedPerTenant?: number | undefined
+}
+
+/**
+ * Options of one submit. `key` is the idempotency key (a repeat with the same request returns the first job; with a
+ * different one, `KeyReused`); `deadline` and `runAfter` are a `Date` or epoch ms; `delayMs` delays from now.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubmitOptions {
+  readonly key?: string | undefined
+  readonly priority?: number | undefined
+  readonly delayMs?: number | undefined
+  readonly runAfter?: Date | number | undefined
+  readonly budgetCents?: number | undefined
+  readonly deadline?: Date | number | undefined
+  readonly maxAttempts?: number | undefined
+  readonly tenant?: string | undefined
+  readonly traceId?: string | undefined
+  readonly version?: number | undefined
+}
+
+/**
+ * One submit's answer: the job, and whether this call created it (false: an idempotent repeat).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Submitted {
+  readonly id: string
+  readonly created: boolean
+  readonly job: JobRecord
+}
+
+/**
+ * One item of `submitMany`: its type and input, and the options of a single submit.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubmitManyItem extends SubmitOptions {
+  readonly type: string
+  readonly input: unknown
+}
+
+/**
+ * The answer for one `submitMany` item: `created` (written and published), `existing` (its key named a job with the
+ * same request, returned unchanged), or `key_reused` (its key named another request; only this item was refused).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SubmitManyResult =
+  | { readonly status: "created" | "existing"; readonly id: string; readonly job: JobRecord }
+  | { readonly status: "key_reused"; readonly key: string; readonly existingJobId: string }
+
+/**
+ * Options of `worker`. `sweeper` (default true) also runs the core Sweeper for this queue in the worker: expired
+ * leases go back to queued, lost messages are republished, overdue jobs are abandoned. `shutdownGraceMs` is how long
+ * `stop` lets running handlers finish before aborting their signals (default 10 s).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WorkerOptions {
+  readonly handlers?: Handlers | undefined
+  readonly concurrency?: number | undefined
+  readonly prefetch?: number | undefined
+  readonly sweeper?: boolean | { readonly intervalMs?: number | undefined } | undefined
+  readonly shutdownGraceMs?: number | undefined
+  readonly id?: string | undefined
+}
+
+/**
+ * A worker. `start` resolves once it is claiming; `stop` resolves once it has shut down gracefully (running handlers
+ * finished or stopped, their leases released). Both are idempotent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface QueueWorker {
+  readonly start: () => Promise<void>
+  readonly stop: () => Promise<void>
+}
+
+/**
+ * An open queue. Every method rejects with a `SlowcallError` subclass for the core's typed failures.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Queue {
+  readonly name: string
+  readonly submit: (type: string, input: unknown, options?: SubmitOptions) => Promise<Submitted>
+  readonly submitMany: (items: ReadonlyArray<SubmitManyItem>) => Promise<ReadonlyArray<SubmitManyResult>>
+  readonly get: (id: string) => Promise<JobRecord>
+  readonly cancel: (id: string) => Promise<JobRecord>
+  /** The job now, then every change, until (and including) its first terminal state. `break` stops the polling. */
+  readonly watch: (id: string, options?: { readonly intervalMs?: number | undefined }) => AsyncIterable<JobRecord>
+  /** The job in its terminal state; `Timeout` after `timeoutMs` (the job goes on). */
+  readonly wait: (
+    id: string,
+    options?: { readonly timeoutMs?: number | undefined; readonly intervalMs?: number | undefined }
+  ) => Promise<JobRecord>
+  readonly list: (
+    filter?: Omit<Query.ListOptions, "queue" | "after"> & { readonly after?: string }
+  ) => Promise<ReadonlyArray<JobRecord>>
+  readonly attempts: (id: string) => Promise<ReadonlyArray<Attempt>>
+  readonly charges: (id: string) => Promise<ReadonlyArray<Charge>>
+  readonly deadLetters: (filter?: Omit<Query.DeadLetterOptions, "queue">) => Promise<Query.DeadLetters>
+  /** Move failed jobs back to queued (never a succeeded one) by ids or by filter. */
+  readonly replay: (
+    options: Omit<Query.ReplayOptions, "queue" | "jobIds" | "now"> & { readonly jobIds?: ReadonlyArray<string> }
+  ) => Promise<Query.ReplayResult>
+  readonly worker: (options?: WorkerOptions) => QueueWorker
+  /** Stop every worker started from this queue, then release the connections. Idempotent. */
+  readonly close: () => Promise<void>
+}
+
+type Services = Client.Client | Store | QueryTag | Transport
+
+const asTime = (value: Date | number | undefined): number | undefined =>
+  value instanceof Date ? value.getTime() : value
+
+const toJobId = (id: string): JobId => {
+  if (!Schema.is(JobId)(id)) throw new InvalidInput([{ message: `not a job id: ${JSON.stringify(id)}`, path: [] }])
+  return id
+}
+
+/** The facade error for a failed Exit: a core typed failure mapped, a defect or a foreign error as it is. */
+const rethrow = (cause: Cause.Cause<unknown>): never => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) throw fromCore(failure.value)
+  if (Cause.isInterruptedOnly(cause)) throw new Interrupted()
+  throw Cause.squash(cause)
+}
+
+const normalizeHandler = (type: string, definition: HandlerDefinition) =>
+  typeof definition === "function" ? { type, run: definition } : { type, ...definition }
+
+/** The core handler of one definition: schemas as effect Schemas, the run as a Promise bridged with its signal. */
+const toCore = (type: string, definition: HandlerDefinition): CoreHandler.Handler<unknown, unknown> => {
+  const spec = normalizeHandler(type, definition)
+  const estimate = spec.estimateCents
+  return Handler.make({
+    type,
+    version: spec.version ?? 1,
+    input: inputSchema(spec.input),
+    result: resultSchema(spec.result),
+    estimateCents: typeof estimate === "function" ? (input: unknown) => estimate(input) : estimate,
+    attempt: spec.attempt ?? { timeoutMs: 60_000 },
+    run: (input, ctx) =>
+      Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+        const calls = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+        return Effect.tryPromise({
+          try: (signal) => spec.run(input, makeContext(ctx, runtime, signal, calls)),
+          // The core decides the outcome from its own errors: a rethrown BudgetExceeded ends abandoned(budget).
+          catch: (error) =>
+            error instanceof SlowcallError && error.cause !== undefined && typeof error.cause === "object"
+              ? error.cause
+              : error
+        }).pipe(
+          // A stopped handler ends only once its cut calls have settled their charges, as a handler in Effect does.
+          Effect.onInterrupt(() => Effect.forEach([...calls], Fiber.await, { discard: true }))
+        )
+      })
+  })
+}
+
+const makeContext = (
+  ctx: CoreHandler.HandlerContext,
+  runtime: Runtime.Runtime<never>,
+  signal: AbortSignal,
+  calls: Set<Fiber.RuntimeFiber<unknown, unknown>>
+): JobContext => ({
+  jobId: ctx.jobId,
+  attempt: ctx.attempt,
+  traceId: ctx.traceId,
+  signal,
+  progress: (value) => Runtime.runPromise(runtime, ctx.progress(value)),
+  call: async <T>(fn: (signal: AbortSignal) => Promise<T>, options: CallOptions<T>): Promise<T> => {
+    if (signal.aborted) throw new Interrupted("the attempt was stopped before the call")
+    const fiber = Runtime.runFork(
+      runtime,
+      ctx.call({
+        estimateCents: options.estimateCents,
+        run: Effect.tryPromise({ try: (callSignal) => fn(callSignal), catch: (error) => error }),
+        cost: options.cost ?? (() => options.estimateCents),
+        costOnError: options.costOnError,
+        costOnInterrupt: options.costOnInterrupt
+      })
+    )
+    calls.add(fiber)
+    const cut = () => fiber.unsafeInterruptAsFork(fiber.id())
+    signal.addEventListener("abort", cut, { once: true })
+    try {
+      const exit = await Runtime.runPromise(runtime, Fiber.await(fiber))
+      if (Exit.isSuccess(exit)) return exit.value
+      return rethrow(exit.cause)
+    } finally {
+      signal.removeEventListener("abort", cut)
+      calls.delete(fiber)
+    }
+  }
+})
+
+/**
+ * Open a queue on the backend the URL names (see `Backend.ts`): connects and migrates before it resolves. Rejects
+ * with `ConfigError` for an unknown URL, `StoreUnavailable` when the store cannot be reached.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = async (options: OpenOptions): Promise<Queue> => {
+  const queue = options.queue ?? "default"
+  const url = options.url
+  if (options.layer === undefined && url === undefined) throw new ConfigError("open needs a url or a layer")
+  const backend =
+    options.layer ??
+    Backend.layer({ url: url ?? "", queue, schema: options.schema, migrate: options.migrate, sqs: options.sqs })
+  const client = Client.layerWith({
+    maxQueued: options.maxQueued,
+    maxQueuedPerTenant: options.maxQueuedPerTenant
+  })
+  const runtime = ManagedRuntime.make(Layer.provideMerge(client, backend))
+  let services: Runtime.Runtime<Services>
+  try {
+    services = await runtime.runtime()
+  } catch (error) {
+    await runtime.dispose()
+    throw fromCore(Cause.isCause(error) ? Cause.squash(error) : squashFiberFailure(error))
+  }
+  const run = async <A>(effect: Effect.Effect<A, unknown, Services>): Promise<A> => {
+    if (closed) throw new ConfigError(`queue ${queue} is closed`)
+    const exit = await runtime.runPromiseExit(effect)
+    return Exit.isSuccess(exit) ? exit.value : rethrow(exit.cause)
+  }
+  let closed = false
+  const schemas = new Map<string, StandardSchemaV1 | undefined>()
+  const learn = (handlers: Handlers | undefined) => {
+    for (const [type, definition] of Object.entries(handlers ?? {})) {
+      const spec = normalizeHandler(type, definition)
+      schemas.set(`${type}@${spec.version ?? 1}`, spec.input)
+    }
+  }
+  learn(options.handlers)
+  const workers = new Set<QueueWorker>()
+  const intervalMs = options.watchIntervalMs ?? 250
+
+  const toSubmit = async (type: string, input: unknown, opts: SubmitOptions): Promise<Client.SubmitOptions> => {
+    const schema = schemas.get(`${type}@${opts.version ?? 1}`)
+    if (schema !== undefined) await validate(schema, input)
+    return {
+      queue,
+      type,
+      input,
+      version: opts.version,
+      requestKey: opts.key,
+      tenant: opts.tenant,
+      priority: opts.priority,
+      delayMs: opts.delayMs,
+      runAfter: asTime(opts.runAfter),
+      deadlineAt: asTime(opts.deadline),
+      budgetCents: opts.budgetCents,
+      maxAttempts: opts.maxAttempts,
+      traceId: opts.traceId
+    }
+  }
+
+  const watchStream = (id: string, every: number | undefined) =>
+    Stream.unwrap(Effect.map(Client.Client, (c) => c.watch(toJobId(id), { intervalMs: every ?? intervalMs })))
+
+  const self: Queue = {
+    name: queue,
+    submit: async (type, input, opts = {}) => {
+      const item = await toSubmit(type, input, opts)
+      const result = await run(Effect.flatMap(Client.Client, (c) => c.submit(item)))
+      return { id: result.job.id, created: result.created, job: result.job }
+    },
+    submitMany: async (items) => {
+      const prepared = await Promise.all(
+        items.map(({ input, type, ...opts }, index) =>
+          toSubmit(type, input, opts).catch((error: unknown) => {
+            throw error instanceof InvalidInput
+              ? new InvalidInput(
+                  error.issues.map((issue) => ({ ...issue, path: [index, ...issue.path] })),
+                  { cause: error }
+                )
+              : error
+          })
+        )
+      )
+      const result = await run(Effect.flatMap(Client.Client, (c) => c.submitMany(prepared)))
+      return result.results.map(
+        (outcome): SubmitManyResult =>
+          outcome._tag === "KeyReused"
+            ? { status: "key_reused", key: outcome.requestKey, existingJobId: outcome.existingJobId }
+            : { status: outcome._tag === "Created" ? "created" : "existing", id: outcome.job.id, job: outcome.job }
+      )
+    },
+    get: (id) => run(Effect.flatMap(Client.Client, (c) => c.get(toJobId(id)))),
+    cancel: (id) => run(Effect.flatMap(Client.Client, (c) => c.cancel(toJobId(id)))),
+    watch: (id, opts = {}) => {
+      toJobId(id)
+      return Stream.toAsyncIterableRuntime(watchStream(id, opts.intervalMs).pipe(Stream.mapError(fromCore)), services)
+    },
+    wait: async (id, opts = {}) => {
+      const timeoutMs = opts.timeoutMs
+      const last = Stream.runLast(watchStream(id, opts.intervalMs))
+      const bounded =
+        timeoutMs === undefined
+          ? last
+          : Effect.timeoutFail(last, { duration: timeoutMs, onTimeout: () => new Timeout(id, timeoutMs) })
+      const job = await run(bounded)
+      if (Option.isNone(job)) throw new ConfigError(`watch of ${id} ended without a record`)
+      return job.value
+    },
+    list: (filter = {}) =>
+      run(
+        Effect.flatMap(Client.Client, (c) =>
+          c.list({ ...filter, queue, after: filter.after === undefined ? undefined : toJobId(filter.after) })
+        )
+      ),
+    attempts: (id) => run(Effect.flatMap(Client.Client, (c) => c.attempts(toJobId(id)))),
+    charges: (id) => run(Effect.flatMap(Client.Client, (c) => c.charges(toJobId(id)))),
+    deadLetters: (filter = {}) => run(Effect.flatMap(Client.Client, (c) => c.deadLetters({ ...filter, queue }))),
+    replay: (opts) =>
+      run(
+        Effect.flatMap(Client.Client, (c) =>
+          c.replay({ ...opts, queue, jobIds: opts.jobIds === undefined ? undefined : opts.jobIds.map(toJobId) })
+        )
+      ),
+    worker: (workerOptions = {}) => {
+      const handlers = workerOptions.handlers ?? options.handlers ?? {}
+      if (Object.keys(handlers).length === 0) throw new ConfigError("a worker needs at least one handler")
+      learn(handlers)
+      const coreHandlers = Object.entries(handlers).map(([type, definition]) => toCore(type, definition))
+      let scope: Scope.CloseableScope | undefined
+      let starting: Promise<void> | undefined
+      const sweeper = workerOptions.sweeper ?? true
+      const worker: QueueWorker = {
+        start: () => {
+          starting ??= run(
+            Effect.gen(function* () {
+              const opened = yield* Scope.make()
+              scope = opened
+              yield* Scope.extend(
+                Worker.make({
+                  queue,
+                  handlers: coreHandlers,
+                  id: workerOptions.id,
+                  concurrency: workerOptions.concurrency,
+                  prefetch: workerOptions.prefetch,
+                  shutdownGraceMs: workerOptions.shutdownGraceMs
+                }),
+                opened
+              )
+              if (sweeper !== false) {
+                const every = sweeper === true ? undefined : sweeper.intervalMs
+                yield* Scope.extend(Sweeper.make({ queue, intervalMs: every }), opened)
+              }
+            })
+          ).then(() => {
+            workers.add(worker)
+          })
+          return starting
+        },
+        stop: async () => {
+          if (starting !== undefined) await starting.catch(() => undefined)
+          const current = scope
+          scope = undefined
+          workers.delete(worker)
+          if (current !== undefined) await runtime.runPromise(Scope.close(current, Exit.void))
+        }
+      }
+      return worker
+    },
+    close: async () => {
+      if (closed) return
+      for (const worker of [...workers]) await worker.stop()
+      closed = true
+      await runtime.dispose()
+    }
+  }
+  return self
+}
+
+/** A rejection of `ManagedRuntime.runtime()` is a FiberFailure; its cause names the layer's error. */
+const squashFiberFailure = (error: unknown): unknown => {
+  if (typeof error === "object" && error !== null) {
+    const symbols = Object.getOwnPropertySymbols(error)
+    for (const symbol of symbols) {
+      const value = (error as Record<symbol, unknown>)[symbol]
+      if (Cause.isCause(value)) return Cause.squash(value)
+    }
+  }
+  return error
+}
