@@ -130,6 +130,9 @@ interface Verdict {
   readonly status?: number
 }
 
+/** Anthropic answers an account without credit with a 400 invalid_request_error and this message. */
+const creditMessage = /credit balance is too low|purchase credits|billing details/i
+
 const contextLengthMessage =
   /prompt is too long|maximum context length|context[ _-]length|context window|too many (?:input )?tokens|exceeds the maximum number of tokens|input token count|reduce the length of the messages/i
 
@@ -257,6 +260,9 @@ const vendorVerdict = (body: unknown): Verdict | undefined => {
     ...(numericCode !== undefined && numericCode >= 100 && numericCode < 600 ? { status: numericCode } : {})
   }
 
+  if (type === "invalid_request_error" && creditMessage.test(message)) {
+    return { errorClass: "quota_exhausted", detail, ...extra }
+  }
   const byCode = code !== undefined ? lookup(openAiCodes, code) : undefined
   if (byCode !== undefined && byCode !== "invalid_request") return { errorClass: byCode, detail, ...extra }
   if (reasons.includes("API_KEY_INVALID") || /api key not valid/i.test(message)) {
@@ -378,6 +384,12 @@ const statusOf = (u: unknown): number | undefined => {
 
 const maxDepth = 6
 
+const constructorName = (e: Error): string | undefined => {
+  const ctor: unknown = Object.getPrototypeOf(e)?.constructor
+  const n = typeof ctor === "function" ? ctor.name : undefined
+  return n !== undefined && n.length > 0 && n !== "Error" ? n : undefined
+}
+
 const collect = (root: unknown): Facts => {
   const facts: Facts = {
     status: undefined,
@@ -405,9 +417,15 @@ const collect = (root: unknown): Facts => {
     const tag = str(u._tag)
     if (tag !== undefined && tag !== name) facts.names.push(tag)
     if (name !== undefined) facts.names.push(name)
+    // OpenAI's error classes leave `name` as "Error": the class itself (APIUserAbortError,
+    // APIConnectionTimeoutError, ...) is the only signal, so the constructor's name counts as a name too.
+    const ctorName = u instanceof Error ? constructorName(u) : undefined
+    if (ctorName !== undefined && ctorName !== name) facts.names.push(ctorName)
     const code = str(u.code) ?? str(u.errno)
     if (code !== undefined) facts.codes.push(code)
     const message = str(u.message)
+    // The Gemini SDK keeps the provider's error body as a JSON string in `message`.
+    if (message !== undefined && parseJson(message) !== undefined) facts.bodies.push(message)
     const status = statusOf(u.status) ?? statusOf(u.statusCode)
     if (facts.status === undefined && status !== undefined) facts.status = status
     if (facts.statusText === undefined) facts.statusText = str(u.statusText)
@@ -499,6 +517,9 @@ const classifyError = (error: unknown, options: NormalizeOptions): Normalized =>
   const evidence = evidenceParts.length > 0 ? evidenceParts.join("; ") : describe(error)
 
   const classify = (): ErrorClass => {
+    // A generic "invalid request" body on 401/403 (OpenAI sends type invalid_request_error with a bad key) is a
+    // credential problem: the status is the more specific signal.
+    if (verdict?.errorClass === "invalid_request" && (status === 401 || status === 403)) return "auth"
     if (verdict) return verdict.errorClass
     const byStatus = status !== undefined ? fromStatus(status) : undefined
     if (byStatus !== undefined) return byStatus

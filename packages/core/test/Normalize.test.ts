@@ -415,3 +415,58 @@ describe("normalize: Effect exits", () => {
     })
   )
 })
+
+describe("normalize: the shapes the provider SDKs really throw", () => {
+  // Stand-ins with the SDKs' own traits: OpenAI's classes keep `name` "Error"; Gemini's ApiError keeps the body as a
+  // JSON string in `message`. packages/providers runs the real SDKs against a fake provider.
+  class APIUserAbortError extends Error {}
+  class APIConnectionTimeoutError extends Error {}
+  class ApiError extends Error {
+    constructor(
+      message: string,
+      readonly status: number
+    ) {
+      super(message)
+      this.name = "ApiError"
+    }
+  }
+
+  it("reads the class name when `name` is the generic Error", () => {
+    expect(new APIUserAbortError("Request was aborted.").name).toBe("Error")
+    expect(normalize(new APIUserAbortError("Request was aborted.")).errorClass).toBe("cancelled")
+    expect(normalize(new APIConnectionTimeoutError("Request timed out.")).errorClass).toBe("timeout")
+  })
+
+  it("parses a JSON body kept in `message`: Google status mapping and RetryInfo", () => {
+    const body = {
+      error: {
+        code: 429,
+        message: "Resource has been exhausted",
+        status: "RESOURCE_EXHAUSTED",
+        details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "37s" }]
+      }
+    }
+    const n = normalize(new ApiError(JSON.stringify(body), 429))
+    expect(n).toMatchObject({ errorClass: "rate_limited", retryAfterMs: 37_000, status: 429 })
+    const unavailable = { error: { code: 503, message: "The model is overloaded.", status: "UNAVAILABLE" } }
+    expect(normalize(new ApiError(JSON.stringify(unavailable), 503)).errorClass).toBe("overloaded")
+  })
+
+  it("a generic invalid_request body on 401 or 403 is auth", () => {
+    const body = { error: { message: "You didn't provide an API key.", type: "invalid_request_error", code: null } }
+    expect(normalize({ status: 401, error: body.error }).errorClass).toBe("auth")
+    expect(normalize({ status: 403, error: body.error }).errorClass).toBe("auth")
+    expect(normalize({ status: 400, error: body.error }).errorClass).toBe("invalid_request")
+  })
+
+  it("Anthropic's 400 'credit balance is too low' is quota_exhausted", () => {
+    const body = {
+      type: "error",
+      error: {
+        type: "invalid_request_error",
+        message: "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing."
+      }
+    }
+    expect(normalize({ status: 400, error: body }).errorClass).toBe("quota_exhausted")
+  })
+})
