@@ -64,7 +64,7 @@ export const messageUsage = (u: RawUsage | null | undefined): Pricing.Usage =>
  */
 export const withAnthropic = (client: AnthropicSdk, ctx: ModelCallContext, opts: WrapOptions = {}): AnthropicCalls => {
   const bill = billing(opts)
-  const create = (params: Params | StreamParams, options?: RequestOptions): Promise<unknown> => {
+  const create = async (params: Params | StreamParams, options?: RequestOptions): Promise<unknown> => {
     const inputTokens = approxTokens([params.system, params.messages])
     const estimateCents = bill.estimate(params.model, params, inputTokens, params.max_tokens)
     const withSignal = (signal: AbortSignal): RequestOptions => ({

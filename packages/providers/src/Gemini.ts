@@ -77,7 +77,7 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
   }
   return {
     models: {
-      generateContent: (params) => {
+      generateContent: async (params) => {
         const { estimateCents, withSignal } = prepare(params)
         return ctx.call(
           (signal) =>
@@ -90,7 +90,7 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
           }
         )
       },
-      generateContentStream: (params) => {
+      generateContentStream: async (params) => {
         const { estimateCents, inputTokens, withSignal } = prepare(params)
         let last: Pricing.Usage | undefined
         let chunks = 0

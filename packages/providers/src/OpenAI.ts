@@ -88,7 +88,7 @@ export const responseUsage = (u: OpenAISdk.Responses.ResponseUsage | null | unde
 export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapOptions = {}): OpenAICalls => {
   const bill = billing(opts)
 
-  const chatCreate = (params: ChatParams | ChatStreamParams, options?: RequestOptions): Promise<unknown> => {
+  const chatCreate = async (params: ChatParams | ChatStreamParams, options?: RequestOptions): Promise<unknown> => {
     const inputTokens = approxTokens(params.messages)
     const estimateCents = bill.estimate(
       params.model,
@@ -127,7 +127,7 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
     )
   }
 
-  const responsesCreate = (params: RespParams | RespStreamParams, options?: RequestOptions): Promise<unknown> => {
+  const responsesCreate = async (params: RespParams | RespStreamParams, options?: RequestOptions): Promise<unknown> => {
     const model = typeof params.model === "string" ? params.model : ""
     const inputTokens = approxTokens([params.instructions, params.input])
     const estimateCents = bill.estimate(model, params, inputTokens, params.max_output_tokens ?? undefined)

@@ -19,8 +19,8 @@ export type Reply =
       readonly kind: "sse"
       readonly events: ReadonlyArray<string>
       readonly headers?: Readonly<Record<string, string>>
-      /** Destroy the socket after the events instead of ending the stream. */
-      readonly cut?: boolean
+      /** After the events: `end` the stream (default), `cut` the connection, or `hold` it open forever. */
+      readonly then?: "end" | "cut" | "hold"
     }
   /** Destroy the socket before any response byte. */
   | { readonly kind: "reset" }
@@ -58,10 +58,10 @@ export const startFakeProvider = async (): Promise<FakeProvider> => {
       case "sse": {
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...r.headers })
         for (const e of r.events) res.write(`${e}\n\n`)
-        if (r.cut === true) {
+        if (r.then === "cut") {
           // Let the written events reach the client before the connection drops.
           setTimeout(() => res.socket?.destroy(), 20)
-        } else {
+        } else if (r.then !== "hold") {
           res.end()
         }
         return

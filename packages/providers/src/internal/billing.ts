@@ -119,8 +119,16 @@ export const streamCall = <Chunk>(
           yield chunk
         }
         settled = true
+        if (signal.aborted) {
+          // Some SDK streams end quietly when their signal aborts: the caller must not take a cut stream for a
+          // complete one.
+          const aborted = mapError(new DOMException("the model call was aborted", "AbortError"), signal)
+          fail(aborted)
+          throw aborted
+        }
         finish()
       } catch (e) {
+        if (settled) throw e
         settled = true
         const mapped = mapError(e, signal)
         fail(mapped)
