@@ -417,6 +417,9 @@ const collect = (root: unknown): Facts => {
     const tag = str(u._tag)
     if (tag !== undefined && tag !== name) facts.names.push(tag)
     if (name !== undefined) facts.names.push(name)
+    // A tagged error may also carry a standard `name` (TimeoutError, AbortError) that says more than its tag.
+    const ownName = str(u.name)
+    if (ownName !== undefined && ownName !== name) facts.names.push(ownName)
     // OpenAI's error classes leave `name` as "Error": the class itself (APIUserAbortError,
     // APIConnectionTimeoutError, ...) is the only signal, so the constructor's name counts as a name too.
     const ctorName = u instanceof Error ? constructorName(u) : undefined

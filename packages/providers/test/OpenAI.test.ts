@@ -45,8 +45,21 @@ describe("withOpenAI: chat.completions.create", () => {
     // gpt-4o: 600 input x 250 + 400 cached x 125 + 200 output x 1000 (cents per million tokens)
     expect(call).toMatchObject({ outcome: "success", settledCents: 0.4 })
     expect(fetched).toHaveLength(1)
+  })
+
+  it("the job's abort reaches the SDK's fetch: APIUserAbortError, classed cancelled, settled as interrupted", async () => {
+    fake.reply({ kind: "stall" })
+    const ctx = recordingContext()
+    fetched.length = 0
+    const pending = withOpenAI(client(), ctx).chat.completions.create({ model: "gpt-4o", messages })
+    while (fetched.length === 0) await new Promise((r) => setTimeout(r, 5))
+    expect(fetched[0]?.aborted).toBe(false)
     ctx.abort()
+    const error = await pending.catch((e: unknown) => e)
     expect(fetched[0]?.aborted).toBe(true)
+    expect(error).toBeInstanceOf(OpenAI.APIUserAbortError)
+    expect(normalize(error).errorClass).toBe("cancelled")
+    expect(ctx.calls[0]).toMatchObject({ outcome: "interrupt", settledCents: ctx.calls[0]?.estimateCents })
   })
 
   it("a model with no price fails with PriceNotFound before any request; a fallback price serves", async () => {
