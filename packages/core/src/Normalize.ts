@@ -207,6 +207,33 @@ const parseJson = (s: string): unknown => {
   }
 }
 
+/**
+ * A response that came back but was withheld: OpenAI's `finish_reason: "content_filter"` or a `refusal`, a
+ * Responses API answer incomplete for `content_filter`, Anthropic's `stop_reason: "refusal"` (on the message or a
+ * stream's `message_delta`).
+ */
+const refusalVerdict = (x: Rec): Verdict | undefined => {
+  if (Array.isArray(x.choices)) {
+    for (const c of x.choices) {
+      if (!isRecord(c)) continue
+      if (c.finish_reason === "content_filter")
+        return { errorClass: "content_filtered", detail: "finish_reason content_filter" }
+      const refusal = isRecord(c.message)
+        ? str(c.message.refusal)
+        : isRecord(c.delta)
+          ? str(c.delta.refusal)
+          : undefined
+      if (refusal !== undefined) return { errorClass: "content_filtered", detail: `refusal: ${refusal}` }
+    }
+  }
+  if (isRecord(x.incomplete_details) && x.incomplete_details.reason === "content_filter") {
+    return { errorClass: "content_filtered", detail: "incomplete: content_filter" }
+  }
+  const stop = str(x.stop_reason) ?? (isRecord(x.delta) ? str(x.delta.stop_reason) : undefined)
+  if (stop === "refusal") return { errorClass: "content_filtered", detail: "stop_reason refusal" }
+  return undefined
+}
+
 const googleVerdict = (x: Rec): Verdict | undefined => {
   const blocked = isRecord(x.promptFeedback) ? str(x.promptFeedback.blockReason) : undefined
   if (blocked !== undefined) return { errorClass: "content_filtered", detail: `prompt blocked: ${blocked}` }
@@ -244,7 +271,7 @@ const googleDetails = (details: unknown): { retryAfterMs?: number; reasons: Read
 const vendorVerdict = (body: unknown): Verdict | undefined => {
   const x = typeof body === "string" ? parseJson(body) : body
   if (!isRecord(x)) return undefined
-  const blocked = googleVerdict(x)
+  const blocked = googleVerdict(x) ?? refusalVerdict(x)
   if (blocked) return blocked
   const inner: Rec = isRecord(x.error) ? x.error : x
   const type = str(inner.type)
@@ -523,6 +550,8 @@ const classifyError = (error: unknown, options: NormalizeOptions): Normalized =>
     // A generic "invalid request" body on 401/403 (OpenAI sends type invalid_request_error with a bad key) is a
     // credential problem: the status is the more specific signal.
     if (verdict?.errorClass === "invalid_request" && (status === 401 || status === 403)) return "auth"
+    // OpenAI answers an overloaded engine with 503 and a generic server_error body.
+    if (verdict?.errorClass === "server_error" && (status === 503 || status === 529)) return "overloaded"
     if (verdict) return verdict.errorClass
     const byStatus = status !== undefined ? fromStatus(status) : undefined
     if (byStatus !== undefined) return byStatus

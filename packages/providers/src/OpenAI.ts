@@ -118,8 +118,7 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
       )
     }
     return ctx.call(
-      (signal) =>
-        client.chat.completions.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
+      (signal) => client.chat.completions.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
       {
         estimateCents,
         cost: (r: Chat) => Pricing.costCents(bill.price(r.model || params.model), chatUsage(r.usage))

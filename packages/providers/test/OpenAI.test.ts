@@ -100,7 +100,11 @@ describe("withOpenAI: chat.completions.create", () => {
     const { events, done } = openAiChatStream({ usage: true })
     fake.reply({ kind: "sse", events: [...events, done] })
     const ctx = recordingContext()
-    const stream = await withOpenAI(client(), ctx).chat.completions.create({ model: "gpt-4o-mini", messages, stream: true })
+    const stream = await withOpenAI(client(), ctx).chat.completions.create({
+      model: "gpt-4o-mini",
+      messages,
+      stream: true
+    })
     let text = ""
     for await (const c of stream) text += c.choices[0]?.delta.content ?? ""
     await ctx.idle()
@@ -114,7 +118,11 @@ describe("withOpenAI: chat.completions.create", () => {
     const { events } = openAiChatStream({ usage: false })
     fake.reply({ kind: "sse", events, then: "cut" })
     const ctx = recordingContext()
-    const stream = await withOpenAI(client(), ctx).chat.completions.create({ model: "gpt-4o-mini", messages, stream: true })
+    const stream = await withOpenAI(client(), ctx).chat.completions.create({
+      model: "gpt-4o-mini",
+      messages,
+      stream: true
+    })
     const seen: Array<string> = []
     const error = await (async () => {
       for await (const c of stream) seen.push(c.choices[0]?.delta.content ?? "")
@@ -132,7 +140,11 @@ describe("withOpenAI: chat.completions.create", () => {
     // A stream that never ends: the fake writes one chunk and keeps the connection open.
     fake.reply({ kind: "sse", events: events.slice(0, 1), then: "hold" })
     const ctx = recordingContext()
-    const stream = await withOpenAI(client(), ctx).chat.completions.create({ model: "gpt-4o-mini", messages, stream: true })
+    const stream = await withOpenAI(client(), ctx).chat.completions.create({
+      model: "gpt-4o-mini",
+      messages,
+      stream: true
+    })
     const it0 = stream[Symbol.asyncIterator]()
     await it0.next()
     ctx.abort()
@@ -148,7 +160,11 @@ describe("withOpenAI: chat.completions.create", () => {
     const { events, done } = openAiChatStream({ usage: true })
     fake.reply({ kind: "sse", events: [...events, done] })
     const ctx = recordingContext()
-    const stream = await withOpenAI(client(), ctx).chat.completions.create({ model: "gpt-4o-mini", messages, stream: true })
+    const stream = await withOpenAI(client(), ctx).chat.completions.create({
+      model: "gpt-4o-mini",
+      messages,
+      stream: true
+    })
     for await (const _ of stream) break
     await ctx.idle()
     const inputTokens = Math.ceil(JSON.stringify(messages).length / 4)
@@ -157,7 +173,18 @@ describe("withOpenAI: chat.completions.create", () => {
   })
 
   it("a stream that fails to open rejects the create call with the SDK's error", async () => {
-    fake.reply({ kind: "json", status: 401, body: { error: { message: "Incorrect API key provided: sk-test-****", type: "invalid_request_error", code: "invalid_api_key", param: null } } })
+    fake.reply({
+      kind: "json",
+      status: 401,
+      body: {
+        error: {
+          message: "Incorrect API key provided: sk-test-****",
+          type: "invalid_request_error",
+          code: "invalid_api_key",
+          param: null
+        }
+      }
+    })
     const ctx = recordingContext()
     const error = await withOpenAI(client(), ctx)
       .chat.completions.create({ model: "gpt-4o-mini", messages, stream: true })
@@ -172,7 +199,11 @@ describe("withOpenAI: responses.create", () => {
   it("settles by the response's usage", async () => {
     fake.reply({ kind: "json", status: 200, body: openAiResponse() })
     const ctx = recordingContext()
-    const r = await withOpenAI(client(), ctx).responses.create({ model: "gpt-4.1", input: "hello", max_output_tokens: 50 })
+    const r = await withOpenAI(client(), ctx).responses.create({
+      model: "gpt-4.1",
+      input: "hello",
+      max_output_tokens: 50
+    })
     expect(r.output_text).toBe("hi")
     // gpt-4.1: 1000 x 200 + 1000 cached x 50 + 100 x 800
     expect(ctx.calls[0]).toMatchObject({ outcome: "success", settledCents: 0.33 })

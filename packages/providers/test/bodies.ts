@@ -4,7 +4,9 @@
  */
 import { sse } from "./fakeProvider.js"
 
-export const openAiChat = (over: { model?: string; finish?: string; content?: string | null; refusal?: string } = {}) => ({
+export const openAiChat = (
+  over: { model?: string; finish?: string; content?: string | null; refusal?: string } = {}
+) => ({
   id: "chatcmpl-1",
   object: "chat.completion",
   created: 1_700_000_000,
@@ -12,7 +14,11 @@ export const openAiChat = (over: { model?: string; finish?: string; content?: st
   choices: [
     {
       index: 0,
-      message: { role: "assistant", content: over.content === undefined ? "hi" : over.content, refusal: over.refusal ?? null },
+      message: {
+        role: "assistant",
+        content: over.content === undefined ? "hi" : over.content,
+        refusal: over.refusal ?? null
+      },
       finish_reason: over.finish ?? "stop",
       logprobs: null
     }
@@ -29,7 +35,10 @@ export const openAiChatStream = (opts: { usage: boolean; parts?: ReadonlyArray<s
   const parts = opts.parts ?? ["Hel", "lo", "!"]
   const base = { id: "chatcmpl-2", object: "chat.completion.chunk", created: 1_700_000_000, model: "gpt-4o-mini" }
   const events = parts.map((p, i) =>
-    sse({ ...base, choices: [{ index: 0, delta: i === 0 ? { role: "assistant", content: p } : { content: p }, finish_reason: null }] })
+    sse({
+      ...base,
+      choices: [{ index: 0, delta: i === 0 ? { role: "assistant", content: p } : { content: p }, finish_reason: null }]
+    })
   )
   events.push(sse({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }))
   if (opts.usage) {
@@ -37,7 +46,12 @@ export const openAiChatStream = (opts: { usage: boolean; parts?: ReadonlyArray<s
       sse({
         ...base,
         choices: [],
-        usage: { prompt_tokens: 500, completion_tokens: 30, total_tokens: 530, prompt_tokens_details: { cached_tokens: 0 } }
+        usage: {
+          prompt_tokens: 500,
+          completion_tokens: 30,
+          total_tokens: 530,
+          prompt_tokens_details: { cached_tokens: 0 }
+        }
       })
     )
   }
@@ -72,13 +86,35 @@ export const openAiResponse = (status: "completed" | "incomplete" = "completed")
 export const openAiResponseStream = () => {
   const r = openAiResponse()
   return [
-    sse({ type: "response.created", sequence_number: 0, response: { ...r, status: "in_progress", usage: null, output: [] } }, "response.created"),
-    sse({ type: "response.output_text.delta", sequence_number: 1, item_id: "msg_1", output_index: 0, content_index: 0, delta: "hi" }, "response.output_text.delta"),
+    sse(
+      {
+        type: "response.created",
+        sequence_number: 0,
+        response: { ...r, status: "in_progress", usage: null, output: [] }
+      },
+      "response.created"
+    ),
+    sse(
+      {
+        type: "response.output_text.delta",
+        sequence_number: 1,
+        item_id: "msg_1",
+        output_index: 0,
+        content_index: 0,
+        delta: "hi"
+      },
+      "response.output_text.delta"
+    ),
     sse({ type: "response.completed", sequence_number: 2, response: r }, "response.completed")
   ]
 }
 
-export const openAiError = (message: string, type: string, code: string | null = null, param: string | null = null) => ({
+export const openAiError = (
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null
+) => ({
   error: { message, type, param, code }
 })
 
@@ -114,7 +150,14 @@ export const anthropicStream = (opts: { end: boolean }) => {
   if (opts.end) {
     events.push(
       sse({ type: "content_block_stop", index: 0 }, "content_block_stop"),
-      sse({ type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 50 } }, "message_delta"),
+      sse(
+        {
+          type: "message_delta",
+          delta: { stop_reason: "end_turn", stop_sequence: null },
+          usage: { output_tokens: 50 }
+        },
+        "message_delta"
+      ),
       sse({ type: "message_stop" }, "message_stop")
     )
   }
@@ -137,7 +180,9 @@ export const geminiResponse = (finishReason = "STOP") => ({
 
 export const geminiStream = (opts: { end: boolean }) => {
   const chunk = (text: string, out: number, finishReason?: string) => ({
-    candidates: [{ content: { role: "model", parts: [{ text }] }, index: 0, ...(finishReason ? { finishReason } : {}) }],
+    candidates: [
+      { content: { role: "model", parts: [{ text }] }, index: 0, ...(finishReason ? { finishReason } : {}) }
+    ],
     usageMetadata: { promptTokenCount: 600, candidatesTokenCount: out, totalTokenCount: 600 + out },
     modelVersion: "gemini-2.5-flash"
   })
