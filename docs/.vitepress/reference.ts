@@ -8,7 +8,16 @@ import ts from "typescript"
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
 /** Packages whose modules are public API, in the order the sidebar shows them. */
-const packages = ["core", "testing", "adapter-postgres", "adapter-redis", "adapter-sqs", "simulator", "http"] as const
+const packages = [
+  "core",
+  "testing",
+  "adapter-postgres",
+  "adapter-redis",
+  "adapter-sqs",
+  "providers",
+  "simulator",
+  "http"
+] as const
 
 export interface ReferenceModule {
   readonly packageName: string

@@ -47,7 +47,9 @@ describe("Redact.redact", () => {
     ],
     [
       "SDK message: a body stringified twice (a log line holding the error)",
-      JSON.stringify({ msg: JSON.stringify({ error: { type: "authentication_error", api_key: "p4ss w0rd, still}secret" } }) }),
+      JSON.stringify({
+        msg: JSON.stringify({ error: { type: "authentication_error", api_key: "p4ss w0rd, still}secret" } })
+      }),
       "still}secret"
     ],
     [

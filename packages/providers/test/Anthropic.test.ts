@@ -89,7 +89,7 @@ describe("withAnthropic: messages.create", () => {
   })
 
   it("a cut stream settles by what it consumed: reported input, one token per text delta", async () => {
-    fake.reply({ kind: "sse", events: anthropicStream({ end: false }), then: "cut" })
+    fake.reply({ kind: "sse", events: anthropicStream({ end: false }), after: "cut" })
     const ctx = recordingContext()
     const stream = await withAnthropic(client(), ctx).messages.create({ ...params, stream: true })
     const error = await (async () => {
@@ -105,7 +105,7 @@ describe("withAnthropic: messages.create", () => {
   })
 
   it("a stream the job aborts is settled by costOnInterrupt and classed cancelled", async () => {
-    fake.reply({ kind: "sse", events: anthropicStream({ end: false }), then: "hold" })
+    fake.reply({ kind: "sse", events: anthropicStream({ end: false }), after: "hold" })
     const ctx = recordingContext()
     const stream = await withAnthropic(client(), ctx).messages.create({ ...params, stream: true })
     const it0 = stream[Symbol.asyncIterator]()

@@ -35,7 +35,7 @@ interface Outcome {
   readonly thrown?: unknown
   /** What carries the finish reason: the response, or the stream's chunk that reported it. */
   readonly returned?: unknown
-  readonly finish?: string
+  readonly finish?: string | undefined
 }
 
 const lastWith = <T>(items: ReadonlyArray<T>, pick: (t: T) => string | null | undefined) => {

@@ -79,7 +79,7 @@ describe("withGemini: models.generateContentStream", () => {
   })
 
   it("a cut stream settles by the last usage seen", async () => {
-    fake.reply({ kind: "sse", events: geminiStream({ end: false }), then: "cut" })
+    fake.reply({ kind: "sse", events: geminiStream({ end: false }), after: "cut" })
     const ctx = recordingContext()
     const stream = await withGemini(client(), ctx).models.generateContentStream(params)
     const error = await (async () => {
@@ -94,7 +94,7 @@ describe("withGemini: models.generateContentStream", () => {
   })
 
   it("a stream the job aborts is cancelled and settled by what it consumed", async () => {
-    fake.reply({ kind: "sse", events: geminiStream({ end: false }), then: "hold" })
+    fake.reply({ kind: "sse", events: geminiStream({ end: false }), after: "hold" })
     const ctx = recordingContext()
     const stream = await withGemini(client(), ctx).models.generateContentStream(params)
     const it0 = stream[Symbol.asyncIterator]()

@@ -116,7 +116,7 @@ describe("withOpenAI: chat.completions.create", () => {
 
   it("a cut stream settles by what it consumed: the prompt's estimate and one token per content chunk", async () => {
     const { events } = openAiChatStream({ usage: false })
-    fake.reply({ kind: "sse", events, then: "cut" })
+    fake.reply({ kind: "sse", events, after: "cut" })
     const ctx = recordingContext()
     const stream = await withOpenAI(client(), ctx).chat.completions.create({
       model: "gpt-4o-mini",
@@ -138,7 +138,7 @@ describe("withOpenAI: chat.completions.create", () => {
   it("a stream the job aborts settles by what it consumed (costOnInterrupt), and normalize says cancelled", async () => {
     const { events } = openAiChatStream({ usage: false, parts: ["a"] })
     // A stream that never ends: the fake writes one chunk and keeps the connection open.
-    fake.reply({ kind: "sse", events: events.slice(0, 1), then: "hold" })
+    fake.reply({ kind: "sse", events: events.slice(0, 1), after: "hold" })
     const ctx = recordingContext()
     const stream = await withOpenAI(client(), ctx).chat.completions.create({
       model: "gpt-4o-mini",

@@ -470,7 +470,7 @@ export const cases: ReadonlyArray<Case> = [
     scenario: reply("SSE chunks, then the socket is destroyed", {
       kind: "sse",
       events: openAiChatStream({ usage: false }).events,
-      then: "cut"
+      after: "cut"
     }),
     sdk: "TypeError",
     errorClass: "network"
@@ -714,7 +714,7 @@ export const cases: ReadonlyArray<Case> = [
     scenario: reply("SSE events, then the socket is destroyed", {
       kind: "sse",
       events: anthropicStream({ end: false }),
-      then: "cut"
+      after: "cut"
     }),
     sdk: "TypeError",
     errorClass: "network"
@@ -943,7 +943,7 @@ export const cases: ReadonlyArray<Case> = [
     scenario: reply("SSE chunks, then the socket is destroyed", {
       kind: "sse",
       events: geminiStream({ end: false }),
-      then: "cut"
+      after: "cut"
     }),
     sdk: "TypeError",
     errorClass: "network"

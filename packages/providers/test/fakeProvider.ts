@@ -20,7 +20,7 @@ export type Reply =
       readonly events: ReadonlyArray<string>
       readonly headers?: Readonly<Record<string, string>>
       /** After the events: `end` the stream (default), `cut` the connection, or `hold` it open forever. */
-      readonly then?: "end" | "cut" | "hold"
+      readonly after?: "end" | "cut" | "hold"
     }
   /** Destroy the socket before any response byte. */
   | { readonly kind: "reset" }
@@ -58,10 +58,10 @@ export const startFakeProvider = async (): Promise<FakeProvider> => {
       case "sse": {
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...r.headers })
         for (const e of r.events) res.write(`${e}\n\n`)
-        if (r.then === "cut") {
+        if (r.after === "cut") {
           // Let the written events reach the client before the connection drops.
           setTimeout(() => res.socket?.destroy(), 20)
-        } else if (r.then !== "hold") {
+        } else if (r.after !== "hold") {
           res.end()
         }
         return
