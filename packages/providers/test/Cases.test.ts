@@ -157,7 +157,7 @@ describe("provider cases: what the real SDKs throw, classified by normalize", ()
 describe("docs/guide/provider-cases.md", () => {
   const file = join(import.meta.dirname, "..", "..", "..", "docs", "guide", "provider-cases.md")
   it("is what the table renders", () => {
-    const rendered = `${renderCases(cases)}\n`
+    const rendered = renderCases(cases)
     if (process.env.UPDATE_PROVIDER_CASES === "1") writeFileSync(file, rendered)
     expect(readFileSync(file, "utf8")).toBe(rendered)
   })

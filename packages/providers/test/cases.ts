@@ -973,6 +973,13 @@ const scenarioText = (s: Scenario): string => {
 
 const cell = (s: string): string => s.replace(/\|/g, "\\|")
 
+/** A Markdown table with its columns padded, as the repository's formatter writes them. */
+const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): Array<string> => {
+  const widths = header.map((h, i) => Math.max(3, h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)]
+}
+
 /** The Markdown page of the table: one section per provider, one row per case. */
 export const renderCases = (rows: ReadonlyArray<Case>): string => {
   const out: Array<string> = [
@@ -991,16 +998,18 @@ export const renderCases = (rows: ReadonlyArray<Case>): string => {
   for (const p of ["openai", "anthropic", "gemini"] as const) {
     const mine = rows.filter((r) => r.provider === p)
     out.push(`## ${providerNames[p]} (${mine.length})`, "")
-    out.push("| call | case | the fake answers | the SDK | class | retry after | finish |")
-    out.push("|---|---|---|---|---|---|---|")
-    for (const r of mine) {
-      const call = `\`${apiNames[r.api]}\`${r.stream ? " (stream)" : ""}`
-      const retry = r.retryAfterMs === undefined ? "" : `${r.retryAfterMs} ms`
-      out.push(
-        `| ${call} | ${cell(r.title)} | ${cell(scenarioText(r.scenario))} | ${r.sdk === "returned" ? "returns" : `\`${r.sdk}\``} | ${r.errorClass ? `\`${r.errorClass}\`` : "-"} | ${retry} | ${r.finish ?? ""} |`
-      )
-    }
+    const header = ["call", "case", "the fake answers", "the SDK", "class", "retry after", "finish"]
+    const body = mine.map((r) => [
+      `\`${apiNames[r.api]}\`${r.stream ? " (stream)" : ""}`,
+      cell(r.title),
+      cell(scenarioText(r.scenario)),
+      r.sdk === "returned" ? "returns" : `\`${r.sdk}\``,
+      r.errorClass ? `\`${r.errorClass}\`` : "-",
+      r.retryAfterMs === undefined ? "" : `${r.retryAfterMs} ms`,
+      r.finish ?? ""
+    ])
+    out.push(...table(header, body))
     out.push("")
   }
-  return out.join("\n")
+  return `${out.join("\n").trimEnd()}\n`
 }
