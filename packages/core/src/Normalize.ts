@@ -498,13 +498,18 @@ const causeEvidence = (cause: Cause.Cause<unknown>): string => Cause.pretty(caus
  * anything unrecognised is `unknown`. The most specific signal wins, in this order:
  *
  * 1. an Effect `Cause` made only of interruptions -> `cancelled` (other causes are squashed and classified);
- * 2. a vendor error body (OpenAI, Anthropic, Gemini; from `body`, `data`, `error` or the value itself, as a string
- *    or parsed) -> its class, so a 429 `insufficient_quota` is `quota_exhausted`, not `rate_limited`;
+ * 2. a vendor error body (OpenAI, Anthropic, Gemini; from `body`, `data`, `error`, a JSON `message` as the Gemini
+ *    SDK keeps it, or the value itself, as a string or parsed) -> its class, so a 429 `insufficient_quota` is
+ *    `quota_exhausted`, not `rate_limited`; a generic invalid-request body on 401/403 is `auth`; a response the
+ *    provider withheld (content filter, refusal, safety) is `content_filtered`;
  * 3. the HTTP status (`status`, `statusCode`, `response.status`);
  * 4. timeouts anywhere in the `cause` / `errors` chain (ETIMEDOUT, undici timeouts, TimeoutError,
  *    TimeoutException) -> `timeout`;
  * 5. network codes in the chain (ECONNRESET, ECONNREFUSED, EAI_AGAIN, EPIPE, UND_ERR_SOCKET, ...) -> `network`;
- * 6. aborts and interruptions (AbortError, UND_ERR_ABORTED) -> `cancelled`; slowcall's own errors by tag.
+ * 6. aborts and interruptions (AbortError, UND_ERR_ABORTED, APIUserAbortError) -> `cancelled`; slowcall's own
+ *    errors by tag.
+ *
+ * Names are read from `_tag`, `name` and the error's class, since some SDKs (OpenAI) leave `name` as "Error".
  *
  * `retryAfterMs` comes from `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`) or a
  * vendor retry delay in the body.
