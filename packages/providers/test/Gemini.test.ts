@@ -110,3 +110,17 @@ describe("withGemini: models.generateContentStream", () => {
     expect(ctx.calls[0]).toMatchObject({ outcome: "interrupt", settledCents: 0.02025 })
   })
 })
+
+describe("withGemini: a stream nobody reads", () => {
+  it("is settled by the job's abort even with no iteration running", async () => {
+    fake.reply({ kind: "sse", events: geminiStream({ end: false }), after: "hold" })
+    const ctx = recordingContext()
+    await withGemini(client(), ctx).models.generateContentStream(params)
+    ctx.abort()
+    await ctx.idle()
+    // nothing consumed: the prompt's estimated tokens at the input price, no output
+    const inputTokens = Math.ceil(JSON.stringify([undefined, "hello"]).length / 4)
+    expect(ctx.calls[0]?.outcome).toBe("interrupt")
+    expect(ctx.calls[0]?.settledCents).toBeCloseTo((inputTokens * 30) / 1e6, 9)
+  })
+})

@@ -96,7 +96,15 @@ export const streamCall = <Chunk>(
           }
           opened = true
           resolveStream(iterate(source, signal))
-          await finished
+          // A stream nobody reads any more must not hold the call open: the job's abort settles it by what it
+          // consumed even when no iteration is running to notice.
+          const onAbort = () => fail(mapError(new DOMException("the model call was aborted", "AbortError"), signal))
+          signal.addEventListener("abort", onAbort, { once: true })
+          try {
+            await finished
+          } finally {
+            signal.removeEventListener("abort", onAbort)
+          }
           return undefined
         },
         {
