@@ -40,8 +40,9 @@ export interface OpenAICalls {
 }
 
 /**
- * Usage of a chat completion in the form `Pricing` bills: `prompt_tokens` includes the cached ones, which are taken
- * out and counted at the cached rate; `completion_tokens` includes reasoning tokens.
+ * Usage of a chat completion in the form `Pricing` bills: `prompt_tokens` includes the tokens read from and written
+ * to the prompt cache, which are taken out and counted at their own rates; `completion_tokens` includes reasoning
+ * tokens.
  *
  * @since 0.1.0
  * @category combinators
@@ -49,10 +50,11 @@ export interface OpenAICalls {
 export const chatUsage = (u: OpenAISdk.CompletionUsage | null | undefined): Pricing.Usage => {
   if (u === null || u === undefined) return emptyUsage
   const cached = count(u.prompt_tokens_details?.cached_tokens)
+  const written = count(u.prompt_tokens_details?.cache_write_tokens)
   return {
-    inputTokens: Math.max(0, count(u.prompt_tokens) - cached),
+    inputTokens: Math.max(0, count(u.prompt_tokens) - cached - written),
     cachedInputTokens: cached,
-    cacheWriteTokens: 0,
+    cacheWriteTokens: written,
     outputTokens: count(u.completion_tokens)
   }
 }
@@ -66,10 +68,11 @@ export const chatUsage = (u: OpenAISdk.CompletionUsage | null | undefined): Pric
 export const responseUsage = (u: OpenAISdk.Responses.ResponseUsage | null | undefined): Pricing.Usage => {
   if (u === null || u === undefined) return emptyUsage
   const cached = count(u.input_tokens_details?.cached_tokens)
+  const written = count(u.input_tokens_details?.cache_write_tokens)
   return {
-    inputTokens: Math.max(0, count(u.input_tokens) - cached),
+    inputTokens: Math.max(0, count(u.input_tokens) - cached - written),
     cachedInputTokens: cached,
-    cacheWriteTokens: 0,
+    cacheWriteTokens: written,
     outputTokens: count(u.output_tokens)
   }
 }

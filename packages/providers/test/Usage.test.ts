@@ -19,16 +19,16 @@ describe("usage in the form Pricing bills", () => {
     expect(chatUsage(undefined)).toEqual(none)
   })
 
-  it("OpenAI responses: cached tokens are taken out of input_tokens", () => {
+  it("OpenAI responses: cache reads and writes are taken out of input_tokens", () => {
     expect(
       responseUsage({
         input_tokens: 50,
-        input_tokens_details: { cached_tokens: 10 },
+        input_tokens_details: { cached_tokens: 10, cache_write_tokens: 15 },
         output_tokens: 5,
         output_tokens_details: { reasoning_tokens: 2 },
         total_tokens: 55
       })
-    ).toEqual({ inputTokens: 40, cachedInputTokens: 10, cacheWriteTokens: 0, outputTokens: 5 })
+    ).toEqual({ inputTokens: 25, cachedInputTokens: 10, cacheWriteTokens: 15, outputTokens: 5 })
     expect(responseUsage(null)).toEqual(none)
   })
 
