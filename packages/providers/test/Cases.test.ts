@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import Anthropic from "@anthropic-ai/sdk"
 import { GoogleGenAI } from "@google/genai"
-import { normalize } from "@slowcall/core/Normalize"
+import { normalize, redact } from "@slowcall/core/Normalize"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { withAnthropic } from "../src/Anthropic.js"
@@ -149,7 +149,12 @@ describe("provider cases: what the real SDKs throw, classified by normalize", ()
       for (const key of [...Object.values(keys), ...(row.secret === undefined ? [] : [row.secret])]) {
         expect(n.evidence).not.toContain(key)
       }
-      if (row.secret !== undefined) expect(n.evidence).toContain("[redacted]")
+      if (row.secret !== undefined) {
+        expect(n.evidence).toContain("[redacted]")
+        // The SDK's message written into a JSON log line (its quotes escaped) keeps the secret out as well.
+        const message = (out.thrown as { message?: unknown }).message
+        expect(redact(JSON.stringify({ log: JSON.stringify({ message }) }))).not.toContain(row.secret)
+      }
     })
   }
 })

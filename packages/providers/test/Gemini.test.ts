@@ -111,6 +111,33 @@ describe("withGemini: models.generateContentStream", () => {
   })
 })
 
+describe("withGemini: the signal", () => {
+  it("reaches the SDK's fetch, and the job's abort aborts it", async () => {
+    fake.reply({ kind: "stall" })
+    const seen: Array<AbortSignal | null | undefined> = []
+    const recorded = new GoogleGenAI({
+      apiKey: "AIzaSyTEST0123456789abcdefgh",
+      httpOptions: {
+        baseUrl: fake.url,
+        timeout: 5_000,
+        fetch: (url: string | URL | Request, init?: RequestInit) => {
+          seen.push(init?.signal)
+          return fetch(url, init)
+        }
+      }
+    })
+    const ctx = recordingContext()
+    const pending = withGemini(recorded, ctx).models.generateContent(params)
+    while (seen.length === 0) await new Promise((r) => setTimeout(r, 5))
+    expect(seen[0]?.aborted).toBe(false)
+    ctx.abort()
+    const error = await pending.catch((e: unknown) => e)
+    expect(seen[0]?.aborted).toBe(true)
+    expect(error).not.toBeInstanceOf(ClientTimeout)
+    expect(normalize(error).errorClass).toBe("cancelled")
+  })
+})
+
 describe("withGemini: a stream nobody reads", () => {
   it("is settled by the job's abort even with no iteration running", async () => {
     fake.reply({ kind: "sse", events: geminiStream({ end: false }), after: "hold" })

@@ -803,6 +803,14 @@ export const cases: ReadonlyArray<Case> = [
     sdk: "ApiError",
     errorClass: "invalid_request"
   }),
+  g("409 ABORTED (concurrency conflict)", {
+    scenario: reply(
+      "409 status ABORTED",
+      json(409, geminiError(409, "ABORTED", "The operation was aborted due to a concurrency conflict."))
+    ),
+    sdk: "ApiError",
+    errorClass: "server_error"
+  }),
   g("413 payload too large", {
     scenario: reply(
       "413 status INVALID_ARGUMENT",
