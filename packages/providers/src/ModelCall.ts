@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { Price, PriceTable } from "./Pricing.js"
 
 /**
  * Options of one billed call. `estimateCents` is reserved before the call starts; the reservation is then settled
@@ -56,6 +57,24 @@ export class ClientTimeout extends Error {
 }
 
 /**
+ * An estimate that cannot be reserved: the `estimateCents` option (or what its function returned) is negative, not
+ * finite or not a number. Raised before the call, so nothing was spent.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidEstimate extends Error {
+  readonly _tag = "InvalidEstimate"
+  constructor(
+    readonly model: string,
+    readonly estimate: unknown
+  ) {
+    super(`estimate for "${model}" must be a finite number of cents >= 0, got ${String(estimate)}`)
+    this.name = "InvalidEstimate"
+  }
+}
+
+/**
  * Options every wrapper takes. `prices` is the table (default `Pricing.defaults`); `fallbackPrice` serves a model
  * the table lacks (else `PriceNotFound` before the call); `estimateCents` replaces the wrapper's own estimate
  * (input characters / 4 as tokens plus the request's output cap, at the model's price).
@@ -64,8 +83,8 @@ export class ClientTimeout extends Error {
  * @category models
  */
 export interface WrapOptions {
-  readonly prices?: import("./Pricing.js").PriceTable
-  readonly fallbackPrice?: import("./Pricing.js").Price
+  readonly prices?: PriceTable
+  readonly fallbackPrice?: Price
   readonly estimateCents?: number | ((request: { readonly model: string; readonly params: unknown }) => number)
   /** Output tokens assumed by the estimate when the request sets no cap. Default 1024. */
   readonly defaultMaxOutputTokens?: number

@@ -1,6 +1,7 @@
 import { normalize } from "@slowcall/core/Normalize"
 import OpenAI from "openai"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { InvalidEstimate } from "../src/ModelCall.js"
 import { withOpenAI } from "../src/OpenAI.js"
 import { PriceNotFound } from "../src/Pricing.js"
 import { openAiChat, openAiChatStream, openAiResponse, openAiResponseStream } from "./bodies.js"
@@ -78,6 +79,18 @@ describe("withOpenAI: chat.completions.create", () => {
     })
     // cached tokens default to the input price: (600 + 400 + 200) x 100
     expect(ctx.calls[0]).toMatchObject({ estimateCents: 7, settledCents: 0.12 })
+  })
+
+  it("a negative or non-finite estimate is InvalidEstimate before any request", async () => {
+    const ctx = recordingContext()
+    const before = fake.requests.length
+    for (const estimateCents of [-1, Number.NaN, () => Number.POSITIVE_INFINITY]) {
+      await expect(
+        withOpenAI(client(), ctx, { estimateCents }).chat.completions.create({ model: "gpt-4o", messages })
+      ).rejects.toBeInstanceOf(InvalidEstimate)
+    }
+    expect(ctx.calls).toHaveLength(0)
+    expect(fake.requests.length).toBe(before)
   })
 
   it("an HTTP error settles through costOnError and is the SDK's own error", async () => {

@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { ModelCallContext, WrapOptions } from "../ModelCall.js"
+import { InvalidEstimate, type ModelCallContext, type WrapOptions } from "../ModelCall.js"
 import * as Pricing from "../Pricing.js"
 
 /** @internal */
@@ -37,8 +37,12 @@ export const billing = (opts: WrapOptions): Billing => {
     price,
     estimate: (model, params, inputTokens, maxOutput) => {
       const p = price(model)
-      if (typeof opts.estimateCents === "function") return opts.estimateCents({ model, params })
-      if (typeof opts.estimateCents === "number") return opts.estimateCents
+      const given =
+        typeof opts.estimateCents === "function" ? opts.estimateCents({ model, params }) : opts.estimateCents
+      if (given !== undefined) {
+        if (typeof given !== "number" || !Number.isFinite(given) || given < 0) throw new InvalidEstimate(model, given)
+        return given
+      }
       return Pricing.costCents(p, {
         ...emptyUsage,
         inputTokens,
