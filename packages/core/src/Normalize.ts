@@ -98,18 +98,52 @@ const headerGetter = (h: unknown): HeaderGet | undefined => {
 
 const numeric = /^\s*\d+(?:\.\d+)?\s*$/
 
+/** Go-style durations as OpenAI's `x-ratelimit-reset-*` headers send them ("1s", "6m0s", "1.5s", "20ms"). */
+const goDuration = /^\s*(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?\s*$/
+
+const parseGoDuration = (s: string): number | undefined => {
+  const m = goDuration.exec(s)
+  if (!m || (m[1] ?? m[2] ?? m[3] ?? m[4]) === undefined) return undefined
+  const part = (x: string | undefined, scale: number) => (x === undefined ? 0 : Number(x) * scale)
+  return Math.round(part(m[1], 3_600_000) + part(m[2], 60_000) + part(m[3], 1_000) + part(m[4], 1))
+}
+
+/** The limits whose rate-limit headers say how long until they reset, per provider's naming. */
+const rateLimitHeaders: ReadonlyArray<{ readonly remaining: string; readonly reset: string }> = [
+  { remaining: "x-ratelimit-remaining-requests", reset: "x-ratelimit-reset-requests" },
+  { remaining: "x-ratelimit-remaining-tokens", reset: "x-ratelimit-reset-tokens" },
+  ...["requests", "tokens", "input-tokens", "output-tokens"].map((kind) => ({
+    remaining: `anthropic-ratelimit-${kind}-remaining`,
+    reset: `anthropic-ratelimit-${kind}-reset`
+  }))
+]
+
 const retryAfterFromHeaders = (get: HeaderGet, nowMs: number | undefined): number | undefined => {
   const ms = get("retry-after-ms")
   if (ms !== undefined && numeric.test(ms)) return Math.max(0, Math.round(Number(ms)))
-  const ra = get("retry-after")
-  if (ra === undefined) return undefined
-  if (numeric.test(ra)) return Math.max(0, Math.round(Number(ra) * 1000))
-  const at = Date.parse(ra)
-  if (Number.isNaN(at)) return undefined
   const dateHeader = get("date")
-  const now = nowMs ?? (dateHeader !== undefined ? Date.parse(dateHeader) : Number.NaN)
-  if (Number.isNaN(now)) return undefined
-  return Math.max(0, at - now)
+  const now = () => nowMs ?? (dateHeader !== undefined ? Date.parse(dateHeader) : Number.NaN)
+  const ra = get("retry-after")
+  if (ra !== undefined) {
+    if (numeric.test(ra)) return Math.max(0, Math.round(Number(ra) * 1000))
+    const at = Date.parse(ra)
+    if (Number.isNaN(at) || Number.isNaN(now())) return undefined
+    return Math.max(0, at - now())
+  }
+  // No Retry-After: an exhausted limit (remaining 0) says when it resets, as a duration (OpenAI) or an RFC 3339
+  // time (Anthropic). The longest wait among the exhausted limits is the one that matters.
+  let wait: number | undefined
+  for (const h of rateLimitHeaders) {
+    const reset = get(h.reset)
+    if (get(h.remaining)?.trim() !== "0" || reset === undefined) continue
+    let ms = parseGoDuration(reset)
+    if (ms === undefined) {
+      const at = Date.parse(reset)
+      if (!Number.isNaN(at) && !Number.isNaN(now())) ms = Math.max(0, at - now())
+    }
+    if (ms !== undefined && (wait === undefined || ms > wait)) wait = ms
+  }
+  return wait
 }
 
 /** Parses protobuf-JSON durations as used by Google's RetryInfo ("37s", "1.5s", "250ms"). */
@@ -511,8 +545,9 @@ const causeEvidence = (cause: Cause.Cause<unknown>): string => Cause.pretty(caus
  *
  * Names are read from `_tag`, `name` and the error's class, since some SDKs (OpenAI) leave `name` as "Error".
  *
- * `retryAfterMs` comes from `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`) or a
- * vendor retry delay in the body.
+ * `retryAfterMs` comes from `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`), the
+ * reset headers of an exhausted rate limit (`x-ratelimit-reset-*`, `anthropic-ratelimit-*-reset`, where the matching
+ * `remaining` is 0), or a vendor retry delay in the body.
  *
  * @since 0.1.0
  * @category constructors

@@ -470,3 +470,36 @@ describe("normalize: the shapes the provider SDKs really throw", () => {
     expect(normalize({ status: 400, error: body }).errorClass).toBe("quota_exhausted")
   })
 })
+
+describe("normalize: rate-limit reset headers when there is no Retry-After", () => {
+  it("OpenAI: the longest reset among exhausted limits, as a Go duration", () => {
+    const headers = new Headers({
+      "x-ratelimit-remaining-requests": "0",
+      "x-ratelimit-reset-requests": "1m30s",
+      "x-ratelimit-remaining-tokens": "0",
+      "x-ratelimit-reset-tokens": "250ms"
+    })
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBe(90_000)
+  })
+
+  it("a limit that is not exhausted says nothing", () => {
+    const headers = { "x-ratelimit-remaining-requests": "12", "x-ratelimit-reset-requests": "6s" }
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBeUndefined()
+  })
+
+  it("Anthropic: an RFC 3339 reset against nowMs or the Date header", () => {
+    const headers = {
+      "anthropic-ratelimit-input-tokens-remaining": "0",
+      "anthropic-ratelimit-input-tokens-reset": "2026-01-01T00:00:30Z"
+    }
+    expect(normalize({ status: 429, headers }, { nowMs: Date.parse("2026-01-01T00:00:00Z") }).retryAfterMs).toBe(30_000)
+    const dated = { ...headers, date: "Thu, 01 Jan 2026 00:00:20 GMT" }
+    expect(normalize({ status: 429, headers: dated }).retryAfterMs).toBe(10_000)
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBeUndefined()
+  })
+
+  it("Retry-After wins over the reset headers", () => {
+    const headers = { "retry-after": "3", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1m" }
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBe(3_000)
+  })
+})

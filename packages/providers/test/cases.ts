@@ -323,6 +323,15 @@ export const cases: ReadonlyArray<Case> = [
     errorClass: "rate_limited",
     retryAfterMs: 7_000
   }),
+  o("429 with only x-ratelimit-* headers", {
+    scenario: reply(
+      "429 type requests, no retry-after; requests remaining 0, reset 1.5s",
+      json(429, openAiError("Rate limit reached for requests.", "requests", "rate_limit_exceeded"), openAiRateHeaders)
+    ),
+    sdk: "RateLimitError",
+    errorClass: "rate_limited",
+    retryAfterMs: 1_500
+  }),
   o("429 insufficient_quota", {
     scenario: reply(
       "429 type insufficient_quota",
@@ -617,6 +626,18 @@ export const cases: ReadonlyArray<Case> = [
     sdk: "RateLimitError",
     errorClass: "rate_limited",
     retryAfterMs: 12_000
+  }),
+  a("429 with only anthropic-ratelimit-* headers", {
+    scenario: reply(
+      "429 type rate_limit_error, no retry-after; requests remaining 0, reset 20 s after the Date header",
+      json(429, anthropicError("rate_limit_error", "Number of requests has exceeded your per-minute rate limit."), {
+        ...anthropicRateHeaders,
+        date: "Thu, 01 Jan 2026 00:00:10 GMT"
+      })
+    ),
+    sdk: "RateLimitError",
+    errorClass: "rate_limited",
+    retryAfterMs: 20_000
   }),
   a("500 api_error", {
     scenario: reply("500 type api_error", json(500, anthropicError("api_error", "Internal server error"))),
