@@ -58,7 +58,7 @@ export const joinSignals = (a: AbortSignal, b: AbortSignal | null | undefined): 
 
 /** @internal */
 export interface Metered<Chunk> {
-  /** Counts a chunk; returns the usage so far (the latest report merged with what was counted). */
+  /** Counts a chunk: the usage it reports, or the content it carries when no usage was reported yet. */
   readonly add: (chunk: Chunk) => void
   readonly usage: () => Pricing.Usage
   readonly model: () => string
