@@ -57,12 +57,14 @@ export const startFakeProvider = async (): Promise<FakeProvider> => {
       }
       case "sse": {
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...r.headers })
-        for (const e of r.events) res.write(`${e}\n\n`)
+        const payload = r.events.map((e) => `${e}\n\n`).join("")
         if (r.after === "cut") {
-          // Let the written events reach the client before the connection drops.
-          setTimeout(() => res.socket?.destroy(), 20)
-        } else if (r.after !== "hold") {
-          res.end()
+          // Drop the connection once the events are handed to the kernel, so the client reads them and then a reset.
+          res.write(payload, () => setImmediate(() => res.socket?.destroy()))
+        } else if (r.after === "hold") {
+          res.write(payload)
+        } else {
+          res.end(payload)
         }
         return
       }
