@@ -51,8 +51,9 @@ type Rec = Record<string, any>
 
 const play = async (row: Case): Promise<Outcome> => {
   const base = row.scenario.kind === "refused" ? refused : fake.url
-  const timeout = row.scenario.kind === "timeout" ? 150 : 5_000
-  if (row.scenario.kind === "reply") fake.reply(row.scenario.reply)
+  const sc = row.scenario
+  const timeout = sc.kind === "timeout" || (sc.kind === "stall" && sc.end === "timeout") ? 150 : 5_000
+  if (sc.kind === "reply" || sc.kind === "stall") fake.reply(sc.reply)
   else fake.reply({ kind: "stall" })
   const ctx = recordingContext()
   const before = fake.requests.length
@@ -65,7 +66,11 @@ const play = async (row: Case): Promise<Outcome> => {
   const messages = [{ role: "user" as const, content: "hello" }]
   const drain = async (s: AsyncIterable<unknown>) => {
     const chunks: Array<unknown> = []
-    for await (const c of s) chunks.push(c)
+    for await (const c of s) {
+      chunks.push(c)
+      // A stalled stream the job gives up on: abort once the first chunk arrived.
+      if (sc.kind === "stall" && sc.end === "abort" && chunks.length === 1) ctx.abort()
+    }
     return chunks as Array<Rec>
   }
   try {

@@ -31,6 +31,8 @@ export type Scenario =
   | { readonly kind: "timeout" }
   /** The fake never answers; the job's signal aborts the call. */
   | { readonly kind: "abort" }
+  /** The fake sends some events and then holds the stream open; the SDK's timeout or the job's signal ends it. */
+  | { readonly kind: "stall"; readonly reply: Reply; readonly end: "timeout" | "abort"; readonly note: string }
 
 export interface Case {
   readonly provider: Provider
@@ -484,6 +486,17 @@ export const cases: ReadonlyArray<Case> = [
     sdk: "TypeError",
     errorClass: "network"
   }),
+  o("stream: stall mid-stream, the job aborts", {
+    stream: true,
+    scenario: {
+      kind: "stall",
+      reply: { kind: "sse", events: openAiChatStream({ usage: false }).events, after: "hold" },
+      end: "abort",
+      note: "SSE chunks, then silence (the SDK's timeout stops at the headers); the job's signal aborts"
+    },
+    sdk: "DOMException",
+    errorClass: "cancelled"
+  }),
   o("stream: 429 before the first event", {
     stream: true,
     scenario: reply(
@@ -740,6 +753,17 @@ export const cases: ReadonlyArray<Case> = [
     sdk: "TypeError",
     errorClass: "network"
   }),
+  a("stream: stall mid-stream, the job aborts", {
+    stream: true,
+    scenario: {
+      kind: "stall",
+      reply: { kind: "sse", events: anthropicStream({ end: false }), after: "hold" },
+      end: "abort",
+      note: "SSE events, then silence (the SDK's timeout stops at the headers); the job's signal aborts"
+    },
+    sdk: "DOMException",
+    errorClass: "cancelled"
+  }),
   a("stream: 529 before the first event", {
     stream: true,
     scenario: reply("529 type overloaded_error", json(529, anthropicError("overloaded_error", "Overloaded"))),
@@ -967,6 +991,28 @@ export const cases: ReadonlyArray<Case> = [
     errorClass: "rate_limited",
     retryAfterMs: 20_000
   }),
+  g("stream: stall mid-stream, the SDK's timeout fires", {
+    stream: true,
+    scenario: {
+      kind: "stall",
+      reply: { kind: "sse", events: geminiStream({ end: false }), after: "hold" },
+      end: "timeout",
+      note: "SSE chunks, then silence; the SDK's timeout covers the body"
+    },
+    sdk: "ClientTimeout",
+    errorClass: "timeout"
+  }),
+  g("stream: stall mid-stream, the job aborts", {
+    stream: true,
+    scenario: {
+      kind: "stall",
+      reply: { kind: "sse", events: geminiStream({ end: false }), after: "hold" },
+      end: "abort",
+      note: "SSE chunks, then silence; the job's signal aborts"
+    },
+    sdk: "DOMException",
+    errorClass: "cancelled"
+  }),
   g("stream: connection cut mid-stream", {
     stream: true,
     scenario: reply("SSE chunks, then the socket is destroyed", {
@@ -997,6 +1043,8 @@ const scenarioText = (s: Scenario): string => {
       return "no reply; the SDK's timeout fires"
     case "abort":
       return "no reply; the job's signal aborts"
+    case "stall":
+      return s.note
   }
 }
 
