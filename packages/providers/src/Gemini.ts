@@ -48,11 +48,11 @@ const isAbortError = (e: unknown): boolean =>
 
 /**
  * The Gemini SDK throws the same `AbortError` for its own `httpOptions.timeout` and for an aborted `abortSignal`.
- * The signal this wrapper passed decides: aborted means the job ended the call (left as is: `cancelled`); not
- * aborted means the SDK's timer did (`ClientTimeout`: `timeout`).
+ * The signals decide: the call's (the job's) or the caller's own `abortSignal` aborted means a user abort (left as is:
+ * `cancelled`); neither aborted means the SDK's timer fired (`ClientTimeout`: `timeout`).
  */
-const timeoutOrAbort = (e: unknown, signal: AbortSignal): unknown =>
-  isAbortError(e) && !signal.aborted ? new ClientTimeout("gemini", { cause: e }) : e
+const timeoutOrAbort = (e: unknown, signal: AbortSignal, own: AbortSignal | undefined): unknown =>
+  isAbortError(e) && !signal.aborted && own?.aborted !== true ? new ClientTimeout("gemini", { cause: e }) : e
 
 /**
  * Wraps a Gemini client: every call goes through `ctx.call` with the estimate reserved first, the call's signal
@@ -82,7 +82,7 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
         return ctx.call(
           (signal) =>
             client.models.generateContent(withSignal(signal)).catch((e: unknown) => {
-              throw timeoutOrAbort(e, signal)
+              throw timeoutOrAbort(e, signal, params.config?.abortSignal)
             }),
           {
             estimateCents,
@@ -110,7 +110,7 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
           bill.price,
           meter,
           (signal) => client.models.generateContentStream(withSignal(signal)),
-          timeoutOrAbort
+          (e, signal) => timeoutOrAbort(e, signal, params.config?.abortSignal)
         )
       }
     }

@@ -56,6 +56,21 @@ describe("withGemini: models.generateContent", () => {
     expect(ctx.calls[0]?.outcome).toBe("error")
   })
 
+  it("the caller's own abortSignal is a user abort too, not a timeout", async () => {
+    fake.reply({ kind: "stall" })
+    const ctx = recordingContext()
+    const own = new AbortController()
+    const pending = withGemini(client(), ctx).models.generateContent({
+      ...params,
+      config: { ...params.config, abortSignal: own.signal }
+    })
+    await new Promise((r) => setTimeout(r, 50))
+    own.abort()
+    const error = await pending.catch((e: unknown) => e)
+    expect(error).not.toBeInstanceOf(ClientTimeout)
+    expect(normalize(error).errorClass).toBe("cancelled")
+  })
+
   it("an unknown model is PriceNotFound before any request", async () => {
     const ctx = recordingContext()
     await expect(withGemini(client(), ctx).models.generateContent({ ...params, model: "gemini-9" })).rejects.toThrow(
