@@ -95,8 +95,14 @@ export const withAnthropic = (client: AnthropicSdk, ctx: ModelCallContext, opts:
         }),
         model: () => model
       }
-      return streamCall(ctx, estimateCents, bill.price, meter, (signal) =>
-        client.messages.create(params, withSignal(signal))
+      return streamCall(
+        ctx,
+        estimateCents,
+        bill.price,
+        meter,
+        (signal) => client.messages.create(params, withSignal(signal)),
+        undefined,
+        options?.signal
       )
     }
     return ctx.call((signal) => client.messages.create(params, withSignal(signal)), {

@@ -110,7 +110,8 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
           bill.price,
           meter,
           (signal) => client.models.generateContentStream(withSignal(signal)),
-          (e, signal) => timeoutOrAbort(e, signal, params.config?.abortSignal)
+          (e, signal) => timeoutOrAbort(e, signal, params.config?.abortSignal),
+          params.config?.abortSignal
         )
       }
     }

@@ -116,8 +116,15 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
         usage: () => reported ?? { ...emptyUsage, inputTokens, outputTokens: chunks },
         model: () => model
       }
-      return streamCall(ctx, estimateCents, bill.price, meter, (signal) =>
-        client.chat.completions.create(streamParams, { ...options, signal: joinSignals(signal, options?.signal) })
+      return streamCall(
+        ctx,
+        estimateCents,
+        bill.price,
+        meter,
+        (signal) =>
+          client.chat.completions.create(streamParams, { ...options, signal: joinSignals(signal, options?.signal) }),
+        undefined,
+        options?.signal
       )
     }
     return ctx.call(
@@ -148,8 +155,14 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
         usage: () => reported ?? { ...emptyUsage, inputTokens, outputTokens: deltas },
         model: () => seenModel
       }
-      return streamCall(ctx, estimateCents, bill.price, meter, (signal) =>
-        client.responses.create(params, { ...options, signal: joinSignals(signal, options?.signal) })
+      return streamCall(
+        ctx,
+        estimateCents,
+        bill.price,
+        meter,
+        (signal) => client.responses.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
+        undefined,
+        options?.signal
       )
     }
     return ctx.call(

@@ -169,6 +169,27 @@ describe("withOpenAI: chat.completions.create", () => {
     expect(normalize(error).errorClass).toBe("cancelled")
   })
 
+  it("a stream the caller's own signal aborts fails too (the SDK would end it quietly)", async () => {
+    const { events } = openAiChatStream({ usage: false, parts: ["a"] })
+    fake.reply({ kind: "sse", events: events.slice(0, 1), after: "hold" })
+    const ctx = recordingContext()
+    const own = new AbortController()
+    const stream = await withOpenAI(client(), ctx).chat.completions.create(
+      { model: "gpt-4o-mini", messages, stream: true },
+      { signal: own.signal }
+    )
+    const it0 = stream[Symbol.asyncIterator]()
+    await it0.next()
+    own.abort()
+    const error = await it0.next().then(
+      () => undefined,
+      (e: unknown) => e
+    )
+    await ctx.idle()
+    expect(normalize(error).errorClass).toBe("cancelled")
+    expect(ctx.calls[0]?.outcome).toBe("error")
+  })
+
   it("a caller that stops reading early settles by what it consumed", async () => {
     const { events, done } = openAiChatStream({ usage: true })
     fake.reply({ kind: "sse", events: [...events, done] })

@@ -78,7 +78,9 @@ export const streamCall = <Chunk>(
   price: (model: string) => Pricing.Price,
   meter: Metered<Chunk>,
   open: (signal: AbortSignal) => Promise<AsyncIterable<Chunk>>,
-  mapError: (e: unknown, signal: AbortSignal) => unknown = (e) => e
+  mapError: (e: unknown, signal: AbortSignal) => unknown = (e) => e,
+  /** The caller's own signal, joined into the request: its abort cuts the stream as the job's does. */
+  own?: AbortSignal | null
 ): Promise<AsyncIterable<Chunk>> =>
   new Promise<AsyncIterable<Chunk>>((resolveStream, rejectStream) => {
     let opened = false
@@ -131,7 +133,7 @@ export const streamCall = <Chunk>(
           yield chunk
         }
         settled = true
-        if (signal.aborted) {
+        if (signal.aborted || own?.aborted === true) {
           // Some SDK streams end quietly when their signal aborts: the caller must not take a cut stream for a
           // complete one.
           const aborted = mapError(new DOMException("the model call was aborted", "AbortError"), signal)
