@@ -57,6 +57,7 @@ const allowedPackages = {
   "adapter-postgres": ["core", "testing"],
   "adapter-redis": ["core", "testing"],
   "adapter-sqs": ["core", "testing"],
+  providers: ["core"],
   simulator: ["core"],
   http: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs"],
   promise: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs"],

@@ -53,6 +53,8 @@ export default defineConfig({
             { text: "Claim before call: leases and fencing", link: "/guide/leases" },
             { text: "Spend accounting and budgets", link: "/guide/spend" },
             { text: "Error classes and retries", link: "/guide/errors" },
+            { text: "Provider SDKs: billed calls and prices", link: "/guide/providers" },
+            { text: "Provider cases", link: "/guide/provider-cases" },
             { text: "Dead letters and replay", link: "/guide/dead-letters" },
             { text: "Delivering results", link: "/guide/delivery" },
             { text: "Cancellation", link: "/guide/cancellation" }

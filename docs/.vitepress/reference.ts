@@ -15,6 +15,7 @@ const packages = [
   "adapter-redis",
   "adapter-sqs",
   "promise",
+  "providers",
   "simulator",
   "http"
 ] as const

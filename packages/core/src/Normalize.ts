@@ -98,18 +98,52 @@ const headerGetter = (h: unknown): HeaderGet | undefined => {
 
 const numeric = /^\s*\d+(?:\.\d+)?\s*$/
 
+/** Go-style durations as OpenAI's `x-ratelimit-reset-*` headers send them ("1s", "6m0s", "1.5s", "20ms"). */
+const goDuration = /^\s*(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?\s*$/
+
+const parseGoDuration = (s: string): number | undefined => {
+  const m = goDuration.exec(s)
+  if (!m || (m[1] ?? m[2] ?? m[3] ?? m[4]) === undefined) return undefined
+  const part = (x: string | undefined, scale: number) => (x === undefined ? 0 : Number(x) * scale)
+  return Math.round(part(m[1], 3_600_000) + part(m[2], 60_000) + part(m[3], 1_000) + part(m[4], 1))
+}
+
+/** The limits whose rate-limit headers say how long until they reset, per provider's naming. */
+const rateLimitHeaders: ReadonlyArray<{ readonly remaining: string; readonly reset: string }> = [
+  { remaining: "x-ratelimit-remaining-requests", reset: "x-ratelimit-reset-requests" },
+  { remaining: "x-ratelimit-remaining-tokens", reset: "x-ratelimit-reset-tokens" },
+  ...["requests", "tokens", "input-tokens", "output-tokens"].map((kind) => ({
+    remaining: `anthropic-ratelimit-${kind}-remaining`,
+    reset: `anthropic-ratelimit-${kind}-reset`
+  }))
+]
+
 const retryAfterFromHeaders = (get: HeaderGet, nowMs: number | undefined): number | undefined => {
   const ms = get("retry-after-ms")
   if (ms !== undefined && numeric.test(ms)) return Math.max(0, Math.round(Number(ms)))
-  const ra = get("retry-after")
-  if (ra === undefined) return undefined
-  if (numeric.test(ra)) return Math.max(0, Math.round(Number(ra) * 1000))
-  const at = Date.parse(ra)
-  if (Number.isNaN(at)) return undefined
   const dateHeader = get("date")
-  const now = nowMs ?? (dateHeader !== undefined ? Date.parse(dateHeader) : Number.NaN)
-  if (Number.isNaN(now)) return undefined
-  return Math.max(0, at - now)
+  const now = () => nowMs ?? (dateHeader !== undefined ? Date.parse(dateHeader) : Number.NaN)
+  const ra = get("retry-after")
+  if (ra !== undefined) {
+    if (numeric.test(ra)) return Math.max(0, Math.round(Number(ra) * 1000))
+    const at = Date.parse(ra)
+    if (Number.isNaN(at) || Number.isNaN(now())) return undefined
+    return Math.max(0, at - now())
+  }
+  // No Retry-After: an exhausted limit (remaining 0) says when it resets, as a duration (OpenAI) or an RFC 3339
+  // time (Anthropic). The longest wait among the exhausted limits is the one that matters.
+  let wait: number | undefined
+  for (const h of rateLimitHeaders) {
+    const reset = get(h.reset)
+    if (get(h.remaining)?.trim() !== "0" || reset === undefined) continue
+    let ms = parseGoDuration(reset)
+    if (ms === undefined) {
+      const at = Date.parse(reset)
+      if (!Number.isNaN(at) && !Number.isNaN(now())) ms = Math.max(0, at - now())
+    }
+    if (ms !== undefined && (wait === undefined || ms > wait)) wait = ms
+  }
+  return wait
 }
 
 /** Parses protobuf-JSON durations as used by Google's RetryInfo ("37s", "1.5s", "250ms"). */
@@ -129,6 +163,9 @@ interface Verdict {
   readonly retryAfterMs?: number
   readonly status?: number
 }
+
+/** Anthropic answers an account without credit with a 400 invalid_request_error and this message. */
+const creditMessage = /credit balance is too low|purchase credits|billing details/i
 
 const contextLengthMessage =
   /prompt is too long|maximum context length|context[ _-]length|context window|too many (?:input )?tokens|exceeds the maximum number of tokens|input token count|reduce the length of the messages/i
@@ -204,6 +241,33 @@ const parseJson = (s: string): unknown => {
   }
 }
 
+/**
+ * A response that came back but was withheld: OpenAI's `finish_reason: "content_filter"` or a `refusal`, a
+ * Responses API answer incomplete for `content_filter`, Anthropic's `stop_reason: "refusal"` (on the message or a
+ * stream's `message_delta`).
+ */
+const refusalVerdict = (x: Rec): Verdict | undefined => {
+  if (Array.isArray(x.choices)) {
+    for (const c of x.choices) {
+      if (!isRecord(c)) continue
+      if (c.finish_reason === "content_filter")
+        return { errorClass: "content_filtered", detail: "finish_reason content_filter" }
+      const refusal = isRecord(c.message)
+        ? str(c.message.refusal)
+        : isRecord(c.delta)
+          ? str(c.delta.refusal)
+          : undefined
+      if (refusal !== undefined) return { errorClass: "content_filtered", detail: `refusal: ${refusal}` }
+    }
+  }
+  if (isRecord(x.incomplete_details) && x.incomplete_details.reason === "content_filter") {
+    return { errorClass: "content_filtered", detail: "incomplete: content_filter" }
+  }
+  const stop = str(x.stop_reason) ?? (isRecord(x.delta) ? str(x.delta.stop_reason) : undefined)
+  if (stop === "refusal") return { errorClass: "content_filtered", detail: "stop_reason refusal" }
+  return undefined
+}
+
 const googleVerdict = (x: Rec): Verdict | undefined => {
   const blocked = isRecord(x.promptFeedback) ? str(x.promptFeedback.blockReason) : undefined
   if (blocked !== undefined) return { errorClass: "content_filtered", detail: `prompt blocked: ${blocked}` }
@@ -241,7 +305,7 @@ const googleDetails = (details: unknown): { retryAfterMs?: number; reasons: Read
 const vendorVerdict = (body: unknown): Verdict | undefined => {
   const x = typeof body === "string" ? parseJson(body) : body
   if (!isRecord(x)) return undefined
-  const blocked = googleVerdict(x)
+  const blocked = googleVerdict(x) ?? refusalVerdict(x)
   if (blocked) return blocked
   const inner: Rec = isRecord(x.error) ? x.error : x
   const type = str(inner.type)
@@ -257,6 +321,9 @@ const vendorVerdict = (body: unknown): Verdict | undefined => {
     ...(numericCode !== undefined && numericCode >= 100 && numericCode < 600 ? { status: numericCode } : {})
   }
 
+  if (type === "invalid_request_error" && creditMessage.test(message)) {
+    return { errorClass: "quota_exhausted", detail, ...extra }
+  }
   const byCode = code !== undefined ? lookup(openAiCodes, code) : undefined
   if (byCode !== undefined && byCode !== "invalid_request") return { errorClass: byCode, detail, ...extra }
   if (reasons.includes("API_KEY_INVALID") || /api key not valid/i.test(message)) {
@@ -378,6 +445,12 @@ const statusOf = (u: unknown): number | undefined => {
 
 const maxDepth = 6
 
+const constructorName = (e: Error): string | undefined => {
+  const ctor: unknown = Object.getPrototypeOf(e)?.constructor
+  const n = typeof ctor === "function" ? ctor.name : undefined
+  return n !== undefined && n.length > 0 && n !== "Error" ? n : undefined
+}
+
 const collect = (root: unknown): Facts => {
   const facts: Facts = {
     status: undefined,
@@ -405,9 +478,18 @@ const collect = (root: unknown): Facts => {
     const tag = str(u._tag)
     if (tag !== undefined && tag !== name) facts.names.push(tag)
     if (name !== undefined) facts.names.push(name)
+    // A tagged error may also carry a standard `name` (TimeoutError, AbortError) that says more than its tag.
+    const ownName = str(u.name)
+    if (ownName !== undefined && ownName !== name) facts.names.push(ownName)
+    // OpenAI's error classes leave `name` as "Error": the class itself (APIUserAbortError,
+    // APIConnectionTimeoutError, ...) is the only signal, so the constructor's name counts as a name too.
+    const ctorName = u instanceof Error ? constructorName(u) : undefined
+    if (ctorName !== undefined && ctorName !== name) facts.names.push(ctorName)
     const code = str(u.code) ?? str(u.errno)
     if (code !== undefined) facts.codes.push(code)
     const message = str(u.message)
+    // The Gemini SDK keeps the provider's error body as a JSON string in `message`.
+    if (message !== undefined && parseJson(message) !== undefined) facts.bodies.push(message)
     const status = statusOf(u.status) ?? statusOf(u.statusCode)
     if (facts.status === undefined && status !== undefined) facts.status = status
     if (facts.statusText === undefined) facts.statusText = str(u.statusText)
@@ -450,16 +532,22 @@ const causeEvidence = (cause: Cause.Cause<unknown>): string => Cause.pretty(caus
  * anything unrecognised is `unknown`. The most specific signal wins, in this order:
  *
  * 1. an Effect `Cause` made only of interruptions -> `cancelled` (other causes are squashed and classified);
- * 2. a vendor error body (OpenAI, Anthropic, Gemini; from `body`, `data`, `error` or the value itself, as a string
- *    or parsed) -> its class, so a 429 `insufficient_quota` is `quota_exhausted`, not `rate_limited`;
+ * 2. a vendor error body (OpenAI, Anthropic, Gemini; from `body`, `data`, `error`, a JSON `message` as the Gemini
+ *    SDK keeps it, or the value itself, as a string or parsed) -> its class, so a 429 `insufficient_quota` is
+ *    `quota_exhausted`, not `rate_limited`; a generic invalid-request body on 401/403 is `auth`; a response the
+ *    provider withheld (content filter, refusal, safety) is `content_filtered`;
  * 3. the HTTP status (`status`, `statusCode`, `response.status`);
  * 4. timeouts anywhere in the `cause` / `errors` chain (ETIMEDOUT, undici timeouts, TimeoutError,
  *    TimeoutException) -> `timeout`;
  * 5. network codes in the chain (ECONNRESET, ECONNREFUSED, EAI_AGAIN, EPIPE, UND_ERR_SOCKET, ...) -> `network`;
- * 6. aborts and interruptions (AbortError, UND_ERR_ABORTED) -> `cancelled`; slowcall's own errors by tag.
+ * 6. aborts and interruptions (AbortError, UND_ERR_ABORTED, APIUserAbortError) -> `cancelled`; slowcall's own
+ *    errors by tag.
  *
- * `retryAfterMs` comes from `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`) or a
- * vendor retry delay in the body.
+ * Names are read from `_tag`, `name` and the error's class, since some SDKs (OpenAI) leave `name` as "Error".
+ *
+ * `retryAfterMs` comes from `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`), the
+ * reset headers of an exhausted rate limit (`x-ratelimit-reset-*`, `anthropic-ratelimit-*-reset`, where the matching
+ * `remaining` is 0), or a vendor retry delay in the body.
  *
  * @since 0.1.0
  * @category constructors
@@ -499,6 +587,11 @@ const classifyError = (error: unknown, options: NormalizeOptions): Normalized =>
   const evidence = evidenceParts.length > 0 ? evidenceParts.join("; ") : describe(error)
 
   const classify = (): ErrorClass => {
+    // A generic "invalid request" body on 401/403 (OpenAI sends type invalid_request_error with a bad key) is a
+    // credential problem: the status is the more specific signal.
+    if (verdict?.errorClass === "invalid_request" && (status === 401 || status === 403)) return "auth"
+    // OpenAI answers an overloaded engine with 503 and a generic server_error body.
+    if (verdict?.errorClass === "server_error" && (status === 503 || status === 529)) return "overloaded"
     if (verdict) return verdict.errorClass
     const byStatus = status !== undefined ? fromStatus(status) : undefined
     if (byStatus !== undefined) return byStatus

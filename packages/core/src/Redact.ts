@@ -49,10 +49,11 @@ const headerLine =
  * `_`, `-`, `.`) that ends in a secret word, so `access_token`, `apiKey`, `x-api-key` and `db.password` are secret
  * names and `max_tokens` or `author` are not. The name may be quoted (also with escaped quotes, however deep, as in
  * JSON inside a JSON string inside a log line); the value is a quoted string (either quote, or escaped quotes) or a
- * bare word.
+ * bare word. An escaped string ends only at a quote with exactly its opening's backslashes, so a quote inside the
+ * value (more backslashes: `\\\"` one level down) does not end it early and leave the rest of the secret behind.
  */
 const secretField =
-  /(\\*["']?)((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*?(?:key|secret|password|passwd|passphrase|pwd|token|auth|authorization|credentials?|cookie|session[_-]?id|signature))\1(\s*[:=]\s*)(\\+"(?:(?!\\+")[^\n])*\\+"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s,;&}"'\\]+)/gi
+  /(\\*["']?)((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*?(?:key|secret|password|passwd|passphrase|pwd|token|auth|authorization|credentials?|cookie|session[_-]?id|signature))\1(\s*[:=]\s*)((?<esc>\\+)"(?:(?!(?<!\\)\k<esc>")[^\n])*(?<!\\)\k<esc>"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s,;&}"'\\]+)/gi
 
 const schemeCredential = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}/gi
 

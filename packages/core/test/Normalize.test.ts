@@ -415,3 +415,91 @@ describe("normalize: Effect exits", () => {
     })
   )
 })
+
+describe("normalize: the shapes the provider SDKs really throw", () => {
+  // Stand-ins with the SDKs' own traits: OpenAI's classes keep `name` "Error"; Gemini's ApiError keeps the body as a
+  // JSON string in `message`. packages/providers runs the real SDKs against a fake provider.
+  class APIUserAbortError extends Error {}
+  class APIConnectionTimeoutError extends Error {}
+  class ApiError extends Error {
+    constructor(
+      message: string,
+      readonly status: number
+    ) {
+      super(message)
+      this.name = "ApiError"
+    }
+  }
+
+  it("reads the class name when `name` is the generic Error", () => {
+    expect(new APIUserAbortError("Request was aborted.").name).toBe("Error")
+    expect(normalize(new APIUserAbortError("Request was aborted.")).errorClass).toBe("cancelled")
+    expect(normalize(new APIConnectionTimeoutError("Request timed out.")).errorClass).toBe("timeout")
+  })
+
+  it("parses a JSON body kept in `message`: Google status mapping and RetryInfo", () => {
+    const body = {
+      error: {
+        code: 429,
+        message: "Resource has been exhausted",
+        status: "RESOURCE_EXHAUSTED",
+        details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "37s" }]
+      }
+    }
+    const n = normalize(new ApiError(JSON.stringify(body), 429))
+    expect(n).toMatchObject({ errorClass: "rate_limited", retryAfterMs: 37_000, status: 429 })
+    const unavailable = { error: { code: 503, message: "The model is overloaded.", status: "UNAVAILABLE" } }
+    expect(normalize(new ApiError(JSON.stringify(unavailable), 503)).errorClass).toBe("overloaded")
+  })
+
+  it("a generic invalid_request body on 401 or 403 is auth", () => {
+    const body = { error: { message: "You didn't provide an API key.", type: "invalid_request_error", code: null } }
+    expect(normalize({ status: 401, error: body.error }).errorClass).toBe("auth")
+    expect(normalize({ status: 403, error: body.error }).errorClass).toBe("auth")
+    expect(normalize({ status: 400, error: body.error }).errorClass).toBe("invalid_request")
+  })
+
+  it("Anthropic's 400 'credit balance is too low' is quota_exhausted", () => {
+    const body = {
+      type: "error",
+      error: {
+        type: "invalid_request_error",
+        message: "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing."
+      }
+    }
+    expect(normalize({ status: 400, error: body }).errorClass).toBe("quota_exhausted")
+  })
+})
+
+describe("normalize: rate-limit reset headers when there is no Retry-After", () => {
+  it("OpenAI: the longest reset among exhausted limits, as a Go duration", () => {
+    const headers = new Headers({
+      "x-ratelimit-remaining-requests": "0",
+      "x-ratelimit-reset-requests": "1m30s",
+      "x-ratelimit-remaining-tokens": "0",
+      "x-ratelimit-reset-tokens": "250ms"
+    })
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBe(90_000)
+  })
+
+  it("a limit that is not exhausted says nothing", () => {
+    const headers = { "x-ratelimit-remaining-requests": "12", "x-ratelimit-reset-requests": "6s" }
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBeUndefined()
+  })
+
+  it("Anthropic: an RFC 3339 reset against nowMs or the Date header", () => {
+    const headers = {
+      "anthropic-ratelimit-input-tokens-remaining": "0",
+      "anthropic-ratelimit-input-tokens-reset": "2026-01-01T00:00:30Z"
+    }
+    expect(normalize({ status: 429, headers }, { nowMs: Date.parse("2026-01-01T00:00:00Z") }).retryAfterMs).toBe(30_000)
+    const dated = { ...headers, date: "Thu, 01 Jan 2026 00:00:20 GMT" }
+    expect(normalize({ status: 429, headers: dated }).retryAfterMs).toBe(10_000)
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBeUndefined()
+  })
+
+  it("Retry-After wins over the reset headers", () => {
+    const headers = { "retry-after": "3", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1m" }
+    expect(normalize({ status: 429, headers }).retryAfterMs).toBe(3_000)
+  })
+})

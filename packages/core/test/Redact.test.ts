@@ -41,6 +41,18 @@ describe("Redact.redact", () => {
     ["Authorization header", "Authorization: Bearer abcdef0123456789", "abcdef0123456789"],
     ["escaped JSON in JSON", '{"detail":"{\\"secret\\":\\"topsecretvalue\\"}"}', "topsecretvalue"],
     [
+      "escaped JSON value holding an escaped quote",
+      JSON.stringify(JSON.stringify({ token: 'abc"tailofthesecret' })),
+      "tailofthesecret"
+    ],
+    [
+      "SDK message: a body stringified twice (a log line holding the error)",
+      JSON.stringify({
+        msg: JSON.stringify({ error: { type: "authentication_error", api_key: "p4ss w0rd, still}secret" } })
+      }),
+      "still}secret"
+    ],
+    [
       "private key",
       "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z\n-----END RSA PRIVATE KEY-----",
       "MIIEowIBAAKCAQEA0Z"
