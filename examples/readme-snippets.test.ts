@@ -86,6 +86,31 @@ describe("package README snippets run", () => {
     expect(tsc.status, `${tsc.stdout}\n${tsc.stderr}`).toBe(0)
   }, 180_000)
 
+  it("the root README's Promise API example type-checks", async () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8")
+    const block = /## Without Effect: the Promise API[\s\S]*?```ts\n([\s\S]*?)\n```/.exec(readme)?.[1]
+    expect(block, "README.md has a Promise API ts block").toBeDefined()
+    const dir = join(scratch, "root-promise")
+    mkdirSync(dir, { recursive: true })
+    // The example names the caller's own model call; declare it so everything else is checked.
+    const declarations = [
+      "declare const callYourModel: (text: string, options: { signal: AbortSignal }) => Promise<{ summary: string; cents: number }>"
+    ].join("\n")
+    writeFileSync(join(dir, "promise.ts"), `${declarations}\n${block}\nexport { job }\n`)
+    writeFileSync(
+      join(dir, "tsconfig.json"),
+      JSON.stringify({
+        extends: "../../../tsconfig.base.json",
+        compilerOptions: { noEmit: true },
+        include: ["promise.ts"]
+      })
+    )
+    const tsc = await node([createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", dir], {
+      timeoutMs: 120_000
+    })
+    expect(tsc.status, `${tsc.stdout}\n${tsc.stderr}`).toBe(0)
+  }, 180_000)
+
   for (const pkg of packages) {
     it(`@slowcall/${pkg}`, async () => {
       const blocks = runnableBlocks(readFileSync(join(root, "packages", pkg, "README.md"), "utf8"))
