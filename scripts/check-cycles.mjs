@@ -60,7 +60,7 @@ const allowedPackages = {
   providers: ["core"],
   simulator: ["core"],
   http: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs"],
-  promise: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs"],
+  promise: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs", "otel"],
   cli: ["core", "http", "simulator", "adapter-postgres", "adapter-redis", "adapter-sqs"]
 }
 for (const file of srcFiles) {

@@ -35,7 +35,8 @@ export type JobRecord = Job
  * Options of one billed call. `estimateCents` is reserved before `fn` runs; `cost` gives the actual amount from
  * the result (default: the estimate); `costOnError` the amount an error reports (`undefined`: the error's class
  * decides); `costOnInterrupt` what was consumed when the call is cut while it runs (`undefined`: the reservation
- * stays as the record).
+ * stays as the record). `span` describes the model call for its `slowcall.model_call` span while tracing is on
+ * (`open({ tracing })`): the GenAI system and model, and the token usage read from the result.
  *
  * @since 0.1.0
  * @category models
@@ -45,6 +46,23 @@ export interface CallOptions<T> {
   readonly cost?: ((result: T) => number) | undefined
   readonly costOnError?: ((error: unknown) => number | undefined) | undefined
   readonly costOnInterrupt?: (() => number | undefined) | undefined
+  readonly span?: CallSpan<T> | undefined
+}
+
+/**
+ * What a model call's span says about it, named as the OpenTelemetry GenAI conventions name it: `system`
+ * (`gen_ai.system`, such as `openai`), `model` (`gen_ai.request.model`) and `usage`, the token counts of the result
+ * (`gen_ai.usage.input_tokens` / `output_tokens`). Read only while a tracer is installed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallSpan<T> {
+  readonly system?: string | undefined
+  readonly model?: string | undefined
+  readonly usage?:
+    | ((result: T) => { readonly inputTokens?: number; readonly outputTokens?: number } | undefined)
+    | undefined
 }
 
 /**
@@ -120,6 +138,12 @@ export interface OpenOptions {
   readonly watchIntervalMs?: number | undefined
   readonly maxQueued?: number | undefined
   readonly maxQueuedPerTenant?: number | undefined
+  /**
+   * Trace this queue's submits, claims, attempts and model calls with OpenTelemetry: the layer `@slowcall/otel`
+   * makes from an SDK you already run (`Tracing.layerGlobal({ serviceName })` for the globally registered provider,
+   * `Tracing.layerFromProvider(provider, { serviceName })` for one of yours). Without it, no span is made.
+   */
+  readonly tracing?: Layer.Layer<never> | undefined
 }
 
 /**
@@ -309,7 +333,8 @@ const makeContext = (
         run: Effect.tryPromise({ try: (callSignal) => fn(callSignal), catch: (error) => error }),
         cost: options.cost ?? (() => options.estimateCents),
         costOnError: options.costOnError,
-        costOnInterrupt: options.costOnInterrupt
+        costOnInterrupt: options.costOnInterrupt,
+        span: options.span
       })
     )
     calls.add(fiber)
@@ -344,7 +369,10 @@ export const open = async (options: OpenOptions): Promise<Queue> => {
     maxQueued: options.maxQueued,
     maxQueuedPerTenant: options.maxQueuedPerTenant
   })
-  const runtime = ManagedRuntime.make(Layer.provideMerge(client, backend))
+  const app = Layer.provideMerge(client, backend)
+  // The tracer is set while its layer is built, before the backend's and the client's, so every fiber of this
+  // runtime (submits, workers, sweepers) runs with it.
+  const runtime = ManagedRuntime.make(options.tracing === undefined ? app : Layer.provideMerge(app, options.tracing))
   let services: Runtime.Runtime<Services>
   try {
     services = await runtime.runtime()

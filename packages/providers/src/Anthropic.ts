@@ -5,7 +5,16 @@
  * @since 0.1.0
  */
 import type AnthropicSdk from "@anthropic-ai/sdk"
-import { approxTokens, billing, count, emptyUsage, joinSignals, type Metered, streamCall } from "./internal/billing.js"
+import {
+  approxTokens,
+  billing,
+  count,
+  emptyUsage,
+  joinSignals,
+  type Metered,
+  streamCall,
+  tokenCounts
+} from "./internal/billing.js"
 import type { ModelCallContext, WrapOptions } from "./ModelCall.js"
 import * as Pricing from "./Pricing.js"
 
@@ -102,12 +111,14 @@ export const withAnthropic = (client: AnthropicSdk, ctx: ModelCallContext, opts:
         meter,
         (signal) => client.messages.create(params, withSignal(signal)),
         undefined,
-        options?.signal
+        options?.signal,
+        "anthropic"
       )
     }
     return ctx.call((signal) => client.messages.create(params, withSignal(signal)), {
       estimateCents,
-      cost: (r: Message) => Pricing.costCents(bill.price(r.model || params.model), messageUsage(r.usage))
+      cost: (r: Message) => Pricing.costCents(bill.price(r.model || params.model), messageUsage(r.usage)),
+      span: { system: "anthropic", model: params.model, usage: (r: Message) => tokenCounts(messageUsage(r.usage)) }
     })
   }
   return { messages: { create: create as AnthropicCalls["messages"]["create"] } }

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type { GenerateContentParameters, GenerateContentResponse, GoogleGenAI } from "@google/genai"
-import { approxTokens, billing, count, emptyUsage, type Metered, streamCall } from "./internal/billing.js"
+import { approxTokens, billing, count, emptyUsage, type Metered, streamCall, tokenCounts } from "./internal/billing.js"
 import { ClientTimeout, type ModelCallContext, type WrapOptions } from "./ModelCall.js"
 import * as Pricing from "./Pricing.js"
 
@@ -86,7 +86,8 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
             }),
           {
             estimateCents,
-            cost: (r) => Pricing.costCents(bill.price(r.modelVersion || params.model), geminiUsage(r.usageMetadata))
+            cost: (r) => Pricing.costCents(bill.price(r.modelVersion || params.model), geminiUsage(r.usageMetadata)),
+            span: { system: "gemini", model: params.model, usage: (r) => tokenCounts(geminiUsage(r.usageMetadata)) }
           }
         )
       },
@@ -111,7 +112,8 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
           meter,
           (signal) => client.models.generateContentStream(withSignal(signal)),
           (e, signal) => timeoutOrAbort(e, signal, params.config?.abortSignal),
-          params.config?.abortSignal
+          params.config?.abortSignal,
+          "gemini"
         )
       }
     }

@@ -11,7 +11,8 @@ import type { Price, PriceTable } from "./Pricing.js"
  * Options of one billed call. `estimateCents` is reserved before the call starts; the reservation is then settled
  * with `cost(result)` on success, `costOnError(error)` when the call failed, or `costOnInterrupt()` when the job's
  * signal ended it. An `undefined` from either of the last two leaves the decision to the context (its per-class
- * default).
+ * default). `span` names the provider and model and reads the token counts for the call's trace span (the
+ * OpenTelemetry GenAI attributes), when the context traces.
  *
  * @since 0.1.0
  * @category models
@@ -21,6 +22,21 @@ export interface CallOptions<T> {
   readonly cost?: (result: T) => number
   readonly costOnError?: (error: unknown) => number | undefined
   readonly costOnInterrupt?: () => number | undefined
+  readonly span?: CallSpan<T>
+}
+
+/**
+ * A model call as its trace span describes it: `system` (`gen_ai.system`: `openai`, `anthropic`, `gemini`), `model`
+ * (`gen_ai.request.model`) and `usage`, the token counts of the result (`gen_ai.usage.input_tokens`, every input
+ * token, cached or not, and `gen_ai.usage.output_tokens`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CallSpan<T> {
+  readonly system: string
+  readonly model: string
+  readonly usage: (result: T) => { readonly inputTokens: number; readonly outputTokens: number }
 }
 
 /**

@@ -5,7 +5,16 @@
  * @since 0.1.0
  */
 import type OpenAISdk from "openai"
-import { approxTokens, billing, count, emptyUsage, joinSignals, type Metered, streamCall } from "./internal/billing.js"
+import {
+  approxTokens,
+  billing,
+  count,
+  emptyUsage,
+  joinSignals,
+  type Metered,
+  streamCall,
+  tokenCounts
+} from "./internal/billing.js"
 import type { ModelCallContext, WrapOptions } from "./ModelCall.js"
 import * as Pricing from "./Pricing.js"
 
@@ -124,14 +133,16 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
         (signal) =>
           client.chat.completions.create(streamParams, { ...options, signal: joinSignals(signal, options?.signal) }),
         undefined,
-        options?.signal
+        options?.signal,
+        "openai"
       )
     }
     return ctx.call(
       (signal) => client.chat.completions.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
       {
         estimateCents,
-        cost: (r: Chat) => Pricing.costCents(bill.price(r.model || params.model), chatUsage(r.usage))
+        cost: (r: Chat) => Pricing.costCents(bill.price(r.model || params.model), chatUsage(r.usage)),
+        span: { system: "openai", model: params.model, usage: (r: Chat) => tokenCounts(chatUsage(r.usage)) }
       }
     )
   }
@@ -162,14 +173,16 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
         meter,
         (signal) => client.responses.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
         undefined,
-        options?.signal
+        options?.signal,
+        "openai"
       )
     }
     return ctx.call(
       (signal) => client.responses.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
       {
         estimateCents,
-        cost: (r: Resp) => Pricing.costCents(bill.price(r.model || model), responseUsage(r.usage))
+        cost: (r: Resp) => Pricing.costCents(bill.price(r.model || model), responseUsage(r.usage)),
+        span: { system: "openai", model, usage: (r: Resp) => tokenCounts(responseUsage(r.usage)) }
       }
     )
   }

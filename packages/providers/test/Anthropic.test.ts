@@ -41,6 +41,13 @@ describe("withAnthropic: messages.create", () => {
     expect(ctx.calls[0]?.estimateCents).toBeCloseTo((inputTokens * 300 + 200 * 1500) / 1e6, 9)
     // claude-sonnet-4-5: 1000 x 300 + 2000 writes x 375 + 3000 reads x 30 + 300 x 1500
     expect(ctx.calls[0]).toMatchObject({ outcome: "success", settledCents: 1.59 })
+    // The span counts every input token: uncached, cache writes and cache reads.
+    expect(ctx.calls[0]?.span).toEqual({
+      system: "anthropic",
+      model: params.model,
+      inputTokens: 6000,
+      outputTokens: 300
+    })
   })
 
   it("the job's abort reaches the SDK's fetch: APIUserAbortError, classed cancelled", async () => {

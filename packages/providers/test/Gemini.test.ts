@@ -32,6 +32,8 @@ describe("withGemini: models.generateContent", () => {
     expect(ctx.calls[0]?.estimateCents).toBeCloseTo((inputTokens * 30 + 100 * 250) / 1e6, 9)
     // gemini-2.5-flash: 500 x 30 + 500 cached x 3 + (100 + 50 thinking) x 250
     expect(ctx.calls[0]).toMatchObject({ outcome: "success", settledCents: 0.054 })
+    // The span counts every input token (cached too) and the output Gemini bills, thinking included.
+    expect(ctx.calls[0]?.span).toEqual({ system: "gemini", model: params.model, inputTokens: 1000, outputTokens: 150 })
   })
 
   it("the job's abort reaches the request: cancelled, settled by costOnInterrupt", async () => {

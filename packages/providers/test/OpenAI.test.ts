@@ -45,6 +45,8 @@ describe("withOpenAI: chat.completions.create", () => {
     expect(call.estimateCents).toBeCloseTo((inputTokens * 250 + 100 * 1000) / 1e6, 9)
     // gpt-4o: 600 input x 250 + 400 cached x 125 + 200 output x 1000 (cents per million tokens)
     expect(call).toMatchObject({ outcome: "success", settledCents: 0.4 })
+    // The span counts every input token, cached or not.
+    expect(call.span).toEqual({ system: "openai", model: "gpt-4o", inputTokens: 1000, outputTokens: 200 })
     expect(fetched).toHaveLength(1)
   })
 
@@ -125,6 +127,8 @@ describe("withOpenAI: chat.completions.create", () => {
     expect(JSON.parse(fake.requests.at(-1)!.body).stream_options).toEqual({ include_usage: true })
     // gpt-4o-mini: 500 x 15 + 30 x 60
     expect(ctx.calls[0]).toMatchObject({ outcome: "success", settledCents: 0.0093 })
+    // A stream's span reads the usage the stream reported at its end.
+    expect(ctx.calls[0]?.span).toEqual({ system: "openai", model: "gpt-4o-mini", inputTokens: 500, outputTokens: 30 })
   })
 
   it("a cut stream settles by what it consumed: the prompt's estimate and one token per content chunk", async () => {

@@ -11,6 +11,13 @@ export interface CallRecord {
   outcome?: "success" | "error" | "interrupt"
   settledCents?: number
   error?: unknown
+  /** What the call's span would carry, read as a tracing context reads it once the call returned. */
+  span?: {
+    readonly system: string
+    readonly model: string
+    readonly inputTokens: number
+    readonly outputTokens: number
+  }
 }
 
 export interface RecordingContext extends ModelCallContext {
@@ -43,6 +50,7 @@ export const recordingContext = (): RecordingContext => {
           const r = await fn(signal)
           record.outcome = "success"
           record.settledCents = opts.cost ? opts.cost(r) : opts.estimateCents
+          if (opts.span) record.span = { system: opts.span.system, model: opts.span.model, ...opts.span.usage(r) }
           return r
         } catch (e) {
           record.error = e

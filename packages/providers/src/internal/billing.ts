@@ -65,6 +65,17 @@ export interface Metered<Chunk> {
 }
 
 /**
+ * A usage's token counts as a span reports them: every input token (uncached, cached and cache writes) and the
+ * output tokens.
+ *
+ * @internal
+ */
+export const tokenCounts = (usage: Pricing.Usage): { readonly inputTokens: number; readonly outputTokens: number } => ({
+  inputTokens: usage.inputTokens + usage.cachedInputTokens + usage.cacheWriteTokens,
+  outputTokens: usage.outputTokens
+})
+
+/**
  * Runs a streaming request as one billed call. `open` starts the SDK stream with the call's signal; the returned
  * promise gives the caller an iterable over it as soon as it opened (or rejects with what opening threw). The
  * call settles when the iteration ends: by the reported usage at the end, by what was consumed when the stream
@@ -80,7 +91,9 @@ export const streamCall = <Chunk>(
   open: (signal: AbortSignal) => Promise<AsyncIterable<Chunk>>,
   mapError: (e: unknown, signal: AbortSignal) => unknown = (e) => e,
   /** The caller's own signal, joined into the request: its abort cuts the stream as the job's does. */
-  own?: AbortSignal | null
+  own?: AbortSignal | null,
+  /** The provider, for the call's span (`gen_ai.system`); the model is the one the meter saw requested. */
+  system?: string
 ): Promise<AsyncIterable<Chunk>> =>
   new Promise<AsyncIterable<Chunk>>((resolveStream, rejectStream) => {
     let opened = false
@@ -117,7 +130,10 @@ export const streamCall = <Chunk>(
           estimateCents,
           cost: consumed,
           costOnError: () => (opened ? consumed() : undefined),
-          costOnInterrupt: () => (opened ? consumed() : undefined)
+          costOnInterrupt: () => (opened ? consumed() : undefined),
+          ...(system === undefined
+            ? {}
+            : { span: { system, model: meter.model(), usage: () => tokenCounts(meter.usage()) } })
         }
       )
       .catch((e: unknown) => {
