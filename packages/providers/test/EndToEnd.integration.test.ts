@@ -8,6 +8,7 @@
 import { randomUUID } from "node:crypto"
 import Anthropic from "@anthropic-ai/sdk"
 import { GoogleGenAI } from "@google/genai"
+import type { Query } from "@slowcall/core/Query"
 import type { Store } from "@slowcall/core/Store"
 import { messageOf, Transport } from "@slowcall/core/Transport"
 import { Backend, type Handlers, open, type Queue } from "@slowcall/promise"
@@ -141,7 +142,7 @@ const suite = (name: string, spec: () => { readonly url: string; readonly schema
       const scope = Effect.runSync(Scope.make())
       const context = (await Effect.runPromise(
         Layer.buildWithScope(Backend.layer({ url, queue: queueName, schema }), scope)
-      )) as Context.Context<Store | Transport>
+      )) as Context.Context<Store | Query | Transport>
       const queue = await open({ queue: queueName, layer: Layer.succeedContext(context), watchIntervalMs: 20 })
       const worker = queue.worker({ handlers, concurrency: 1 })
       opened.push({ queue, scope, stop: () => worker.stop() })
