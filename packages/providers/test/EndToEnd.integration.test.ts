@@ -20,7 +20,7 @@ import { withAnthropic } from "../src/Anthropic.js"
 import { withGemini } from "../src/Gemini.js"
 import { withOpenAI } from "../src/OpenAI.js"
 import * as Pricing from "../src/Pricing.js"
-import { anthropicError, anthropicStream, openAiChat, openAiChatStream, openAiError } from "./bodies.js"
+import { anthropicError, anthropicStream, geminiStream, openAiChat, openAiChatStream, openAiError } from "./bodies.js"
 import { type FakeProvider, startFakeProvider } from "./fakeProvider.js"
 
 const databaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -106,6 +106,18 @@ const handlers: Handlers = {
       })
       let text = ""
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+      return { text }
+    }
+  },
+  "gemini-stream": {
+    attempt,
+    run: async (_input: unknown, ctx) => {
+      const stream = await withGemini(gemini(), ctx).models.generateContentStream({
+        model: "gemini-2.5-flash",
+        contents: "hello"
+      })
+      let text = ""
+      for await (const chunk of stream) text += chunk.text ?? ""
       return { text }
     }
   },
@@ -235,7 +247,7 @@ const suite = (name: string, spec: () => { readonly url: string; readonly schema
       expect(sum(await queue.charges(c.id))).toBeCloseTo(costC, 9)
     })
 
-    it("a streamed call settles at the end of the stream, by the usage its last chunk reported", async () => {
+    it("a streamed call (OpenAI, Gemini) settles at the end of the stream, by the usage it reported", async () => {
       const { queue, worker } = await setup()
       await worker.start()
       const { events, done } = openAiChatStream({ usage: true })
@@ -248,6 +260,20 @@ const suite = (name: string, spec: () => { readonly url: string; readonly schema
       expect(charges[0]?.settled).toBe(true)
       // openAiChatStream's usage chunk: 500 prompt tokens, 30 completion tokens
       expect(charges[0]?.amountCents).toBeCloseTo(costOf("gpt-4o-mini", { inputTokens: 500, outputTokens: 30 }), 9)
+
+      fake.reply({ kind: "sse", events: geminiStream({ end: true }) })
+      const gem = await queue.submit("gemini-stream", {})
+      expect(await queue.wait(gem.id, { timeoutMs: 20_000 })).toMatchObject({
+        state: "succeeded",
+        result: { text: "Hello!" }
+      })
+      const gemCharges = await queue.charges(gem.id)
+      expect(gemCharges).toHaveLength(1)
+      // geminiStream's last chunk: a running total of 600 prompt tokens and 12 candidate tokens
+      expect(gemCharges[0]?.amountCents).toBeCloseTo(
+        costOf("gemini-2.5-flash", { inputTokens: 600, outputTokens: 12 }),
+        9
+      )
     })
 
     it("cancelling the job mid-stream aborts the SDK request and settles by what was consumed", async () => {
@@ -287,7 +313,7 @@ const suite = (name: string, spec: () => { readonly url: string; readonly schema
       const retried = await queue.get(id)
       expect(retried.state).toBe("queued")
       // the server's delay is a floor of the retry: the job is not due before it
-      expect(retried.runAfter - (retried.updatedAt ?? 0)).toBeGreaterThanOrEqual(2_000)
+      expect(retried.runAfter - retried.updatedAt).toBeGreaterThanOrEqual(2_000)
       fake.reply({ kind: "json", status: 200, body: openAiChat() })
       const job = await queue.wait(id, { timeoutMs: 20_000 })
       expect(job.state).toBe("succeeded")
