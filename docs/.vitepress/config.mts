@@ -83,7 +83,8 @@ export default defineConfig({
           items: [
             { text: "Express: submit and poll", link: "/guide/recipes/promise-express" },
             { text: "Route handler with SSE", link: "/guide/recipes/promise-route-handler-sse" },
-            { text: "A batch script", link: "/guide/recipes/promise-batch" }
+            { text: "A batch script", link: "/guide/recipes/promise-batch" },
+            { text: "OpenAI and Anthropic SDKs in a worker", link: "/guide/recipes/provider-sdks" }
           ]
         },
         { text: "API reference", link: "/reference/" }

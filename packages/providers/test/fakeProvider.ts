@@ -39,15 +39,22 @@ export interface FakeProvider {
   /** Script the reply to every following request until the next `reply`. */
   reply(reply: Reply): void
   readonly requests: ReadonlyArray<Recorded>
+  /** The requests whose connection closed before their reply ended: the client aborted, or a `cut` or `reset` reply. */
+  readonly closedEarly: ReadonlyArray<Recorded>
   close(): Promise<void>
 }
 
 export const startFakeProvider = async (): Promise<FakeProvider> => {
   let next: Reply = { kind: "json", status: 500, body: { error: { message: "no reply scripted" } } }
   const requests: Array<Recorded> = []
+  const closedEarly: Array<Recorded> = []
   const sockets = new Set<Socket>()
   const answer = (req: IncomingMessage, res: ServerResponse, body: string) => {
-    requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body })
+    const recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body }
+    requests.push(recorded)
+    res.on("close", () => {
+      if (!res.writableFinished) closedEarly.push(recorded)
+    })
     const r = next
     switch (r.kind) {
       case "json": {
@@ -95,6 +102,7 @@ export const startFakeProvider = async (): Promise<FakeProvider> => {
       next = r
     },
     requests,
+    closedEarly,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy()
