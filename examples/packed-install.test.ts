@@ -87,6 +87,8 @@ describe("the packed packages install and run the quick start", () => {
     for (const name of wanted) expect(existsSync(join(app, "node_modules", name, "dist", "index.js"))).toBe(true)
 
     const source = readFileSync(join(root, quickStart.snippet), "utf8")
+    // The getting-started promise: a user who knows async/await gets a processed job in under 30 lines.
+    expect(source.trimEnd().split("\n").length).toBeLessThan(30)
     const { code } = await transform(source, { loader: "ts", format: "esm", target: "node20" })
     writeFileSync(join(app, "quick-start.mjs"), code)
     const output = await exec(process.execPath, ["quick-start.mjs"], app, 30_000)

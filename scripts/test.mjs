@@ -13,6 +13,8 @@ const steps = [
   { name: "typecheck", cmd: "npm run --silent check" },
   { name: "lint", cmd: "npm run --silent lint" },
   { name: "docs build", cmd: "npm run --silent docs:build" },
+  // Every public package builds, packs, and passes publint and arethetypeswrong as it would be published.
+  { name: "packages: publint + attw", cmd: "npm run --silent pack:check" },
   // Every test file but the one that restarts the Postgres server, which would cut other files' connections.
   {
     name: "vitest",
