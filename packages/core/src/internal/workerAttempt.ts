@@ -7,7 +7,20 @@
  *
  * @internal
  */
-import { Cause, Clock, Effect, Either, Exit, Metric, Option, ParseResult, Schema } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Effect,
+  Either,
+  Exit,
+  FiberRef,
+  Metric,
+  type MetricLabel,
+  Option,
+  ParseResult,
+  Schema
+} from "effect"
 import * as Canonical from "../Canonical.js"
 import { policy as classPolicy } from "../ErrorClass.js"
 import * as Handler from "../Handler.js"
@@ -233,7 +246,11 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
     // named `handlerFiber`, set only while the handler runs); all that follows is uninterruptible, so the outcome is
     // always decided and written. The fiber is this attempt's alone and ends with it.
     if (env.tracer !== undefined) held.span = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
-    const startedAt = yield* Clock.currentTimeMillis
+    // Read from this fiber in the step that starts the handler: the Clock and metric labels it runs with, so the
+    // duration is timed and recorded without effect steps of its own.
+    let clock: Clock.Clock | undefined
+    let labels: ReadonlyArray<MetricLabel.MetricLabel> = []
+    let startedAt = 0
     const finished = (exit: Exit.Exit<unknown, unknown>) => {
       const written = finish(env, held, handler, admitted.right, exit)
       return env.tracer === undefined
@@ -246,21 +263,22 @@ const runAttempt = <R>(env: Env<R>, held: Held, handler: Handler.Handler<any, an
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.withFiberRuntime<Exit.Exit<unknown, unknown>, never, R>((self) => {
         control.handlerFiber = self
+        clock = Context.get(self.currentDefaultServices, Clock.Clock)
+        labels = self.getFiberRef(FiberRef.currentMetricLabels)
+        startedAt = clock.unsafeCurrentTimeMillis()
         // A stop that came while the job waited (a cancel seen by a renewal) interrupts the handler at once.
         return Effect.exit(restore(control.stopReason !== undefined ? Effect.interrupt : run))
       }).pipe(
         Effect.flatMap((exit) => {
           control.handlerFiber = undefined
           control.persisting = true
-          return Effect.flatMap(Clock.currentTimeMillis, (endedAt) =>
-            Effect.zipRight(
-              Effect.zipRight(
-                Metric.update(Metrics.attemptDurationSeconds, (endedAt - startedAt) / 1_000),
-                freeSlot(env, held)
-              ),
-              finished(exit)
-            )
-          )
+          const endedAt = clock!.unsafeCurrentTimeMillis()
+          Metrics.attemptDurationSeconds.unsafeUpdate((endedAt - startedAt) / 1_000, labels)
+          // The slot is free: the next waiting job starts (at this same instant) while this outcome is written.
+          env.busy -= 1
+          env.running.delete(held)
+          wakeIntake(env)
+          return Effect.zipRight(dispatchAt(env, endedAt), finished(exit))
         })
       )
     )
@@ -299,51 +317,60 @@ const startable = (held: Held, now: number): boolean =>
  * @internal
  */
 export const dispatch = <R>(env: Env<R>): Effect.Effect<void, never, R> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const starts: Array<Effect.Effect<unknown, never, R>> = []
-    while (env.busy < env.concurrency && env.waiting.length > 0) {
-      const held = env.waiting.shift()!
-      const handler = env.registry.get(held.job.type, held.job.version)
-      if (handler === undefined) {
-        starts.push(
-          env.fibers.run(
-            Effect.zipRight(
-              Metric.increment(Metrics.unknownHandlerDeferred),
-              persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), env.unknownHandlerDelayMs)
-            )
+  Effect.suspend(() =>
+    // Nothing can start: no clock read, no step.
+    env.busy >= env.concurrency || env.waiting.length === 0
+      ? Effect.void
+      : Effect.flatMap(Clock.currentTimeMillis, (now) => dispatchAt(env, now))
+  )
+
+/** `dispatch` at local clock time `now`, read by the caller: what starts the attempts (built at once, run later). */
+const dispatchAt = <R>(env: Env<R>, now: number): Effect.Effect<void, never, R> => {
+  const starts: Array<Effect.Effect<void, never, R>> = []
+  while (env.busy < env.concurrency && env.waiting.length > 0) {
+    const held = env.waiting.shift()!
+    const handler = env.registry.get(held.job.type, held.job.version)
+    if (handler === undefined) {
+      starts.push(
+        env.fibers.run(
+          Effect.zipRight(
+            Metric.increment(Metrics.unknownHandlerDeferred),
+            persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), env.unknownHandlerDelayMs)
           )
         )
-        continue
-      }
-      if (!startable(held, now)) {
-        // The claim's reply came back after the lease it granted may have ended (a pause, slow retries), or no
-        // renewal came in time while it waited: a model call now could overlap the next holder's. Write nothing;
-        // the message returns to a fresh claim.
-        const ended = now >= held.control.localLeaseEnd && !Control.leaseGone(held.control.stopReason)
-        starts.push(
-          ended
-            ? Metric.increment(Metrics.selfFenced).pipe(
-                Effect.zipRight(
-                  logFor(
-                    env,
-                    held,
-                    Effect.logWarning("lease ended before the attempt could start; nothing run, nothing committed")
-                  )
-                ),
-                Effect.zipRight(handOff(env, held))
-              )
-            : handOff(env, held)
-        )
-        continue
-      }
-      env.busy += 1
-      env.running.add(held)
-      // Dispatch may run inside the intake's uninterruptible claim round: the attempt must be interruptible again.
-      starts.push(env.fibers.run(Effect.interruptible(runAttempt(env, held, handler))))
+      )
+      continue
     }
-    if (starts.length === 0) return Effect.void
-    return Effect.all(starts, { discard: true })
-  })
+    if (!startable(held, now)) {
+      // The claim's reply came back after the lease it granted may have ended (a pause, slow retries), or no
+      // renewal came in time while it waited: a model call now could overlap the next holder's. Write nothing;
+      // the message returns to a fresh claim.
+      const ended = now >= held.control.localLeaseEnd && !Control.leaseGone(held.control.stopReason)
+      starts.push(
+        ended
+          ? Metric.increment(Metrics.selfFenced).pipe(
+              Effect.zipRight(
+                logFor(
+                  env,
+                  held,
+                  Effect.logWarning("lease ended before the attempt could start; nothing run, nothing committed")
+                )
+              ),
+              Effect.zipRight(handOff(env, held))
+            )
+          : handOff(env, held)
+      )
+      continue
+    }
+    env.busy += 1
+    env.running.add(held)
+    // Dispatch may run inside the intake's uninterruptible claim round: the attempt must be interruptible again.
+    starts.push(env.fibers.run(Effect.interruptible(runAttempt(env, held, handler))))
+  }
+  if (starts.length === 0) return Effect.void
+  // One start (a slot freed, one job taken) is the common case: no loop around it.
+  return starts.length === 1 ? starts[0]! : Effect.all(starts, { discard: true })
+}
 
 /**
  * Hand every waiting job back (a closing worker): one release each, group-committed; the messages return at once.
