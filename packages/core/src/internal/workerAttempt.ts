@@ -34,7 +34,7 @@ import * as WorkerContext from "./workerContext.js"
 import * as Control from "./workerControl.js"
 import { type Env, handOff, inAttemptFiber, logFor, persist, settleWith, wakeIntake } from "./workerEnv.js"
 import type { Held } from "./workerLease.js"
-import { decide, type Ended } from "./workerOutcome.js"
+import { type Decision, decide, type Ended } from "./workerOutcome.js"
 
 /** At most this many issues of a parse error are kept as evidence; the rest are counted. */
 const maxIssues = 10
@@ -96,32 +96,38 @@ const estimateEither = <R>(
   }
 }
 
-/** How the handler ended, for the decision: the result encoded and checked, or the failure normalised. */
-const endedOf = <R>(handler: Handler.Handler<any, any, R>, exit: Exit.Exit<unknown, unknown>): Effect.Effect<Ended> =>
-  Effect.gen(function* () {
-    if (Exit.isSuccess(exit)) {
-      const encoded = yield* runSchema(Schema.encode(handler.result), exit.value)
-      if (Exit.isFailure(encoded)) {
-        const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
-        return { _tag: "Unstorable", error } as const
-      }
-      const result = Canonical.validateJson(encoded.value)
-      if (Either.isLeft(result)) {
-        const error = evidenceOf(`result is not storable JSON at ${result.left.path}: ${result.left.message}`)
-        return { _tag: "Unstorable", error } as const
-      }
-      return { _tag: "Succeeded", result: result.right } as const
-    }
-    const failure = Cause.failureOption(exit.cause)
-    if (Option.isSome(failure) && failure.value instanceof Handler.BudgetExceeded) {
-      return { _tag: "BudgetExceeded", error: failure.value.message } as const
-    }
-    if (Option.isSome(failure) && failure.value instanceof Handler.DeadlineExceeded) {
-      return { _tag: "DeadlineExceeded", error: failure.value.message } as const
-    }
-    const normalized = yield* Normalize.normalizeWithClock(Option.isSome(failure) ? failure.value : exit.cause)
-    return { _tag: "Failed", normalized } as const
-  })
+/** A returned value as the decision sees it: encoded by the result schema, then checked to be storable JSON. */
+const succeededOf = (encoded: Exit.Exit<unknown, ParseResult.ParseError>): Ended => {
+  if (Exit.isFailure(encoded)) {
+    const error = `result does not match the handler's result schema: ${formatSchemaCause(encoded.cause)}`
+    return { _tag: "Unstorable", error }
+  }
+  const result = Canonical.validateJson(encoded.value)
+  if (Either.isLeft(result)) {
+    const error = evidenceOf(`result is not storable JSON at ${result.left.path}: ${result.left.message}`)
+    return { _tag: "Unstorable", error }
+  }
+  return { _tag: "Succeeded", result: result.right }
+}
+
+/**
+ * How the handler ended, for the decision: the result encoded and checked, or the failure normalised. Plain steps, no
+ * generator: this runs once per attempt.
+ */
+const endedOf = <R>(handler: Handler.Handler<any, any, R>, exit: Exit.Exit<unknown, unknown>): Effect.Effect<Ended> => {
+  if (Exit.isSuccess(exit)) return Effect.map(runSchema(Schema.encode(handler.result), exit.value), succeededOf)
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure) && failure.value instanceof Handler.BudgetExceeded) {
+    return Effect.succeed({ _tag: "BudgetExceeded", error: failure.value.message })
+  }
+  if (Option.isSome(failure) && failure.value instanceof Handler.DeadlineExceeded) {
+    return Effect.succeed({ _tag: "DeadlineExceeded", error: failure.value.message })
+  }
+  return Effect.map(
+    Normalize.normalizeWithClock(Option.isSome(failure) ? failure.value : exit.cause),
+    (normalized): Ended => ({ _tag: "Failed", normalized })
+  )
+}
 
 /** Decide and persist the outcome of an attempt whose handler has ended. */
 const finish = <R>(
@@ -130,10 +136,9 @@ const finish = <R>(
   handler: Handler.Handler<any, any, R>,
   input: unknown,
   exit: Exit.Exit<unknown, unknown>
-) =>
-  Effect.gen(function* () {
+): Effect.Effect<void> =>
+  Effect.flatMap(endedOf(handler, exit), (ended) => {
     const { control, job } = held
-    const ended = yield* endedOf(handler, exit)
     const spentCents = control.knownCostCents
     // The next attempt's estimate: the handler's, else what this attempt spent (the claim applies the full fallback).
     const declared = Either.getOrUndefined(estimateEither(handler, input))
@@ -144,43 +149,59 @@ const finish = <R>(
       spentCents,
       nextEstimateCents: declared ?? Math.max(0, spentCents - job.costCents)
     })
-    if (env.tracer !== undefined) {
-      yield* Effect.annotateCurrentSpan({
+    const written = write(env, held, decision)
+    if (env.tracer === undefined) return written
+    return Effect.zipRight(
+      Effect.annotateCurrentSpan({
         "slowcall.decision": decision._tag,
         "slowcall.ended": ended._tag,
         "slowcall.cost_cents": spentCents
-      })
-    }
-    switch (decision._tag) {
-      case "HandOff":
-        if (decision.selfFenced) {
-          yield* logFor(
-            env,
-            held,
-            Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
+      }),
+      written
+    )
+  })
+
+/** What a decision writes: nothing (hand off), its settlement, or a retry after its delay. */
+const write = <R>(env: Env<R>, held: Held, decision: Decision): Effect.Effect<void> => {
+  switch (decision._tag) {
+    case "HandOff":
+      return decision.selfFenced
+        ? Effect.zipRight(
+            logFor(
+              env,
+              held,
+              Effect.logWarning("lease could not be renewed in time; attempt interrupted, nothing committed")
+            ),
+            handOff(env, held)
           )
-        }
-        return yield* handOff(env, held)
-      case "Settle":
-        return yield* persist(env, held, settleWith(env, held, decision.outcome, evidenceOf))
-      case "Retry": {
-        const { normalized } = decision
-        const delayMs = yield* Retry.delayFor(normalized, job.attempts - job.attemptsBase, {
+        : handOff(env, held)
+    case "Settle":
+      return persist(env, held, settleWith(env, held, decision.outcome, evidenceOf))
+    case "Retry": {
+      const { normalized } = decision
+      const { job } = held
+      return Effect.flatMap(
+        Retry.delayFor(normalized, job.attempts - job.attemptsBase, {
           ...classPolicy(normalized.errorClass),
           ...(env.retry?.baseMs !== undefined ? { baseMs: env.retry.baseMs } : {}),
           ...(env.retry?.capMs !== undefined ? { capMs: env.retry.capMs } : {})
-        })
-        yield* Metric.increment(Metrics.retries)
-        const outcome: Outcome = {
-          _tag: "Retry",
-          delayMs,
-          errorClass: normalized.errorClass,
-          error: normalized.evidence
+        }),
+        (delayMs) => {
+          const outcome: Outcome = {
+            _tag: "Retry",
+            delayMs,
+            errorClass: normalized.errorClass,
+            error: normalized.evidence
+          }
+          return Effect.zipRight(
+            Metric.increment(Metrics.retries),
+            persist(env, held, settleWith(env, held, outcome, evidenceOf))
+          )
         }
-        return yield* persist(env, held, settleWith(env, held, outcome, evidenceOf))
-      }
+      )
     }
-  })
+  }
+}
 
 /** The gates before a handler may start: its input decodes, its estimate is computable and fits the budget. */
 const admitAttempt = <R>(handler: Handler.Handler<any, any, R>, held: Held) =>
