@@ -282,9 +282,6 @@ const startAttempt = <R>(
   })
   // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
   const run = Effect.suspend(() => handler.run(admitted.right, ctx))
-  // The handler runs in this fiber, the only part of it a stop may interrupt (`Control.stop` interrupts the fiber
-  // named `handlerFiber`, set only while the handler runs); all that follows is uninterruptible, so the outcome is
-  // always decided and written. The fiber is this attempt's alone and ends with it.
   // Read from this fiber in the step that starts the handler: the Clock and metric labels it runs with, so the
   // duration is timed and recorded without effect steps of its own.
   let clock: Clock.Clock | undefined
@@ -299,6 +296,9 @@ const startAttempt = <R>(
           attributes: { "slowcall.job_id": job.id, "slowcall.token": job.leaseToken }
         })
   }
+  // The handler runs in this fiber, the only part of it a stop may interrupt (`Control.stop` interrupts the fiber
+  // named `handlerFiber`, set only while the handler runs); all that follows is uninterruptible, so the outcome is
+  // always decided and written. The fiber is this attempt's alone and ends with it.
   const started = Effect.uninterruptibleMask((restore) =>
     Effect.withFiberRuntime<Exit.Exit<unknown, unknown>, never, R>((self) => {
       control.handlerFiber = self
