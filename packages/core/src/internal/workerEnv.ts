@@ -263,12 +263,11 @@ export const persist = <R>(
       },
       onSuccess: ({ job, now }) => {
         letGo(env, held)
-        return Effect.zipRight(
-          job.state === "failed" ? Metric.increment(Metrics.deadLetterArrivals) : Effect.void,
+        const reply =
           job.state === "queued"
             ? defer(env, held.delivery, deferMs ?? Math.max(0, job.runAfter - now))
             : ack(env, held.delivery)
-        )
+        return job.state === "failed" ? Effect.zipRight(Metric.increment(Metrics.deadLetterArrivals), reply) : reply
       }
     })
   )

@@ -13,7 +13,7 @@
  *
  * @internal
  */
-import { Clock, Effect, Either, Metric } from "effect"
+import { Clock, Effect, Either, FiberRef, Metric } from "effect"
 import type * as Handler from "../Handler.js"
 import type { JobId } from "../Job.js"
 import * as Metrics from "../Metrics.js"
@@ -69,11 +69,14 @@ const reportClaims = <R>(
   batch: number
 ): Effect.Effect<void> => {
   if (taken.length === 0) return Effect.void
-  const waits = Effect.forEach(
-    taken,
-    (held) => Metric.update(Metrics.queueWaitSeconds, Math.max(0, held.job.updatedAt - held.job.runAfter) / 1_000),
-    { discard: true }
-  )
+  // One step for the whole round, under the metric labels of this fiber (what `Metric.update` would use per job).
+  const waits = Effect.withFiberRuntime<void>((fiber) => {
+    const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+    for (const held of taken) {
+      Metrics.queueWaitSeconds.unsafeUpdate(Math.max(0, held.job.updatedAt - held.job.runAfter) / 1_000, labels)
+    }
+    return Effect.void
+  })
   const tracer = env.tracer
   if (tracer === undefined) return waits
   return Effect.zipRight(
