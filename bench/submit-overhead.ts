@@ -7,7 +7,8 @@
  *   COUNT=1 node scripts/bundled.mjs bench/submit-overhead.ts                         (also: Effect operations per submit)
  *   node --cpu-prof scripts/bundled.mjs bench/submit-overhead.ts 20000 memory         (a CPU profile to read)
  *
- * Prints jobs/s and CPU ms per submit (the process's own user + system time over the timed submits) per store. Redis
+ * Prints jobs/s and CPU ms per submit (the process's own user + system time over the timed submits) per store, then
+ * the same for N more jobs through `submitMany`, 500 items a call. Redis
  * runs on 127.0.0.1:6379 under a key prefix of its own, deleted afterwards (SCAN + UNLINK, never a flush); Postgres
  * on 127.0.0.1:5432 (database `test`) in a schema of its own, dropped afterwards. Each run starts with 500 untimed
  * submits so the timed ones meet warm code.
@@ -24,6 +25,7 @@ import * as Transport from "../packages/core/src/Transport.js"
 const N = Number(process.argv[2] ?? 5_000)
 const targets = (process.argv[3] ?? "memory,redis,postgres").split(",")
 const WARMUP = 500
+const BULK = 500
 const REDIS_URL = "redis://127.0.0.1:6379"
 const PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 const tag = `submitbench${process.pid}`
@@ -70,6 +72,16 @@ const run = (name: string, layer: Layer.Layer<Store.Store | Store.Query | Transp
       for (const [kind, n] of [...count.byKind].sort((a, b) => b[1] - a[1]))
         console.log(`    ${(n / N).toFixed(2)} ${kind}`)
     }
+    // The same number of jobs again through submitMany, BULK at a time: the per-item share of a batch.
+    const bulk = Array.from({ length: BULK }, (_, i) => ({ queue, type: "t", input: inputOf(i) }))
+    const bulkStarted = performance.now()
+    const bulkCpu0 = process.cpuUsage()
+    for (let done = 0; done < N; done += BULK) yield* client.submitMany(bulk)
+    const bulkCpu = process.cpuUsage(bulkCpu0)
+    const jobs = Math.ceil(N / BULK) * BULK
+    console.log(
+      `${name.padEnd(8)} ${jobs} in submitMany of ${BULK}, ${(jobs / ((performance.now() - bulkStarted) / 1000)).toFixed(0).padStart(6)} jobs/s, cpu ms/job ${((bulkCpu.user + bulkCpu.system) / 1000 / jobs).toFixed(4)}`
+    )
   }).pipe(Effect.provide(layer), Effect.scoped)
 
 const dropRedisKeys = async () => {

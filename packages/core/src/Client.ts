@@ -280,21 +280,27 @@ const optionsProblem = (options: SubmitOptions): InvalidInput | undefined => {
 
 /**
  * The Store item of one submit: validated, hashed, fingerprinted, with a fresh id and every default applied. A
- * `runAfter` becomes a delay from `storeNow` (read only when one is given). Writes nothing.
+ * `runAfter` becomes a delay from `storeNow` (read only when one is given). Writes nothing. With an `index` (an item
+ * of a batch), an `InvalidInput` path starts with `[index].`.
  */
 const prepare = <E>(
   options: SubmitOptions,
   storeNow: Effect.Effect<number, E>,
-  span?: Tracer.AnySpan | undefined
+  span: Tracer.AnySpan | undefined,
+  index?: number
 ): Effect.Effect<SubmitItem, InvalidInput | E> => {
+  const invalid = (error: InvalidInput) =>
+    Effect.fail(
+      index === undefined ? error : new InvalidInput({ path: `[${index}].${error.path}`, message: error.message })
+    )
   const problem = optionsProblem(options)
-  if (problem !== undefined) return Effect.fail(problem)
+  if (problem !== undefined) return invalid(problem)
   const inputRef = options.inputRef
   // One walk of the input both checks it and writes the canonical text its hash is taken of.
   const hashed = Canonical.inputHashEither(
     inputRef === undefined ? (options.input === undefined ? null : options.input) : { inputRef }
   )
-  if (Either.isLeft(hashed)) return Effect.fail(hashed.left)
+  if (Either.isLeft(hashed)) return invalid(hashed.left)
   const inputHash = hashed.right
   const input = (inputRef === undefined && options.input !== undefined ? options.input : null) as Json
   const version = options.version ?? defaults.version
@@ -526,13 +532,7 @@ export const makeWith = (
       Effect.gen(function* () {
         // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
         const storeNow = yield* Effect.cached(store.now)
-        const prepared = yield* Effect.forEach(items, (options, index) =>
-          prepare(options, storeNow, span).pipe(
-            Effect.catchTag("InvalidInput", (error) =>
-              Effect.fail(new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
-            )
-          )
-        )
+        const prepared = yield* Effect.forEach(items, (options, index) => prepare(options, storeNow, span, index))
         if (prepared.length === 0) return { now: yield* store.now, results: [] }
         yield* admit(prepared)
         const reply = yield* store.submit({ items: prepared })
