@@ -5,9 +5,9 @@
  *
  * @since 0.1.0
  */
-import { createHash } from "node:crypto"
 import { type Effect, Either } from "effect"
 import { InvalidInput } from "./Errors.js"
+import { sha256Hex } from "./internal/sha256.js"
 import type { Json } from "./Job.js"
 
 const isPlainObject = (value: object): boolean => {
@@ -214,4 +214,4 @@ export const inputHash = (value: unknown): Effect.Effect<string, InvalidInput> =
  * @category constructors
  */
 export const inputHashEither = (value: unknown): Either.Either<string, InvalidInput> =>
-  Either.map(canonicalJson(value), (text) => createHash("sha256").update(text, "utf8").digest("hex"))
+  Either.map(canonicalJson(value), sha256Hex)
