@@ -5,9 +5,9 @@
  *
  * @since 0.1.0
  */
-import { createHash } from "node:crypto"
-import { Effect, Either } from "effect"
+import { type Effect, Either } from "effect"
 import { InvalidInput } from "./Errors.js"
+import { sha256Hex } from "./internal/sha256.js"
 import type { Json } from "./Job.js"
 
 const isPlainObject = (value: object): boolean => {
@@ -203,5 +203,15 @@ const isPlainJson = (value: unknown, ancestors: Array<object>): boolean => {
  * @since 0.1.0
  * @category constructors
  */
-export const inputHash = (value: unknown): Effect.Effect<string, InvalidInput> =>
-  Effect.map(canonicalJson(value), (text) => createHash("sha256").update(text, "utf8").digest("hex"))
+export const inputHash = (value: unknown): Effect.Effect<string, InvalidInput> => inputHashEither(value)
+
+/**
+ * `inputHash` as a plain `Either`, for callers that hash outside an effect: the same hash, or the same
+ * `InvalidInput` naming the first rejection. One walk of the value both checks it and writes its canonical text, so a
+ * caller needs no separate `validateJson` first.
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const inputHashEither = (value: unknown): Either.Either<string, InvalidInput> =>
+  Either.map(canonicalJson(value), sha256Hex)

@@ -280,59 +280,67 @@ const optionsProblem = (options: SubmitOptions): InvalidInput | undefined => {
 
 /**
  * The Store item of one submit: validated, hashed, fingerprinted, with a fresh id and every default applied. A
- * `runAfter` becomes a delay from `storeNow` (read only when one is given). Writes nothing.
+ * `runAfter` becomes a delay from `storeNow` (read only when one is given). Writes nothing. With an `index` (an item
+ * of a batch), an `InvalidInput` path starts with `[index].`.
  */
 const prepare = <E>(
   options: SubmitOptions,
   storeNow: Effect.Effect<number, E>,
-  span?: Tracer.AnySpan | undefined
-): Effect.Effect<SubmitItem, InvalidInput | E> =>
-  Effect.gen(function* () {
-    const problem = optionsProblem(options)
-    if (problem !== undefined) return yield* Effect.fail(problem)
-    const valid = Canonical.validateJson(options.input === undefined ? null : options.input)
-    if (Either.isLeft(valid)) return yield* Effect.fail(valid.left)
-    const input: Json = options.inputRef === undefined ? valid.right : null
-    const inputHash = yield* Canonical.inputHash(
-      options.inputRef === undefined ? input : { inputRef: options.inputRef }
+  span: Tracer.AnySpan | undefined,
+  index?: number
+): Effect.Effect<SubmitItem, InvalidInput | E> => {
+  const invalid = (error: InvalidInput) =>
+    Effect.fail(
+      index === undefined ? error : new InvalidInput({ path: `[${index}].${error.path}`, message: error.message })
     )
-    const id = yield* Ids.makeJobId
-    const version = options.version ?? defaults.version
-    const priority = options.priority ?? defaults.priority
-    const maxAttempts = options.maxAttempts ?? defaults.maxAttempts
-    const budgetCents = options.budgetCents ?? null
-    const deadlineAt = options.deadlineAt ?? null
-    const delayMs =
-      options.runAfter === undefined ? (options.delayMs ?? 0) : Math.max(0, options.runAfter - (yield* storeNow))
-    const fingerprint = Protocol.fingerprint({
-      type: options.type,
-      version,
-      inputHash,
-      maxAttempts,
-      priority,
-      budgetCents,
-      deadlineAt,
-      schedule: options.runAfter === undefined ? { delayMs: options.delayMs ?? 0 } : { runAfter: options.runAfter }
-    })
-    return {
-      id,
-      queue: options.queue,
-      tenant: options.tenant ?? null,
-      type: options.type,
-      version,
-      requestKey: options.requestKey ?? null,
-      inputHash,
-      input,
-      inputRef: options.inputRef ?? null,
-      priority,
-      delayMs,
-      deadlineAt,
-      budgetCents,
-      maxAttempts,
-      traceId: options.traceId ?? (span === undefined ? id.replace(/-/g, "") : Tracing.traceparentOf(span)),
-      fingerprint
-    }
+  const problem = optionsProblem(options)
+  if (problem !== undefined) return invalid(problem)
+  const inputRef = options.inputRef
+  // One walk of the input both checks it and writes the canonical text its hash is taken of.
+  const hashed = Canonical.inputHashEither(
+    inputRef === undefined ? (options.input === undefined ? null : options.input) : { inputRef }
+  )
+  if (Either.isLeft(hashed)) return invalid(hashed.left)
+  const inputHash = hashed.right
+  const input = (inputRef === undefined && options.input !== undefined ? options.input : null) as Json
+  const version = options.version ?? defaults.version
+  const priority = options.priority ?? defaults.priority
+  const maxAttempts = options.maxAttempts ?? defaults.maxAttempts
+  const budgetCents = options.budgetCents ?? null
+  const deadlineAt = options.deadlineAt ?? null
+  const runAfter = options.runAfter
+  const fingerprint = Protocol.fingerprint({
+    type: options.type,
+    version,
+    inputHash,
+    maxAttempts,
+    priority,
+    budgetCents,
+    deadlineAt,
+    schedule: runAfter === undefined ? { delayMs: options.delayMs ?? 0 } : { runAfter }
   })
+  const item = (id: JobId, delayMs: number): SubmitItem => ({
+    id,
+    queue: options.queue,
+    tenant: options.tenant ?? null,
+    type: options.type,
+    version,
+    requestKey: options.requestKey ?? null,
+    inputHash,
+    input,
+    inputRef: inputRef ?? null,
+    priority,
+    delayMs,
+    deadlineAt,
+    budgetCents,
+    maxAttempts,
+    traceId: options.traceId ?? (span === undefined ? id.replace(/-/g, "") : Tracing.traceparentOf(span)),
+    fingerprint
+  })
+  return runAfter === undefined
+    ? Effect.map(Ids.makeJobId, (id) => item(id, options.delayMs ?? 0))
+    : Effect.flatMap(Ids.makeJobId, (id) => Effect.map(storeNow, (now) => item(id, Math.max(0, runAfter - now))))
+}
 
 /**
  * How a Client bounds the backlog it adds to. `maxQueued` is the most queued jobs (due or not) one queue may hold,
@@ -383,9 +391,13 @@ export const makeWith = (
      * of the items, the queued jobs already there plus the items going there.
      */
     const admit = (items: ReadonlyArray<SubmitItem>): Effect.Effect<void, QueueFull | StoreError> =>
+      clientOptions.maxQueued === undefined && clientOptions.maxQueuedPerTenant === undefined
+        ? Effect.void
+        : admitBounded(items)
+
+    const admitBounded = (items: ReadonlyArray<SubmitItem>): Effect.Effect<void, QueueFull | StoreError> =>
       Effect.gen(function* () {
         const { maxQueued, maxQueuedPerTenant } = clientOptions
-        if (maxQueued === undefined && maxQueuedPerTenant === undefined) return
         const byQueue = new Map<string, number>()
         const byTenant = new Map<string, { queue: string; tenant: string; count: number }>()
         for (const item of items) {
@@ -482,26 +494,31 @@ export const makeWith = (
       options: SubmitOptions,
       span: Tracer.AnySpan | undefined
     ): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
-      Effect.gen(function* () {
-        const item = yield* prepare(options, store.now, span)
-        if (span !== undefined) yield* Effect.annotateCurrentSpan("slowcall.job_id", item.id)
-        yield* admit([item])
-        const reply = yield* store.submit({ items: [item] })
-        const outcome = reply.results[0]
-        if (outcome === undefined) return yield* Effect.die(new Error("Store.submit returned no result for its item"))
-        switch (outcome._tag) {
-          case "KeyReused":
-            return yield* new IdempotencyKeyReused({
-              requestKey: outcome.requestKey,
-              existingJobId: outcome.existingJobId
-            })
-          case "Existing":
-            return { job: outcome.job, created: false, now: reply.now }
-          case "Created":
-            yield* publish([outcome.job], reply.now)
-            return { job: outcome.job, created: true, now: reply.now }
-        }
+      Effect.flatMap(prepare(options, store.now, span), (item) => {
+        const write = Effect.flatMap(store.submit({ items: [item] }), (reply) => outcomeOf(reply.results[0], reply.now))
+        const admitted = Effect.zipRight(admit([item]), write)
+        return span === undefined
+          ? admitted
+          : Effect.zipRight(Effect.annotateCurrentSpan("slowcall.job_id", item.id), admitted)
       })
+
+    /** One submit's result from its item's outcome: publish a created job, refuse a reused key. */
+    const outcomeOf = (
+      outcome: SubmitOutcome | undefined,
+      now: number
+    ): Effect.Effect<SubmitResult, IdempotencyKeyReused> => {
+      if (outcome === undefined) return Effect.die(new Error("Store.submit returned no result for its item"))
+      switch (outcome._tag) {
+        case "KeyReused":
+          return Effect.fail(
+            new IdempotencyKeyReused({ requestKey: outcome.requestKey, existingJobId: outcome.existingJobId })
+          )
+        case "Existing":
+          return Effect.succeed({ job: outcome.job, created: false, now })
+        case "Created":
+          return Effect.as(publish([outcome.job], now), { job: outcome.job, created: true, now })
+      }
+    }
 
     const submitMany = (
       items: ReadonlyArray<SubmitOptions>
@@ -515,13 +532,7 @@ export const makeWith = (
       Effect.gen(function* () {
         // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
         const storeNow = yield* Effect.cached(store.now)
-        const prepared = yield* Effect.forEach(items, (options, index) =>
-          prepare(options, storeNow, span).pipe(
-            Effect.catchTag("InvalidInput", (error) =>
-              Effect.fail(new InvalidInput({ path: `[${index}].${error.path}`, message: error.message }))
-            )
-          )
-        )
+        const prepared = yield* Effect.forEach(items, (options, index) => prepare(options, storeNow, span, index))
         if (prepared.length === 0) return { now: yield* store.now, results: [] }
         yield* admit(prepared)
         const reply = yield* store.submit({ items: prepared })

@@ -11,8 +11,8 @@
  * @since 0.2.0
  */
 
-import { createHash } from "node:crypto"
 import type { ErrorClass } from "./ErrorClass.js"
+import { sha256Hex } from "./internal/sha256.js"
 import type { AbandonReason, AttemptOutcome, Job, JobId, Json } from "./Job.js"
 import { attemptsLeft, isTerminal } from "./Job.js"
 import * as StateMachine from "./StateMachine.js"
@@ -318,7 +318,7 @@ export const fingerprint = (fields: FingerprintFields): string => {
     fields.deadlineAt,
     ...schedule
   ])
-  return `f1:${createHash("sha256").update(text, "utf8").digest("hex")}`
+  return `f1:${sha256Hex(text)}`
 }
 
 /**

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import fc from "fast-check"
-import { canonicalJson, inputHash, maxDepth, unstorable, validateJson } from "../src/Canonical.js"
+import { canonicalJson, inputHash, inputHashEither, maxDepth, unstorable, validateJson } from "../src/Canonical.js"
 
 const rejection = (value: unknown) => {
   const result = canonicalJson(value)
@@ -159,6 +159,24 @@ describe("inputHash", () => {
     Effect.gen(function* () {
       const error = yield* Effect.flip(inputHash({ when: new Date(0) }))
       expect(error).toMatchObject({ _tag: "InvalidInput", path: "$.when" })
+    })
+  )
+})
+
+describe("inputHashEither", () => {
+  it.effect("gives the hash inputHash gives, and the same InvalidInput for a rejected value", () =>
+    Effect.gen(function* () {
+      const value = { b: [1, { d: -0, c: "y" }], a: "x" }
+      expect(Either.getOrThrow(inputHashEither(value))).toBe(yield* inputHash(value))
+      expect(Either.getOrThrow(inputHashEither(value))).toBe(
+        createHash("sha256").update('{"a":"x","b":[1,{"c":"y","d":0}]}').digest("hex")
+      )
+      const rejected = inputHashEither({ a: [1, Number.NaN] })
+      expect(Either.isLeft(rejected)).toBe(true)
+      if (Either.isLeft(rejected)) {
+        expect(rejected.left).toMatchObject({ _tag: "InvalidInput", path: "$.a[1]" })
+        expect(rejected.left).toEqual(yield* Effect.flip(inputHash({ a: [1, Number.NaN] })))
+      }
     })
   )
 })

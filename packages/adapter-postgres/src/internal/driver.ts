@@ -66,7 +66,21 @@ const guard = (client: pg.ClientBase): void => {
  * Statements with parameters run as named prepared statements: node-postgres prepares each once per connection,
  * so the server parses and plans the (long) protocol statements once instead of on every call.
  */
-const statementName = (text: string): string => `slowcall_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`
+const statementName = (text: string): string => {
+  let name = statementNames.get(text)
+  if (name === undefined) {
+    name = `slowcall_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`
+    if (statementNames.size < statementNameLimit) statementNames.set(text, name)
+  }
+  return name
+}
+
+/**
+ * The names already computed, by text: the protocol statements are a few fixed texts run on every call, and hashing
+ * a several-kilobyte text each time cost more than the rest of the call's own work. Bounded, for texts built per call.
+ */
+const statementNames = new Map<string, string>()
+const statementNameLimit = 1_000
 
 const pgQueryable = (client: pg.ClientBase | pg.Pool): Queryable => ({
   query: async <R>(text: string, params?: ReadonlyArray<unknown>) => {

@@ -294,10 +294,13 @@ export const makeStore = (ctx: Context): StoreService => {
         if (group === undefined) groups.set(item.queue, [i])
         else group.push(i)
       })
-      yield* Effect.forEach(groups.keys(), (queue) => ctx.routes.register("submit", queue), {
-        concurrency: "unbounded",
-        discard: true
-      })
+      // One queue (the common case) registers without the fibers a concurrent forEach would start.
+      if (groups.size === 1) yield* ctx.routes.register("submit", items[0]!.queue)
+      else
+        yield* Effect.forEach(groups.keys(), (queue) => ctx.routes.register("submit", queue), {
+          concurrency: "unbounded",
+          discard: true
+        })
       const reply: Reply<SubmitOutcome> =
         !ctx.cluster && groups.size === 1
           ? yield* submitOneQueue(items[0]!.queue, items, options.now)

@@ -18,18 +18,19 @@ import type { Job } from "../Job.js"
 
 const builtIn: Tracer.Tracer = Effect.runSync(Effect.tracer)
 
+const noTracer: Effect.Effect<Tracer.Tracer | undefined> = Effect.succeed(undefined)
+
 /**
  * The tracer spans go to, or `undefined` when tracing is off or only Effect's built-in tracer is installed.
  *
  * @internal
  */
-export const activeTracer: Effect.Effect<Tracer.Tracer | undefined> = Effect.flatMap(
-  FiberRef.get(FiberRef.currentTracerEnabled),
-  (enabled) =>
-    enabled
-      ? Effect.map(Effect.tracer, (tracer) => (tracer === builtIn ? undefined : tracer))
-      : Effect.succeed(undefined)
-)
+export const activeTracer: Effect.Effect<Tracer.Tracer | undefined> = Effect.withFiberRuntime((fiber) => {
+  // One step: the fiber's own tracer is the one `Effect.tracer` reads (its default services' Tracer).
+  if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return noTracer
+  const tracer = fiber.currentTracer
+  return tracer === builtIn ? noTracer : Effect.succeed(tracer)
+})
 
 const traceparentPattern = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
 const traceIdPattern = /^[0-9a-f]{32}$/
