@@ -139,41 +139,52 @@ export const makePgDriver = (options: PgDriverOptions): Driver => {
       let current: pg.Client | undefined
       let stopped = false
       const retryMs = options.listenRetryMs ?? 250
+      /** One try at a listening connection; false (and nothing left open) when the server cannot be reached. */
+      const connectOnce = async (): Promise<boolean> => {
+        const client = new pg.Client(
+          options.pool !== undefined
+            ? (options.pool as unknown as { options: pg.ClientConfig }).options
+            : {
+                connectionString: options.connectionString,
+                connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000
+              }
+        )
+        client.on("error", ignoreClientError)
+        try {
+          await client.connect()
+          await client.query(`LISTEN "${channel.replaceAll('"', '""')}"`)
+          client.on("notification", (message) => {
+            if (message.channel === channel) onPayload(message.payload ?? "")
+          })
+          client.on("end", () => {
+            listeners.delete(client)
+            if (!stopped && !closed) void reconnectLater()
+          })
+          if (stopped || closed) {
+            await client.end().catch(ignoreClientError)
+            return true
+          }
+          current = client
+          listeners.add(client)
+          return true
+        } catch {
+          await client.end().catch(ignoreClientError)
+          return false
+        }
+      }
       const connect = async (): Promise<void> => {
         while (!stopped && !closed) {
-          const client = new pg.Client(
-            options.pool !== undefined
-              ? (options.pool as unknown as { options: pg.ClientConfig }).options
-              : {
-                  connectionString: options.connectionString,
-                  connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000
-                }
-          )
-          client.on("error", ignoreClientError)
-          try {
-            await client.connect()
-            await client.query(`LISTEN "${channel.replaceAll('"', '""')}"`)
-            client.on("notification", (message) => {
-              if (message.channel === channel) onPayload(message.payload ?? "")
-            })
-            client.on("end", () => {
-              listeners.delete(client)
-              if (!stopped && !closed) void reconnectLater()
-            })
-            current = client
-            listeners.add(client)
-            return
-          } catch {
-            await client.end().catch(ignoreClientError)
-            await new Promise((resolve) => setTimeout(resolve, retryMs))
-          }
+          if (await connectOnce()) return
+          await new Promise((resolve) => setTimeout(resolve, retryMs))
         }
       }
       const reconnectLater = async (): Promise<void> => {
         await new Promise((resolve) => setTimeout(resolve, retryMs))
         await connect()
       }
-      await connect()
+      // One try before returning: a server that cannot be reached now must not hold up whoever listens (the store
+      // fails on its own queries; the transport polls); the tries go on in the background until one succeeds.
+      if (!(await connectOnce())) void reconnectLater()
       return async () => {
         stopped = true
         if (current !== undefined) {
