@@ -13,7 +13,7 @@
  * on 127.0.0.1:5432 (database `test`) in a schema of its own, dropped afterwards. Each run starts with 500 untimed
  * submits so the timed ones meet warm code.
  */
-import { Effect, Layer, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
+import { Effect, Layer, RuntimeFlags, RuntimeFlagsPatch } from "effect"
 import { Redis } from "ioredis"
 import pg from "pg"
 import * as PgStore from "../packages/adapter-postgres/src/PgStore.js"
@@ -21,6 +21,7 @@ import * as RedisStore from "../packages/adapter-redis/src/RedisStore.js"
 import * as Client from "../packages/core/src/Client.js"
 import * as Store from "../packages/core/src/Store.js"
 import * as Transport from "../packages/core/src/Transport.js"
+import { OpCount } from "./opCount.js"
 
 const N = Number(process.argv[2] ?? 5_000)
 const targets = (process.argv[3] ?? "memory,redis,postgres").split(",")
@@ -30,18 +31,6 @@ const REDIS_URL = "redis://127.0.0.1:6379"
 const PG_URL = "postgres://postgres@127.0.0.1:5432/test"
 const tag = `submitbench${process.pid}`
 
-/** Counts every Effect operation the submits' fiber runs. */
-class Count extends Supervisor.AbstractSupervisor<void> {
-  ops = 0
-  readonly byKind = new Map<string, number>()
-  readonly value = Effect.void
-  override onEffect(_fiber: unknown, effect: unknown): void {
-    this.ops++
-    const kind = String((effect as { _op?: unknown })._op)
-    this.byKind.set(kind, (this.byKind.get(kind) ?? 0) + 1)
-  }
-}
-
 /** A small job input of the kind a model call takes. */
 const inputOf = (i: number) => ({ prompt: `summarise document ${i}`, model: "small", maxTokens: 512, tags: ["a", "b"] })
 
@@ -50,7 +39,7 @@ const run = (name: string, layer: Layer.Layer<Store.Store | Store.Query | Transp
     const client = yield* Client.make
     const queue = `${tag}-q`
     for (let i = 0; i < WARMUP; i++) yield* client.submit({ queue, type: "t", input: inputOf(-i) })
-    const count = new Count()
+    const count = new OpCount()
     const loop = Effect.gen(function* () {
       for (let i = 0; i < N; i++) yield* client.submit({ queue, type: "t", input: inputOf(i) })
     })

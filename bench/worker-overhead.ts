@@ -9,7 +9,7 @@
  * Prints jobs/s and CPU ms per job (the process's own user + system time over the run). Used by the benchmarks page
  * to split a Postgres worker's CPU between the worker and the adapter.
  */
-import { Deferred, Effect, Exit, RuntimeFlags, RuntimeFlagsPatch, Schema, Scope, Supervisor } from "effect"
+import { Deferred, Effect, Exit, RuntimeFlags, RuntimeFlagsPatch, Schema, Scope } from "effect"
 import * as Handler from "../packages/core/src/Handler.js"
 import * as Ids from "../packages/core/src/Ids.js"
 import type { Job } from "../packages/core/src/Job.js"
@@ -17,24 +17,9 @@ import * as Protocol from "../packages/core/src/Protocol.js"
 import * as Store from "../packages/core/src/Store.js"
 import * as Transport from "../packages/core/src/Transport.js"
 import * as Worker from "../packages/core/src/Worker.js"
+import { OpCount } from "./opCount.js"
 
 const N = Number(process.argv[2] ?? 20_000)
-
-/** Counts every Effect operation the worker's fibers run, by kind, and the fibers they start. */
-class Count extends Supervisor.AbstractSupervisor<void> {
-  ops = 0
-  fibers = 0
-  readonly byKind = new Map<string, number>()
-  readonly value = Effect.void
-  override onEffect(_fiber: unknown, effect: unknown): void {
-    this.ops++
-    const kind = String((effect as { _op?: unknown })._op)
-    this.byKind.set(kind, (this.byKind.get(kind) ?? 0) + 1)
-  }
-  override onStart(): void {
-    this.fibers++
-  }
-}
 
 /** A transport whose messages are the store's own records: the worker claims with `claimNext`. */
 const wakeups: Transport.Transport["Type"] = {
@@ -97,7 +82,7 @@ const program = Effect.gen(function* () {
         return null
       })
   })
-  const count = new Count()
+  const count = new OpCount()
   const scope = yield* Scope.make()
   const started = performance.now()
   const cpu0 = process.cpuUsage()

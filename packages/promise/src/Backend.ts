@@ -93,19 +93,21 @@ export const layer = (
     case "Redis":
       return RedisStore.layer({ url: kind.url, prefix: schema })
     case "Postgres":
-      return onPostgres(PgDriver.layer({ connectionString: kind.url }), options)
     case "Pglite":
-      return Layer.suspend(() => {
-        if (kind.dataDir !== undefined) mkdirSync(kind.dataDir, { recursive: true })
-        return onPostgres(PgDriver.layerPglite({ dataDir: kind.dataDir }), options)
-      })
+      return onPostgres(driverOf(kind), options)
   }
 }
 
-/**
- * The adapter's Store (migrated first) and then its Transport on one driver. In this order an unreachable server
- * fails the migration, and so the open, instead of leaving the transport's LISTEN connection retrying.
- */
+/** The driver a Postgres URL names: a pool on the server, or embedded PGlite (its directory made first). */
+const driverOf = (kind: Extract<Kind, { readonly _tag: "Postgres" | "Pglite" }>) =>
+  kind._tag === "Postgres"
+    ? PgDriver.layer({ connectionString: kind.url })
+    : Layer.suspend(() => {
+        if (kind.dataDir !== undefined) mkdirSync(kind.dataDir, { recursive: true })
+        return PgDriver.layerPglite({ dataDir: kind.dataDir })
+      })
+
+/** The adapter's Store (migrated first, so an unreachable server fails the open) and its Transport on one driver. */
 const onPostgres = <E>(
   driver: Layer.Layer<PgDriver.PgDriver, E>,
   options: BackendOptions
@@ -129,13 +131,7 @@ const withSqs = (
       Layer.provideMerge(RedisConnection.layer({ url: kind.url, prefix: options.schema }))
     )
   }
-  const driver =
-    kind._tag === "Postgres"
-      ? PgDriver.layer({ connectionString: kind.url })
-      : Layer.suspend(() => {
-          if (kind.dataDir !== undefined) mkdirSync(kind.dataDir, { recursive: true })
-          return PgDriver.layerPglite({ dataDir: kind.dataDir })
-        })
+  const driver = driverOf(kind)
   const seams = Layer.merge(PgStore.layerFromDriver({ schema: options.schema, migrate: options.migrate }), transport)
   return Layer.merge(seams, PgStore.layerOutboxRelay().pipe(Layer.provide(seams))).pipe(Layer.provideMerge(driver))
 }
