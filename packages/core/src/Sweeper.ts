@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Layer, Metric, Schedule, type Scope } from "effect"
+import { Duration, Effect, Layer, Metric, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
 import type { Job } from "./Job.js"
 import * as Metrics from "./Metrics.js"
@@ -55,36 +55,50 @@ const byQueue = (jobs: ReadonlyArray<Job>): Map<string, Array<PublishItem>> => {
  * @category combinators
  */
 export const runOnce = (options: SweeperOptions = {}): Effect.Effect<SweepResult, StoreError, Store | Transport> =>
-  Effect.gen(function* () {
-    const store = yield* Store
-    const transport = yield* Transport
-    const result = yield* store.sweep({
-      queue: options.queue,
-      republishAfterMs: options.republishAfterMs,
-      limit: options.limit
-    })
-    if (result.expiredFailed.length > 0) {
-      yield* Metric.incrementBy(Metrics.deadLetterArrivals, result.expiredFailed.length)
-    }
-    // One publish call for every job of the pass that needs a message (cut to the transport's batch size).
-    const toPublish = transport.capabilities.ackRemoves ? [...result.requeued, ...result.stale] : result.requeued
-    const batch = Math.max(1, transport.capabilities.maxBatch)
-    for (let i = 0; i < toPublish.length; i += batch) {
-      const jobs = toPublish.slice(i, i + batch)
-      for (const [queue, items] of byQueue(jobs)) {
-        yield* transport
-          .publish({ queue, items })
-          .pipe(
-            Effect.catchAll((error) =>
-              Effect.logWarning("republish failed; the next sweep retries", error).pipe(
-                Effect.annotateLogs({ jobs: items.length, queue })
+  Effect.flatMap(Store, (store) => Effect.flatMap(Transport, (transport) => sweepWith(store, transport, options)))
+
+/** One sweep over services already in hand: what `runOnce` and every pass of `make` run. */
+const sweepWith = (
+  store: Store["Type"],
+  transport: Transport["Type"],
+  options: SweeperOptions
+): Effect.Effect<SweepResult, StoreError> =>
+  Effect.flatMap(
+    store.sweep({ queue: options.queue, republishAfterMs: options.republishAfterMs, limit: options.limit }),
+    (result) => {
+      const arrivals =
+        result.expiredFailed.length > 0
+          ? Metric.incrementBy(Metrics.deadLetterArrivals, result.expiredFailed.length)
+          : Effect.void
+      // One publish call for every job of the pass that needs a message (cut to the transport's batch size).
+      const toPublish = transport.capabilities.ackRemoves ? [...result.requeued, ...result.stale] : result.requeued
+      if (toPublish.length === 0) return Effect.as(arrivals, result)
+      const batch = Math.max(1, transport.capabilities.maxBatch)
+      const calls: Array<Effect.Effect<void>> = []
+      for (let i = 0; i < toPublish.length; i += batch) {
+        for (const [queue, items] of byQueue(toPublish.slice(i, i + batch))) {
+          calls.push(
+            transport
+              .publish({ queue, items })
+              .pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning("republish failed; the next sweep retries", error).pipe(
+                    Effect.annotateLogs({ jobs: items.length, queue })
+                  )
+                )
               )
-            )
           )
+        }
       }
+      return Effect.as(
+        Effect.zipRight(
+          arrivals,
+          Effect.forEach(calls, (call) => call, { discard: true })
+        ),
+        result
+      )
     }
-    return result
-  })
+  )
 
 /**
  * Run `runOnce` every `intervalMs` in the current scope until it closes. A failed sweep is logged; the loop goes on.
@@ -93,11 +107,17 @@ export const runOnce = (options: SweeperOptions = {}): Effect.Effect<SweepResult
  * @category constructors
  */
 export const make = (options: SweeperOptions = {}): Effect.Effect<void, never, Store | Transport | Scope.Scope> =>
-  runOnce(options).pipe(
-    Effect.catchAll((error) => Effect.logWarning("sweep failed", error)),
-    Effect.repeat(Schedule.spaced(Duration.millis(options.intervalMs ?? 5_000))),
-    Effect.forkScoped,
-    Effect.asVoid
+  Effect.flatMap(Store, (store) =>
+    Effect.flatMap(Transport, (transport) => {
+      // The services are read once; each pass is the sweep, then a sleep of the interval (measured from the end of
+      // the pass, as `Schedule.spaced` would), without a schedule's per-pass bookkeeping.
+      const pass = Effect.catchAll(sweepWith(store, transport, options), (error) =>
+        Effect.logWarning("sweep failed", error)
+      )
+      const interval = Duration.millis(options.intervalMs ?? 5_000)
+      const loop: Effect.Effect<never> = Effect.flatMap(pass, () => Effect.flatMap(Effect.sleep(interval), () => loop))
+      return Effect.asVoid(Effect.forkScoped(loop))
+    })
   )
 
 /**
