@@ -21,7 +21,7 @@
  *
  * @internal
  */
-import { Clock, Effect, Either, Metric } from "effect"
+import { Clock, Context, Effect, Either, FiberRef, Metric } from "effect"
 import { defaultCostOnError } from "../ErrorClass.js"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
@@ -117,30 +117,31 @@ export const make = (options: {
       })
     )
 
-  /**
-   * The lease gate, run where the call would start: past the local lease end, the reservation is settled at 0 and
-   * the attempt is stopped as self-fenced before anything is sent to the provider.
-   */
-  const leaseGate = (callId: string): Effect.Effect<void> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      now < control.localLeaseEnd
-        ? Effect.void
-        : settle(callId, () => 0).pipe(
-            Effect.zipRight(Control.stop(control, "self_fenced")),
-            Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
-            Effect.zipRight(Effect.interrupt)
-          )
+  /** Past the local lease end: the reservation is settled at 0 and the attempt is stopped as self-fenced. */
+  const fenceSelf = (callId: string): Effect.Effect<never> =>
+    settle(callId, () => 0).pipe(
+      Effect.zipRight(Control.stop(control, "self_fenced")),
+      Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
+      Effect.zipRight(Effect.interrupt)
     )
 
-  /** The call's run time into the model-call histogram, success or failure. */
-  const timed = <A, E, R>(run: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
-      Effect.onExit(run, () =>
-        Effect.flatMap(Clock.currentTimeMillis, (endedAt) =>
-          Metric.update(Metrics.modelCallDurationSeconds, (endedAt - startedAt) / 1_000)
+  /**
+   * The lease gate, then the call timed into the model-call histogram (success or failure). The gate runs where the
+   * call would start: past the local lease end nothing is sent to the provider. The fiber's Clock and metric labels
+   * are read once, in the step that starts the call, so the gate and the timing take no effect steps of their own.
+   */
+  const gatedCall = <A, E, R>(callId: string, run: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withFiberRuntime<A, E, R>((fiber) => {
+      const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+      const startedAt = clock.unsafeCurrentTimeMillis()
+      if (startedAt >= control.localLeaseEnd) return fenceSelf(callId)
+      const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
+      return Effect.onExit(run, () =>
+        Effect.sync(() =>
+          Metrics.modelCallDurationSeconds.unsafeUpdate((clock.unsafeCurrentTimeMillis() - startedAt) / 1_000, labels)
         )
       )
-    )
+    })
 
   const call = <A, E, R>(
     call: CallOptions<A, E, R>
@@ -152,14 +153,12 @@ export const make = (options: {
       yield* Metric.increment(Metrics.modelCalls)
       // Set once the call itself starts: an interruption before that (a gate, a permit wait) consumed nothing.
       let started = false
-      const gated = Effect.zipRight(
-        leaseGate(callId),
-        timed(
-          Effect.suspend(() => {
-            started = true
-            return call.run
-          })
-        )
+      const gated = gatedCall(
+        callId,
+        Effect.suspend(() => {
+          started = true
+          return call.run
+        })
       )
       const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
       // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
