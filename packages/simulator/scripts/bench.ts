@@ -5,11 +5,16 @@
  * steady state of a long run set (what CI and a user's seed sweep see), not the JIT's first minutes. It prints the
  * median and the best trial, wall and CPU time (the process's own: garbage collection on other threads counts).
  *
- * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 50 --seed 1]
+ * With `--count-ops` it then runs the plans once more under a Supervisor that counts every Effect operation and
+ * fiber, and prints the counts per run: a figure that does not depend on the machine (the same code and plans give
+ * the same count), for comparing code changes where wall time is too noisy.
+ *
+ * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 50 --seed 1 --count-ops]
  * (Pin it to one core for the one-core figure: `taskset -c 0 npm run bench:sim`.)
  */
 import { faultKinds } from "@slowcall/simulator/Plan"
 import { arbitraryFor, planOf, runAndCheck } from "@slowcall/simulator/Simulate"
+import { Effect, Supervisor } from "effect"
 import { mixSeed } from "../src/internal/prng.js"
 
 const args = process.argv.slice(2)
@@ -69,4 +74,25 @@ console.log(
 console.log(`heap after the runs: ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB`)
 console.log(`scheduler steps/run: ${Math.round(steps / runs)}, history events/run: ${Math.round(events / runs)}`)
 console.log(`violations: ${violations}`)
+
+/** Counts what the run's fibers execute (operation supervision is switched on by `runPlan` for a supervisor). */
+class OpCount extends Supervisor.AbstractSupervisor<void> {
+  ops = 0
+  fibers = 0
+  readonly value = Effect.void
+  override onEffect(): void {
+    this.ops++
+  }
+  override onStart(): void {
+    this.fibers++
+  }
+}
+if (args.includes("--count-ops")) {
+  const count = new OpCount()
+  for (const plan of plans) runAndCheck(plan, { supervisor: count })
+  console.log(
+    `Effect operations/run: ${Math.round(count.ops / runs)}, fibers/run: ${(count.fibers / runs).toFixed(1)} ` +
+      "(counted after the timed trials)"
+  )
+}
 if (violations > 0) process.exitCode = 1

@@ -14,7 +14,22 @@ import * as Store from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
 import * as Transport from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
-import { Deferred, Effect, Either, Exit, Fiber, Logger, LogLevel, Option, Runtime, Schema, type Scope } from "effect"
+import {
+  Deferred,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  Logger,
+  LogLevel,
+  Option,
+  Runtime,
+  RuntimeFlags,
+  RuntimeFlagsPatch,
+  Schema,
+  type Scope,
+  type Supervisor
+} from "effect"
 import { type Event, History, hashEvents } from "./History.js"
 import * as Wakeups from "./internal/wakeups.js"
 import { type Actor, actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
@@ -73,6 +88,12 @@ interface Slot {
 export interface RunPlanOptions {
   readonly decorateStore?: ((store: Store.Store["Type"]) => Store.Store["Type"]) | undefined
   readonly decorateTransport?: ((transport: Transport.Transport["Type"]) => Transport.Transport["Type"]) | undefined
+  /**
+   * Watches every fiber of the run and, with operation supervision switched on for the run, every Effect operation
+   * they execute (how `npm run bench:sim -- --count-ops` counts them). Watching changes nothing the run does: the
+   * same plan gives the same history with or without it.
+   */
+  readonly supervisor?: Supervisor.Supervisor<unknown> | undefined
 }
 
 /** Everything the steps of a run share: the plan, the world's clock, history and services, and its processes. */
@@ -587,10 +608,15 @@ const program = (
 export const runPlan = (plan: Plan, options: RunPlanOptions = {}): RunResult => {
   const clock = new VirtualClock(epoch)
   const history = new History()
-  const effect = Effect.scoped(program(plan, clock, history, options)).pipe(
-    Logger.withMinimumLogLevel(LogLevel.None),
-    Effect.withTracerEnabled(false)
-  )
+  const scoped = Effect.scoped(program(plan, clock, history, options))
+  const watched =
+    options.supervisor === undefined
+      ? scoped
+      : Effect.withRuntimeFlagsPatch(
+          Effect.supervised(scoped, options.supervisor),
+          RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)
+        )
+  const effect = watched.pipe(Logger.withMinimumLogLevel(LogLevel.None), Effect.withTracerEnabled(false))
   const outcome = SimRuntime.run(effect, { seed: plan.seed, clock, opsBeforeYield: Number.MAX_SAFE_INTEGER })
   const defect =
     outcome._tag === "Done" && Exit.isFailure(outcome.exit) ? String(outcome.exit.cause).slice(0, 500) : null

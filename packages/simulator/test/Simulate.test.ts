@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Store } from "@slowcall/core/Store"
+import { Effect, Supervisor } from "effect"
 import * as Plan from "../src/Plan.js"
 import * as Report from "../src/Report.js"
 import * as Simulate from "../src/Simulate.js"
@@ -54,6 +55,35 @@ describe("simulate", () => {
     ]) {
       expect(json).toHaveProperty(field)
     }
+  })
+
+  it("a supervisor counts the run's fibers and Effect operations and changes nothing the run does", () => {
+    class Count extends Supervisor.AbstractSupervisor<void> {
+      ops = 0
+      fibers = 0
+      readonly value = Effect.void
+      override onEffect(): void {
+        this.ops++
+      }
+      override onStart(): void {
+        this.fibers++
+      }
+    }
+    const options = { seed: 5, runs: 1, jobs: 6, workers: 2, faults: Plan.faultKinds, allFaults: true }
+    const plan = Simulate.planOf(Simulate.arbitraryFor(options), 5)
+    const plain = Simulate.runAndCheck(plan)
+    const first = new Count()
+    const watched = Simulate.runAndCheck(plan, { supervisor: first })
+    const second = new Count()
+    Simulate.runAndCheck(plan, { supervisor: second })
+    expect(watched.run.hash).toBe(plain.run.hash)
+    expect(watched.verdict.violations).toEqual(plain.verdict.violations)
+    // Every scheduler step runs at least one operation, and the Worker and Sweeper fork fibers of their own.
+    expect(first.ops).toBeGreaterThan(plain.run.steps)
+    expect(first.fibers).toBeGreaterThan(options.workers)
+    // The count is a property of the code and the plan, not of the machine.
+    expect(second.ops).toBe(first.ops)
+    expect(second.fibers).toBe(first.fibers)
   })
 
   it("shrinks a planted failure and reproduces it from the printed replay line in one run", () => {
