@@ -10,7 +10,9 @@
  * the same count), for comparing code changes where wall time is too noisy.
  *
  * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 50 --seed 1 --count-ops]
- * (Pin it to one core for the one-core figure: `taskset -c 0 npm run bench:sim`.)
+ * The one-core figure: `npm run bench:sim:one-core` (Linux): pinned to core 0 with `taskset`, and with V8's helper
+ * threads off (`--single-threaded`), so that garbage collection and compilation run on the measured core instead of
+ * competing with the simulation for it from threads of their own.
  */
 import { faultKinds } from "@slowcall/simulator/Plan"
 import { arbitraryFor, planOf, runAndCheck } from "@slowcall/simulator/Simulate"
@@ -68,7 +70,7 @@ console.log(`runs per cpu-second:  median ${cpuRate(median)}   best ${cpuRate(be
 // the same code compiled with keepNames, which is slower.
 const compiled = import.meta.url.includes("slowcall-bundles") ? "bundle (scripts/bundled.mjs)" : "tsx"
 console.log(
-  `node ${process.version}, flags: ${process.execArgv.filter((a) => a.startsWith("--max")).join(" ") || "none"}, ` +
+  `node ${process.version}, flags: ${process.execArgv.filter((a) => a.startsWith("--max") || a === "--single-threaded").join(" ") || "none"}, ` +
     `code: ${compiled}`
 )
 console.log(`heap after the runs: ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB`)
