@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Random } from "effect"
+import { Effect, Random } from "effect"
 import { JobId } from "./Job.js"
 
 const hex = (value: number, digits: number): string => value.toString(16).padStart(digits, "0")
