@@ -13,7 +13,7 @@
  * on 127.0.0.1:5432 (database `test`) in a schema of its own, dropped afterwards. Each run starts with 500 untimed
  * submits so the timed ones meet warm code.
  */
-import { Effect, Layer, RuntimeFlags, RuntimeFlagsPatch } from "effect"
+import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
 import pg from "pg"
 import * as PgStore from "../packages/adapter-postgres/src/PgStore.js"
@@ -21,7 +21,7 @@ import * as RedisStore from "../packages/adapter-redis/src/RedisStore.js"
 import * as Client from "../packages/core/src/Client.js"
 import * as Store from "../packages/core/src/Store.js"
 import * as Transport from "../packages/core/src/Transport.js"
-import { OpCount } from "./opCount.js"
+import { OpCount, watch } from "./opCount.js"
 
 const N = Number(process.argv[2] ?? 5_000)
 const targets = (process.argv[3] ?? "memory,redis,postgres").split(",")
@@ -45,12 +45,7 @@ const run = (name: string, layer: Layer.Layer<Store.Store | Store.Query | Transp
     })
     const started = performance.now()
     const cpu0 = process.cpuUsage()
-    yield* process.env.COUNT
-      ? loop.pipe(
-          Effect.supervised(count),
-          Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
-        )
-      : loop
+    yield* process.env.COUNT ? watch(loop, count) : loop
     const cpu = process.cpuUsage(cpu0)
     const seconds = (performance.now() - started) / 1000
     console.log(

@@ -9,7 +9,7 @@
  * Prints jobs/s and CPU ms per job (the process's own user + system time over the run). Used by the benchmarks page
  * to split a Postgres worker's CPU between the worker and the adapter.
  */
-import { Deferred, Effect, Exit, RuntimeFlags, RuntimeFlagsPatch, Schema, Scope } from "effect"
+import { Deferred, Effect, Exit, Schema, Scope } from "effect"
 import * as Handler from "../packages/core/src/Handler.js"
 import * as Ids from "../packages/core/src/Ids.js"
 import type { Job } from "../packages/core/src/Job.js"
@@ -17,7 +17,7 @@ import * as Protocol from "../packages/core/src/Protocol.js"
 import * as Store from "../packages/core/src/Store.js"
 import * as Transport from "../packages/core/src/Transport.js"
 import * as Worker from "../packages/core/src/Worker.js"
-import { OpCount } from "./opCount.js"
+import { OpCount, watch } from "./opCount.js"
 
 const N = Number(process.argv[2] ?? 20_000)
 
@@ -91,12 +91,7 @@ const program = Effect.gen(function* () {
     Effect.provideService(Store.Store, store),
     Effect.provideService(Transport.Transport, wakeups)
   )
-  yield* process.env.COUNT
-    ? worker.pipe(
-        Effect.supervised(count),
-        Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
-      )
-    : worker
+  yield* process.env.COUNT ? watch(worker, count) : worker
   yield* Deferred.await(all)
   const cpu = process.cpuUsage(cpu0)
   const seconds = (performance.now() - started) / 1000

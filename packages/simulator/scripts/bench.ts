@@ -14,9 +14,9 @@
  * threads off (`--single-threaded`), so that garbage collection and compilation run on the measured core instead of
  * competing with the simulation for it from threads of their own.
  */
+import { OpCount } from "@slowcall/simulator/OpCount"
 import { faultKinds } from "@slowcall/simulator/Plan"
 import { arbitraryFor, planOf, runAndCheck } from "@slowcall/simulator/Simulate"
-import { Effect, Supervisor } from "effect"
 import { mixSeed } from "../src/internal/prng.js"
 
 const args = process.argv.slice(2)
@@ -77,18 +77,6 @@ console.log(`heap after the runs: ${(process.memoryUsage().heapUsed / 1e6).toFix
 console.log(`scheduler steps/run: ${Math.round(steps / runs)}, history events/run: ${Math.round(events / runs)}`)
 console.log(`violations: ${violations}`)
 
-/** Counts what the run's fibers execute (operation supervision is switched on by `runPlan` for a supervisor). */
-class OpCount extends Supervisor.AbstractSupervisor<void> {
-  ops = 0
-  fibers = 0
-  readonly value = Effect.void
-  override onEffect(): void {
-    this.ops++
-  }
-  override onStart(): void {
-    this.fibers++
-  }
-}
 if (args.includes("--count-ops")) {
   const count = new OpCount()
   for (const plan of plans) runAndCheck(plan, { supervisor: count })

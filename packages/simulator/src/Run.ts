@@ -24,8 +24,6 @@ import {
   LogLevel,
   Option,
   Runtime,
-  RuntimeFlags,
-  RuntimeFlagsPatch,
   Schema,
   type Scope,
   type Supervisor
@@ -33,6 +31,7 @@ import {
 import { type Event, History, hashEvents } from "./History.js"
 import * as Wakeups from "./internal/wakeups.js"
 import { type Actor, actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
+import { watch } from "./OpCount.js"
 import { defaultSweeper, type HandlerShape, has, isNoRelay, oneCall, type Plan } from "./Plan.js"
 import { noSkew, type Skew, VirtualClock } from "./SimClock.js"
 import * as SimModel from "./SimModel.js"
@@ -609,13 +608,7 @@ export const runPlan = (plan: Plan, options: RunPlanOptions = {}): RunResult => 
   const clock = new VirtualClock(epoch)
   const history = new History()
   const scoped = Effect.scoped(program(plan, clock, history, options))
-  const watched =
-    options.supervisor === undefined
-      ? scoped
-      : Effect.withRuntimeFlagsPatch(
-          Effect.supervised(scoped, options.supervisor),
-          RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)
-        )
+  const watched = options.supervisor === undefined ? scoped : watch(scoped, options.supervisor)
   const effect = watched.pipe(Logger.withMinimumLogLevel(LogLevel.None), Effect.withTracerEnabled(false))
   const outcome = SimRuntime.run(effect, { seed: plan.seed, clock, opsBeforeYield: Number.MAX_SAFE_INTEGER })
   const defect =

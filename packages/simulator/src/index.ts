@@ -17,6 +17,13 @@ export * as Checkers from "./Checkers.js"
 export * as History from "./History.js"
 
 /**
+ * Counting the Effect operations and fibers a program runs (a machine-independent speed figure).
+ *
+ * @since 0.1.0
+ */
+export * as OpCount from "./OpCount.js"
+
+/**
  * Generated, shrinkable plans.
  *
  * @since 0.1.0

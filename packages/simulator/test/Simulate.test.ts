@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Store } from "@slowcall/core/Store"
-import { Effect, Supervisor } from "effect"
+import { OpCount } from "../src/OpCount.js"
 import * as Plan from "../src/Plan.js"
 import * as Report from "../src/Report.js"
 import * as Simulate from "../src/Simulate.js"
@@ -58,23 +58,12 @@ describe("simulate", () => {
   })
 
   it("a supervisor counts the run's fibers and Effect operations and changes nothing the run does", () => {
-    class Count extends Supervisor.AbstractSupervisor<void> {
-      ops = 0
-      fibers = 0
-      readonly value = Effect.void
-      override onEffect(): void {
-        this.ops++
-      }
-      override onStart(): void {
-        this.fibers++
-      }
-    }
     const options = { seed: 5, runs: 1, jobs: 6, workers: 2, faults: Plan.faultKinds, allFaults: true }
     const plan = Simulate.planOf(Simulate.arbitraryFor(options), 5)
     const plain = Simulate.runAndCheck(plan)
-    const first = new Count()
+    const first = new OpCount()
     const watched = Simulate.runAndCheck(plan, { supervisor: first })
-    const second = new Count()
+    const second = new OpCount()
     Simulate.runAndCheck(plan, { supervisor: second })
     expect(watched.run.hash).toBe(plain.run.hash)
     expect(watched.verdict.violations).toEqual(plain.verdict.violations)
