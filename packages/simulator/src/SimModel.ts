@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Data, Effect } from "effect"
+import { Cause, Data, Effect, Random } from "effect"
 import type { History } from "./History.js"
 import type { VirtualClock } from "./SimClock.js"
 
@@ -120,84 +120,71 @@ export const make = (behaviour: ModelBehaviour, history: History, clock: Virtual
     message: string
   ) =>
     failure(`${status}|${billedCents}|${message}`, () => new SimModelError({ status, headers, billedCents, message }))
-  const latencyOf = (jobId: string, u: number): number => {
-    if (!seen.has(jobId)) {
-      seen.add(jobId)
-      if (behaviour.firstCallLatencyMs !== undefined) return behaviour.firstCallLatencyMs
-    }
-    const pareto = behaviour.medianMs * (1 - u) ** (-1 / behaviour.tailAlpha)
-    return Math.round(
-      behaviour.heavyTail
-        ? Math.min(pareto, behaviour.medianMs * 200)
-        : Math.min(pareto, 3 * behaviour.medianMs, behaviour.boundedMaxMs)
-    )
-  }
-  return {
-    // The run's Random is read once per call and drawn from directly (the same three draws, in the same order, as
-    // three `Random` calls), and the steps are chained without a generator: a call is on every attempt's path.
-    call: (request) =>
-      Effect.randomWith((random) =>
-        Effect.flatMap(random.next, (u) =>
-          Effect.flatMap(random.nextIntBetween(0, 1000), (roll) =>
-            Effect.flatMap(random.nextIntBetween(0, 4), (kindRoll) => {
-              const ms = latencyOf(request.jobId, u)
-              const price = behaviour.priceCents
-              const outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed" =
-                roll >= behaviour.errorRate
-                  ? "ok"
-                  : (["retryable", "permanent", "rate_limited", "timeout_billed"] as const)[kindRoll]!
-              const cents = outcome === "ok" || outcome === "timeout_billed" ? price : 0
-              // A paused process sends nothing: the request leaves when it runs again (and never, once it crashed).
-              const asked = clock.now
-              const timedOut = request.timeoutMs !== undefined && ms > request.timeoutMs
-              const reply = (): Effect.Effect<SimReply, SimModelError | Cause.TimeoutException> => {
-                if (timedOut) {
-                  const message = `the call took longer than ${request.timeoutMs} ms`
-                  return Effect.fail(failure(message, () => new Cause.TimeoutException(message)))
-                }
-                switch (outcome) {
-                  case "ok":
-                    return Effect.succeed({ token: request.token, callId: request.callId, cents })
-                  case "retryable":
-                    return Effect.fail(modelError(503, {}, 0, "overloaded"))
-                  case "permanent":
-                    return Effect.fail(modelError(400, {}, 0, "bad request"))
-                  case "rate_limited":
-                    return Effect.fail(modelError(429, { "retry-after": "1" }, 0, "rate limited"))
-                  case "timeout_billed":
-                    return Effect.fail(modelError(504, {}, cents, "timed out"))
-                }
-              }
-              return Effect.zipRight(
-                request.gate,
-                Effect.suspend(() => {
-                  const start = clock.now
-                  request.onStart?.()
-                  history.push({
-                    k: "call",
-                    t: start,
-                    asked,
-                    end: start + ms,
-                    who: request.who,
-                    jobId: request.jobId,
-                    token: request.token,
-                    callId: request.callId,
-                    cents,
-                    outcome,
-                    spentAtStart: request.spentAtStart,
-                    budget: request.budget,
-                    attemptsAtStart: request.attemptsAtStart,
-                    maxAttempts: request.maxAttempts
-                  })
-                  return clock.sleepThen(
-                    timedOut ? request.timeoutMs! : ms,
-                    Effect.zipRight(request.gate, Effect.suspend(reply))
-                  )
-                })
-              )
-            })
-          )
-        )
+  const latency = (jobId: string): Effect.Effect<number> =>
+    Effect.map(Random.next, (u) => {
+      if (!seen.has(jobId)) {
+        seen.add(jobId)
+        if (behaviour.firstCallLatencyMs !== undefined) return behaviour.firstCallLatencyMs
+      }
+      const pareto = behaviour.medianMs * (1 - u) ** (-1 / behaviour.tailAlpha)
+      return Math.round(
+        behaviour.heavyTail
+          ? Math.min(pareto, behaviour.medianMs * 200)
+          : Math.min(pareto, 3 * behaviour.medianMs, behaviour.boundedMaxMs)
       )
+    })
+  return {
+    call: (request) =>
+      Effect.gen(function* () {
+        const ms = yield* latency(request.jobId)
+        const roll = yield* Random.nextIntBetween(0, 1000)
+        const kindRoll = yield* Random.nextIntBetween(0, 4)
+        const price = behaviour.priceCents
+        const outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed" =
+          roll >= behaviour.errorRate
+            ? "ok"
+            : (["retryable", "permanent", "rate_limited", "timeout_billed"] as const)[kindRoll]!
+        const cents = outcome === "ok" || outcome === "timeout_billed" ? price : 0
+        // A paused process sends nothing: the request leaves when it runs again (and never, once it crashed).
+        const asked = clock.now
+        yield* request.gate
+        const start = clock.now
+        request.onStart?.()
+        history.push({
+          k: "call",
+          t: start,
+          asked,
+          end: start + ms,
+          who: request.who,
+          jobId: request.jobId,
+          token: request.token,
+          callId: request.callId,
+          cents,
+          outcome,
+          spentAtStart: request.spentAtStart,
+          budget: request.budget,
+          attemptsAtStart: request.attemptsAtStart,
+          maxAttempts: request.maxAttempts
+        })
+        const timedOut = request.timeoutMs !== undefined && ms > request.timeoutMs
+        yield* clock.sleepMillis(timedOut ? request.timeoutMs! : ms)
+        yield* request.gate
+        if (timedOut) {
+          const message = `the call took longer than ${request.timeoutMs} ms`
+          return yield* failure(message, () => new Cause.TimeoutException(message))
+        }
+        switch (outcome) {
+          case "ok":
+            return { token: request.token, callId: request.callId, cents }
+          case "retryable":
+            return yield* modelError(503, {}, 0, "overloaded")
+          case "permanent":
+            return yield* modelError(400, {}, 0, "bad request")
+          case "rate_limited":
+            return yield* modelError(429, { "retry-after": "1" }, 0, "rate limited")
+          case "timeout_billed":
+            return yield* modelError(504, {}, cents, "timed out")
+        }
+      })
   }
 }
