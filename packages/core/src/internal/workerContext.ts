@@ -66,7 +66,7 @@ export const make = (options: {
 }): HandlerContext => {
   const { aroundCall, control, job } = options
   const token = job.leaseToken
-  const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => Control.ledgerOf(control).withPermits(1)(effect)
+  const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => Control.withLock(Control.ledgerOf(control), effect)
 
   /** One charge write; the caller holds the ledger lock so `knownCostCents` follows the ledger in write order. */
   const charge = (callId: string, amountCents: number, settled: boolean): Effect.Effect<number, StoreError> =>
