@@ -114,13 +114,14 @@ export const makeBatcher = <I, R, E>(options: {
   }
 
   /** The call is over: what queued meanwhile goes out with the flusher. */
-  const ended = Effect.sync(() => {
+  const end = (): void => {
     inFlight = false
     if (queue.length > 0) {
       inFlight = true
       signal.fire()
     }
-  })
+  }
+  const ended = Effect.sync(end)
 
   /** Takes up to `maxBatch` queued entries; vetoed ones are answered at once and left out. */
   const take = (): Array<Entry<I, R, E>> => {
@@ -177,9 +178,12 @@ export const makeBatcher = <I, R, E>(options: {
         const error = veto?.()
         if (error !== undefined) return Effect.fail(error)
         inFlight = true
-        return Effect.ensuring(
-          Effect.flatMap(Effect.exit(options.send([item])), (exit) => answerOf(exit, 0)),
-          ended
+        // The call's end is noted however it ends (an interruption too): the exit is taken uninterruptibly.
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(Effect.exit(restore(options.send([item]))), (exit) => {
+            end()
+            return answerOf(exit, 0)
+          })
         )
       }),
     queued: () => queue.length,
@@ -231,22 +235,33 @@ export const makeOutbox = <I, E>(options: {
   let idleWaiters: Array<(effect: Effect.Effect<void>) => void> = []
   const signal = new Signal()
 
+  /** The call is over: what was offered meanwhile goes out with the flusher, else whoever waits for idle wakes. */
+  const end = (): void => {
+    inFlight = false
+    if (items.length > 0) {
+      inFlight = true
+      signal.fire()
+      return
+    }
+    const waiters = idleWaiters
+    idleWaiters = []
+    for (const resume of waiters) resume(Effect.void)
+  }
+
+  // The call's end is noted however it ends (an interruption too): the exit is taken uninterruptibly, and a failure
+  // is reported (interruptibly) before it.
   const sendNow = (batch: ReadonlyArray<I>): Effect.Effect<void> =>
-    Effect.exit(Effect.suspend(() => options.send(batch))).pipe(
-      Effect.flatMap((exit) => (Exit.isFailure(exit) ? options.onFailure(exit.cause, batch) : Effect.void)),
-      Effect.ensuring(
-        Effect.sync(() => {
-          inFlight = false
-          if (items.length > 0) {
-            inFlight = true
-            signal.fire()
-            return
-          }
-          const waiters = idleWaiters
-          idleWaiters = []
-          for (const resume of waiters) resume(Effect.void)
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(Effect.exit(restore(Effect.suspend(() => options.send(batch)))), (exit) => {
+        if (Exit.isSuccess(exit)) {
+          end()
+          return Effect.void
+        }
+        return Effect.flatMap(Effect.exit(restore(options.onFailure(exit.cause, batch))), (reported) => {
+          end()
+          return reported
         })
-      )
+      })
     )
 
   const flushOnce: Effect.Effect<void> = Effect.zipRight(
