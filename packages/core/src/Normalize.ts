@@ -5,9 +5,10 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Effect } from "effect"
+import { Cause, Effect } from "effect"
 import type { ErrorClass } from "./ErrorClass.js"
 import { policy } from "./ErrorClass.js"
+import { withNow } from "./internal/now.js"
 import * as Redact from "./Redact.js"
 
 /**
@@ -633,4 +634,4 @@ const describe = (u: unknown): string => {
  * @category constructors
  */
 export const normalizeWithClock = (error: unknown): Effect.Effect<Normalized> =>
-  Effect.map(Clock.currentTimeMillis, (nowMs) => normalize(error, { nowMs }))
+  withNow((nowMs) => Effect.succeed(normalize(error, { nowMs })))

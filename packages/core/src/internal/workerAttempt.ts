@@ -29,6 +29,7 @@ import * as Normalize from "../Normalize.js"
 import type { Outcome } from "../Protocol.js"
 import * as Protocol from "../Protocol.js"
 import * as Retry from "../Retry.js"
+import { withNow } from "./now.js"
 import * as Tracing from "./tracing.js"
 import * as WorkerContext from "./workerContext.js"
 import * as Control from "./workerControl.js"
@@ -371,9 +372,7 @@ const startable = (held: Held, now: number): boolean =>
 export const dispatch = <R>(env: Env<R>): Effect.Effect<void, never, R> =>
   Effect.suspend(() =>
     // Nothing can start: no clock read, no step.
-    env.busy >= env.concurrency || env.waiting.length === 0
-      ? Effect.void
-      : Effect.flatMap(Clock.currentTimeMillis, (now) => dispatchAt(env, now))
+    env.busy >= env.concurrency || env.waiting.length === 0 ? Effect.void : withNow((now) => dispatchAt(env, now))
   )
 
 /** `dispatch` at local clock time `now`, read by the caller: what starts the attempts (built at once, run later). */

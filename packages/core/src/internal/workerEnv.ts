@@ -8,13 +8,14 @@
  *
  * @internal
  */
-import { Clock, Effect, FiberRef, FiberRefs, HashMap, Logger, Metric, type Tracer } from "effect"
+import { Effect, FiberRef, FiberRefs, HashMap, Logger, Metric, type Tracer } from "effect"
 import type { LeaseLost, StoreError } from "../Errors.js"
 import type * as Handler from "../Handler.js"
 import * as Metrics from "../Metrics.js"
 import type { Outcome, Runnable } from "../Protocol.js"
 import type { Store } from "../Store.js"
 import type { AckItem, DeferItem, Delivery, Transport } from "../Transport.js"
+import { withNow } from "./now.js"
 import type { Outbox } from "./workerBatch.js"
 import type { AroundCall } from "./workerContext.js"
 import * as Control from "./workerControl.js"
@@ -179,9 +180,9 @@ export const retryWrite = <A>(
   let firstFailureAt: number | undefined
   const mayRetry = (error: LeaseLost | StoreError): Effect.Effect<boolean> =>
     isRetryableStoreError(error) && !abandoned()
-      ? Effect.map(Clock.currentTimeMillis, (now) => {
+      ? withNow((now) => {
           firstFailureAt ??= now
-          return !Control.leaseGone(held.control.stopReason) && now - firstFailureAt < held.leaseMs
+          return Effect.succeed(!Control.leaseGone(held.control.stopReason) && now - firstFailureAt < held.leaseMs)
         })
       : Effect.succeed(false)
   const again = (n: number, error: LeaseLost | StoreError): Effect.Effect<A, LeaseLost | StoreError> =>

@@ -13,12 +13,13 @@
  *
  * @internal
  */
-import { Clock, Effect, Either, FiberRef, Metric } from "effect"
+import { Effect, Either, FiberRef, Metric } from "effect"
 import type * as Handler from "../Handler.js"
 import type { JobId } from "../Job.js"
 import * as Metrics from "../Metrics.js"
 import type { ClaimItem } from "../Store.js"
 import type { AckItem, DeferItem, Delivery } from "../Transport.js"
+import { withNow } from "./now.js"
 import * as Tracing from "./tracing.js"
 import { dispatch } from "./workerAttempt.js"
 import { claimTag, deferItem, type Env, room } from "./workerEnv.js"
@@ -81,7 +82,7 @@ const reportClaims = <R>(
   if (tracer === undefined) return waits
   return Effect.zipRight(
     waits,
-    Effect.map(Clock.currentTimeMillis, (endMs) => {
+    withNow((endMs) => {
       for (const held of taken) {
         Tracing.record({
           tracer,
@@ -100,6 +101,7 @@ const reportClaims = <R>(
           }
         })
       }
+      return Effect.void
     })
   )
 }
@@ -110,7 +112,7 @@ const leaseOf = <R>(env: Env<R>, type: string, version: number): number =>
 
 /** One round of the Store-selected intake: claim up to `want` due jobs; whether the store had that many. */
 const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, R> =>
-  Effect.flatMap(Clock.currentTimeMillis, (sentAt) =>
+  withNow((sentAt) =>
     env.store
       .claimNext({
         queue: env.queue,
@@ -245,7 +247,7 @@ const claimDeliveries = <R>(
   // (which may arrive late) and never from an earlier try that did not apply.
   const sent = { first: -1, last: -1 }
   const call = retryStore(
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    withNow((now) => {
       if (sent.first < 0) sent.first = now
       sent.last = now
       return env.store.claim({ items })

@@ -14,12 +14,13 @@
  *
  * @internal
  */
-import { Clock, Effect, Fiber, Metric, type Tracer } from "effect"
+import { Effect, Fiber, Metric, type Tracer } from "effect"
 import type { Job } from "../Job.js"
 import * as Lease from "../Lease.js"
 import * as Metrics from "../Metrics.js"
 import type { HeartbeatItem, Store } from "../Store.js"
 import type { Delivery, ExtendItem, Transport } from "../Transport.js"
+import { withNow } from "./now.js"
 import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
 
@@ -169,8 +170,7 @@ export const makeKeeper = (options: {
   const live = (h: Held): boolean => !Control.leaseGone(h.control.stopReason)
 
   const beatOnce: Effect.Effect<void> = Effect.suspend(() => {
-    const now = Clock.currentTimeMillis
-    return Effect.flatMap(now, (at) => {
+    return withNow((at) => {
       let next = Number.POSITIVE_INFINITY
       const due: Array<Held> = []
       for (const h of held) {
@@ -243,7 +243,7 @@ export const makeKeeper = (options: {
     call: Effect.Effect<A, E>
   ): Effect.Effect<A, E> =>
     Effect.onExit(call, (exit) =>
-      Effect.map(Clock.currentTimeMillis, (endMs) => {
+      withNow((endMs) => {
         for (let i = 0; i < due.length; i++) {
           const h = due[i]!
           const result = exit._tag === "Success" ? exit.value.results[i] : undefined
@@ -263,6 +263,7 @@ export const makeKeeper = (options: {
               exit._tag === "Failure" ? "heartbeat failed" : result?._tag === "LeaseLost" ? "lease lost" : undefined
           })
         }
+        return Effect.void
       })
     )
 
@@ -276,7 +277,7 @@ export const makeKeeper = (options: {
       { discard: true }
     )
 
-  const fenceOnce: Effect.Effect<void> = Effect.flatMap(Clock.currentTimeMillis, (at) => {
+  const fenceOnce: Effect.Effect<void> = withNow((at) => {
     let next = Number.POSITIVE_INFINITY
     const fenced: Array<Held> = []
     for (const h of held) {
