@@ -313,6 +313,24 @@ class Recorder {
           }
           return Effect.fail(this.refused(verb.point, fault))
         }
+        if (fault === undefined && !repeats(items.map(verb.jobIdOf))) {
+          // No fault at this point: the send and the answer in one step (the same records, in the same order).
+          return this.sendNow(
+            verb,
+            items,
+            call,
+            start,
+            items.map((item) => this.peek(verb.jobIdOf(item))),
+            (reply) =>
+              this.answer(
+                verb.point,
+                undefined,
+                Effect.succeed(reply),
+                verb.fenced ? learnedOf(verb, items, reply) : undefined
+              ),
+            (error) => this.answer(verb.point, undefined, Effect.fail(error))
+          )
+        }
         const sent = this.delayed(fault, () =>
           lostReply(fault) && items.length > 1
             ? Effect.flatMap(Random.nextIntBetween(1, items.length + 1), (count) =>
@@ -374,13 +392,18 @@ class Recorder {
     )
   }
 
-  /** One call to the store; with `befores` undefined each item's record before is the history's latest at the write. */
+  /**
+   * One call to the store; with `befores` undefined each item's record before is the history's latest at the write.
+   * Once every item is recorded, the reply goes on to `then` (the error to `otherwise`).
+   */
   sendNow<I, R>(
     verb: ItemVerb<I, R>,
     items: ReadonlyArray<I>,
     call: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, StoreError>,
     start: number,
-    befores: ReadonlyArray<Snap | null> | undefined
+    befores: ReadonlyArray<Snap | null> | undefined,
+    then: (reply: Reply<R>) => Effect.Effect<Reply<R>, StoreError> = Effect.succeed,
+    otherwise: (error: StoreError) => Effect.Effect<Reply<R>, StoreError> = Effect.fail
   ): Effect.Effect<Reply<R>, StoreError> {
     const beforeOf = (i: number): Snap | null =>
       befores !== undefined ? befores[i]! : (this.env.history.latest.get(verb.jobIdOf(items[i]!)) ?? null)
@@ -389,7 +412,7 @@ class Recorder {
         // Every `before` is read before the first item is recorded: recording moves the history's latest record.
         const seen = items.map((_, i) => beforeOf(i))
         for (let i = 0; i < items.length; i++) verb.recordResult(this, items[i]!, seen[i]!, reply.results[i]!, start)
-        return Effect.succeed(reply)
+        return then(reply)
       },
       onFailure: (error) => {
         for (let i = 0; i < items.length; i++) {
@@ -407,7 +430,7 @@ class Recorder {
             verb.detailOf(item)
           )
         }
-        return Effect.fail(error)
+        return otherwise(error)
       }
     })
   }
