@@ -447,6 +447,16 @@ class Recorder {
       return this.gated(() => {
         const fault = this.decide(point, kinds)
         if (fault === "F5" || fault === "F1") return Effect.fail(this.refused(point, fault))
+        if (fault === undefined) {
+          // No fault at this point: the call, its record and the answer in one step.
+          return Effect.matchEffect(call, {
+            onSuccess: (reply) => {
+              written(reply, start)
+              return this.answer(point, undefined, Effect.succeed(reply))
+            },
+            onFailure: (error) => this.answer(point, undefined, Effect.fail(error))
+          })
+        }
         const record = (reply: A) => {
           written(reply, start)
           return reply
