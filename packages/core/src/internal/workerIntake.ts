@@ -129,25 +129,24 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
               Effect.zipRight(Effect.sleep(env.storeErrorDelayMs)),
               Effect.as(true)
             ),
-          onSuccess: (reply) =>
-            Effect.suspend(() => {
-              const taken: Array<Held> = []
-              for (const result of reply.results) {
-                if (result._tag !== "Claimed") continue
-                const job = result.job
-                const held = hold(job, leaseOf(env, job.type, job.version), sentAt, undefined)
-                held.control.localLeaseEnd = sentAt + env.visibilityMs
-                take(env, held, taken)
-              }
-              const takeovers = reply.results.filter((r) => r._tag === "Claimed" && r.takeover).length
-              return Effect.zipRight(
-                takeovers > 0 ? Metric.incrementBy(Metrics.leaseTakeovers, takeovers) : Effect.void,
-                Effect.zipRight(
-                  reportClaims(env, taken, sentAt, want),
-                  Effect.as(dispatch(env), reply.results.length >= want)
-                )
-              )
-            })
+          // The match calls this when the reply lands: the jobs are held in that step, with no step of their own.
+          onSuccess: (reply) => {
+            const taken: Array<Held> = []
+            let takeovers = 0
+            for (const result of reply.results) {
+              if (result._tag !== "Claimed") continue
+              if (result.takeover) takeovers += 1
+              const job = result.job
+              const held = hold(job, leaseOf(env, job.type, job.version), sentAt, undefined)
+              held.control.localLeaseEnd = sentAt + env.visibilityMs
+              take(env, held, taken)
+            }
+            const rest = Effect.zipRight(
+              reportClaims(env, taken, sentAt, want),
+              Effect.as(dispatch(env), reply.results.length >= want)
+            )
+            return takeovers > 0 ? Effect.zipRight(Metric.incrementBy(Metrics.leaseTakeovers, takeovers), rest) : rest
+          }
         })
       )
   )
