@@ -179,7 +179,14 @@ interface Replies {
 
 /** Sends a round's defers and acks, each kind in one call. */
 const reply = <R>(env: Env<R>, replies: Replies): Effect.Effect<void> =>
-  Effect.zipRight(env.defers.offer(replies.defers), env.acks.offer(replies.acks))
+  Effect.suspend(() => {
+    // Read when the round ends (its steps fill the lists); a kind with nothing to send costs no step.
+    const { acks, defers } = replies
+    if (defers.length === 0) return acks.length === 0 ? Effect.void : env.acks.offer(acks)
+    return acks.length === 0
+      ? env.defers.offer(defers)
+      : Effect.zipRight(env.defers.offer(defers), env.acks.offer(acks))
+  })
 
 /** Sort deliveries: what can be claimed now, and what is deferred at once (no handler, closing, repeats). */
 const candidatesOf = <R>(
@@ -290,14 +297,11 @@ const claimDeliveries = <R>(
           break
       }
     }
-    return Effect.all(
-      [
-        dropped > 0 ? Metric.incrementBy(Metrics.duplicateDeliveriesDropped, dropped) : Effect.void,
-        takeovers > 0 ? Metric.incrementBy(Metrics.leaseTakeovers, takeovers) : Effect.void,
-        reportClaims(env, taken, sent.first, candidates.length)
-      ],
-      { discard: true }
-    )
+    // In this order: the dropped count, the takeover count, the claims' report (a count of zero is no step).
+    let report = reportClaims(env, taken, sent.first, candidates.length)
+    if (takeovers > 0) report = Effect.zipRight(Metric.incrementBy(Metrics.leaseTakeovers, takeovers), report)
+    if (dropped > 0) report = Effect.zipRight(Metric.incrementBy(Metrics.duplicateDeliveriesDropped, dropped), report)
+    return report
   })
 }
 
@@ -322,15 +326,12 @@ const receiveAndClaim = <R>(env: Env<R>, want: number): Effect.Effect<void, neve
         if (deliveries.length === 0) return Effect.yieldNow()
         const replies: Replies = { defers: [], acks: [] }
         const { candidates, unknown } = candidatesOf(env, deliveries, replies)
-        return Effect.zipRight(
-          unknown > 0 ? Metric.incrementBy(Metrics.unknownHandlerDeferred, unknown) : Effect.void,
-          Effect.flatMap(restore(admitted(env, candidates, replies)), (admit) =>
-            (admit.length === 0
-              ? Effect.void
-              : Effect.zipRight(claimDeliveries(env, admit, replies), dispatch(env))
-            ).pipe(Effect.zipRight(reply(env, replies)))
-          )
+        const rest = Effect.flatMap(restore(admitted(env, candidates, replies)), (admit) =>
+          admit.length === 0
+            ? reply(env, replies)
+            : Effect.zipRight(claimDeliveries(env, admit, replies), Effect.zipRight(dispatch(env), reply(env, replies)))
         )
+        return unknown > 0 ? Effect.zipRight(Metric.incrementBy(Metrics.unknownHandlerDeferred, unknown), rest) : rest
       })
     )
   )
