@@ -21,6 +21,7 @@ import * as Metrics from "../Metrics.js"
 import type { HeartbeatItem, Store } from "../Store.js"
 import type { Delivery, ExtendItem, Transport } from "../Transport.js"
 import { withNow } from "./now.js"
+import { inOrder } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
 
@@ -180,7 +181,7 @@ export const makeKeeper = (options: {
         else next = Math.min(next, h.nextBeatAt)
       }
       if (due.length === 0) return beats.sleepUntil(next, at)
-      return Effect.zipRight(renew(due, at), Effect.void)
+      return renew(due, at)
     })
   })
 
@@ -194,44 +195,43 @@ export const makeKeeper = (options: {
     const call =
       tracer === undefined ? store.heartbeat({ items }) : traced(tracer, due, sentAt, store.heartbeat({ items }))
     return Effect.matchEffect(call, {
-      onFailure: (error) =>
-        Effect.suspend(() => {
-          for (let i = 0; i < due.length; i++) {
-            const h = due[i]!
-            const progress = items[i]!.progress
-            if (progress !== undefined) h.control.pendingProgress = h.control.pendingProgress ?? progress
-            h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
+      // The match calls these when the reply lands: the leases are updated in that step, with no step of their own.
+      onFailure: (error) => {
+        for (let i = 0; i < due.length; i++) {
+          const h = due[i]!
+          const progress = items[i]!.progress
+          if (progress !== undefined) h.control.pendingProgress = h.control.pendingProgress ?? progress
+          h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
+        }
+        return Effect.logWarning("heartbeat failed", error)
+      },
+      onSuccess: ({ now, results }) => {
+        const stops: Array<Effect.Effect<unknown>> = []
+        const extend: Array<ExtendItem> = []
+        for (let i = 0; i < due.length; i++) {
+          const h = due[i]!
+          const result = results[i]
+          h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
+          // A write of this attempt already learned the lease is lost: nothing more is done under its token.
+          if (result === undefined || !live(h)) continue
+          if (result._tag === "LeaseLost") {
+            // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal
+            // that races a write which already applied must not count one more.
+            if (!h.control.persisting) stops.push(Metric.increment(Metrics.fencedWritesRejected))
+            stops.push(Control.stop(h.control, "lease_lost"))
+            continue
           }
-          return Effect.logWarning("heartbeat failed", error)
-        }),
-      onSuccess: ({ now, results }) =>
-        Effect.suspend(() => {
-          const stops: Array<Effect.Effect<unknown>> = []
-          const extend: Array<ExtendItem> = []
-          for (let i = 0; i < due.length; i++) {
-            const h = due[i]!
-            const result = results[i]
-            h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
-            // A write of this attempt already learned the lease is lost: nothing more is done under its token.
-            if (result === undefined || !live(h)) continue
-            if (result._tag === "LeaseLost") {
-              // While the outcome is being written, its own write reports a lost lease (and counts it); a renewal
-              // that races a write which already applied must not count one more.
-              if (!h.control.persisting) stops.push(Metric.increment(Metrics.fencedWritesRejected))
-              stops.push(Control.stop(h.control, "lease_lost"))
-              continue
-            }
-            h.control.localLeaseEnd = sentAt + h.leaseMs
-            if (result.cancelRequested) stops.push(Control.stop(h.control, "cancelled"))
-            if (h.job.deadlineAt !== null && now >= h.job.deadlineAt) stops.push(Control.stop(h.control, "deadline"))
-            if (extendsVisibility && h.delivery !== undefined) {
-              extend.push({ delivery: h.delivery, visibilityMs: h.leaseMs })
-            }
+          h.control.localLeaseEnd = sentAt + h.leaseMs
+          if (result.cancelRequested) stops.push(Control.stop(h.control, "cancelled"))
+          if (h.job.deadlineAt !== null && now >= h.job.deadlineAt) stops.push(Control.stop(h.control, "deadline"))
+          if (extendsVisibility && h.delivery !== undefined) {
+            extend.push({ delivery: h.delivery, visibilityMs: h.leaseMs })
           }
-          const stopAll = Effect.all(stops, { discard: true })
-          if (extend.length === 0) return stopAll
-          return Effect.zipRight(stopAll, extendAll(extend))
-        })
+        }
+        const stopAll = inOrder(stops)
+        if (extend.length === 0) return stopAll
+        return Effect.zipRight(stopAll, extendAll(extend))
+      }
     })
   }
 
@@ -268,13 +268,12 @@ export const makeKeeper = (options: {
     )
 
   const extendAll = (items: ReadonlyArray<ExtendItem>): Effect.Effect<void> =>
-    Effect.forEach(
-      chunks(items, maxBatch),
-      (chunk) =>
+    inOrder(
+      chunks(items, maxBatch).map((chunk) =>
         transport
           .extend({ items: chunk })
-          .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error))),
-      { discard: true }
+          .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error)))
+      )
     )
 
   const fenceOnce: Effect.Effect<void> = withNow((at) => {
