@@ -12,7 +12,7 @@ describe("steps.inOrder", () => {
   it.effect("runs none, one, or many effects in the order given, and yields void", () =>
     Effect.gen(function* () {
       const seen: Array<number> = []
-      expect(yield* inOrder([])).toBeUndefined()
+      expect(yield* inOrder<never, never>([])).toBeUndefined()
       expect(yield* inOrder([Effect.as(noting(seen, 1), "value")])).toBeUndefined()
       expect(yield* inOrder([noting(seen, 2), noting(seen, 3), noting(seen, 4)])).toBeUndefined()
       expect(seen).toEqual([1, 2, 3, 4])
