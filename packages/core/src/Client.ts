@@ -27,6 +27,7 @@ import {
   type StoreError
 } from "./Errors.js"
 import * as Ids from "./Ids.js"
+import { inOrder } from "./internal/steps.js"
 import * as Tracing from "./internal/tracing.js"
 import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Job.js"
 import type { SubmitItem } from "./Protocol.js"
@@ -461,7 +462,7 @@ export const makeWith = (
           )
         }
       }
-      return calls.length === 1 ? calls[0]! : Effect.all(calls, { discard: true })
+      return inOrder(calls)
     }
 
     /**

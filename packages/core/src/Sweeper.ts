@@ -9,6 +9,7 @@
  */
 import { Duration, Effect, Layer, Metric, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
+import { inOrder } from "./internal/steps.js"
 import type { Job } from "./Job.js"
 import * as Metrics from "./Metrics.js"
 import { Store, type SweepResult } from "./Store.js"
@@ -90,13 +91,7 @@ const sweepWith = (
           )
         }
       }
-      return Effect.as(
-        Effect.zipRight(
-          arrivals,
-          Effect.forEach(calls, (call) => call, { discard: true })
-        ),
-        result
-      )
+      return Effect.as(Effect.zipRight(arrivals, inOrder(calls)), result)
     }
   )
 

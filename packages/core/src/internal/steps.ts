@@ -6,8 +6,9 @@
 import { Effect } from "effect"
 
 /**
- * Runs `effects` one after another, in order, discarding their values: what `Effect.all(effects, { discard: true })`
- * does, except that none is `Effect.void` (no step) and one is that effect itself (no loop around it).
+ * Runs `effects` one after another, in order, discarding their values; the first failure stops the rest. What
+ * `Effect.all(effects, { discard: true })` does, except that none is `Effect.void` (no step) and one is that effect
+ * with its value dropped (no loop around it).
  *
  * @internal
  */

@@ -30,6 +30,7 @@ import type { Outcome } from "../Protocol.js"
 import * as Protocol from "../Protocol.js"
 import * as Retry from "../Retry.js"
 import { withNow } from "./now.js"
+import { inOrder } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import * as WorkerContext from "./workerContext.js"
 import * as Control from "./workerControl.js"
@@ -418,9 +419,8 @@ const dispatchAt = <R>(env: Env<R>, now: number): Effect.Effect<void, never, R> 
     // Dispatch may run inside the intake's uninterruptible claim round: the attempt must be interruptible again.
     starts.push(env.fibers.run(Effect.interruptible(runAttempt(env, held, handler))))
   }
-  if (starts.length === 0) return Effect.void
   // One start (a slot freed, one job taken) is the common case: no loop around it.
-  return starts.length === 1 ? starts[0]! : Effect.all(starts, { discard: true })
+  return inOrder(starts)
 }
 
 /**
