@@ -147,10 +147,12 @@ const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) => {
       for (const held of env.running) yield* Control.stop(held.control, "shutdown")
       yield* drain(Math.max(1_000, env.shutdownGraceMs))
     }
-    yield* Effect.timeoutOption(
-      Effect.interruptible(Effect.all([env.acks.drained, env.defers.drained], { discard: true })),
-      1_000
-    )
+    if (!env.acks.idle() || !env.defers.idle()) {
+      yield* Effect.timeoutOption(
+        Effect.interruptible(Effect.all([env.acks.drained, env.defers.drained], { discard: true })),
+        1_000
+      )
+    }
     // Whatever still runs after the grace periods is stopped here (its lease lapses; the message returns): a handler
     // at once, an outcome write once its call in flight is answered (it retries no more).
     env.abandoning = true
@@ -180,6 +182,18 @@ export const make = <R = never>(
         Effect.annotateLogs({ deliveries: items.length })
       )
     const tracer = yield* Tracing.activeTracer
+    // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
+    // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
+    const logging = (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None"
+    // Every fiber of the worker logs through loggers that add the annotations of the attempt a line is written for.
+    const annotated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      logging
+        ? Effect.locallyWith(effect, FiberRef.currentLoggers, (loggers) => HashSet.map(loggers, withAttemptAnnotations))
+        : effect
+    // The helper loops start on first need, in the worker's runtime; they outlive the intake and the shutdown that
+    // needs them (their stop is the scope's first finalizer, so it runs last).
+    const helpers = Fibers.makeHelpers(yield* annotated(Effect.runtime<never>()))
+    yield* Effect.addFinalizer(() => helpers.stop)
     const env: Env<R> = {
       store,
       transport,
@@ -202,23 +216,23 @@ export const make = <R = never>(
       maxBatch,
       retry: options.retry,
       admission: options.admission,
-      // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
-      // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
-      logging: (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None",
+      logging,
       // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
       // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
       tracer,
-      keeper: makeKeeper({ store, transport, tracer }),
-      writes: makeWorkerStore(store, maxBatch),
+      keeper: makeKeeper({ store, transport, tracer, start: helpers.start }),
+      writes: makeWorkerStore(store, maxBatch, helpers.start),
       acks: makeOutbox<AckItem, unknown>({
         send: (items) => transport.ack({ items }),
         maxBatch,
-        onFailure: logFailure("ack")
+        onFailure: logFailure("ack"),
+        start: helpers.start
       }),
       defers: makeOutbox<DeferItem, unknown>({
         send: (items) => transport.defer({ items }),
         maxBatch,
-        onFailure: logFailure("defer")
+        onFailure: logFailure("defer"),
+        start: helpers.start
       }),
       fibers: Fibers.make(),
       waiting: [],
@@ -228,21 +242,6 @@ export const make = <R = never>(
       abandoning: false,
       claims: 0,
       intakeWaiter: undefined
-    }
-    // Every fiber of the worker logs through loggers that add the annotations of the attempt a line is written for.
-    const annotated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      env.logging
-        ? Effect.locallyWith(effect, FiberRef.currentLoggers, (loggers) => HashSet.map(loggers, withAttemptAnnotations))
-        : effect
-    // The helpers first, so that they outlive the intake and the shutdown that needs them (a scope closes in reverse).
-    for (const loop of [
-      env.keeper.heartbeater,
-      env.keeper.watchdog,
-      ...env.writes.flushers,
-      env.acks.flusher,
-      env.defers.flusher
-    ]) {
-      yield* annotated(Effect.forkScoped(Effect.interruptible(loop)))
     }
     const loop = yield* annotated(Effect.forkScoped(intake(env)))
     yield* Effect.addFinalizer(() => shutdown(env, loop))

@@ -60,6 +60,8 @@ class Signal {
   }
 }
 
+const noop = (): void => {}
+
 /** A loop that runs `once` again after each round, without yielding between rounds (each round waits on its own). */
 const loop = (once: Effect.Effect<void>): Effect.Effect<never> => {
   const again: Effect.Effect<never> = Effect.flatMap(once, () => again)
@@ -85,11 +87,23 @@ export interface Batcher<I, R, E> {
    * it waited, such as a lost lease, still stops the write).
    */
   readonly submit: (item: I, veto?: () => E | undefined) => Effect.Effect<Answer<R>, E>
-  /** The flusher: run it forked in the owner's scope for as long as items may be handed in. */
+  /**
+   * The flusher: run it forked in the owner's scope for as long as items may be handed in, unless the batcher was
+   * made with `start` (then it is started there, the first time a queued call is due).
+   */
   readonly flusher: Effect.Effect<never>
   /** Items waiting for the next call. */
   readonly queued: () => number
 }
+
+/**
+ * How a batcher or an outbox starts its flusher on first need: given the flusher, returns the function that starts it
+ * (the first call starts it in a fiber of the owner's, later calls do nothing). An owner whose calls rarely overlap
+ * then runs no flusher fiber at all.
+ *
+ * @internal
+ */
+export type Start = (flusher: Effect.Effect<never>) => () => void
 
 /**
  * A batcher over `send`. `missing` is the failure an item gets when the reply has no result for it (a backend bug:
@@ -101,11 +115,13 @@ export const makeBatcher = <I, R, E>(options: {
   readonly send: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, E>
   readonly maxBatch: number
   readonly missing: () => E
+  readonly start?: Start | undefined
 }): Batcher<I, R, E> => {
   const maxBatch = Math.max(1, options.maxBatch)
   let queue: Array<Entry<I, R, E>> = []
   let inFlight = false
   const signal = new Signal()
+  let ensureFlusher = noop
 
   const answerOf = (exit: Exit.Exit<Reply<R>, E>, i: number): Effect.Effect<Answer<R>, E> => {
     if (Exit.isFailure(exit)) return Effect.failCause(exit.cause)
@@ -118,6 +134,7 @@ export const makeBatcher = <I, R, E>(options: {
     inFlight = false
     if (queue.length > 0) {
       inFlight = true
+      ensureFlusher()
       signal.fire()
     }
   }
@@ -171,6 +188,18 @@ export const makeBatcher = <I, R, E>(options: {
       })
     })
 
+  const flusher = loop(flushOnce).pipe(
+    // Callers still queued when the flusher stops are interrupted too.
+    Effect.onInterrupt(() =>
+      Effect.sync(() => {
+        const left = queue
+        queue = []
+        for (const entry of left) entry.resume(Effect.interrupt)
+      })
+    )
+  )
+  if (options.start !== undefined) ensureFlusher = options.start(flusher)
+
   return {
     submit: (item, veto) =>
       Effect.suspend(() => {
@@ -187,16 +216,7 @@ export const makeBatcher = <I, R, E>(options: {
         )
       }),
     queued: () => queue.length,
-    flusher: loop(flushOnce).pipe(
-      // Callers still queued when the flusher stops are interrupted too.
-      Effect.onInterrupt(() =>
-        Effect.sync(() => {
-          const left = queue
-          queue = []
-          for (const entry of left) entry.resume(Effect.interrupt)
-        })
-      )
-    )
+    flusher
   }
 }
 
@@ -213,10 +233,12 @@ export interface Outbox<I> {
    * (without waiting).
    */
   readonly offer: (items: ReadonlyArray<I>) => Effect.Effect<void>
-  /** The flusher: run it forked in the owner's scope. */
+  /** The flusher: run it forked in the owner's scope, unless the outbox was made with `start`. */
   readonly flusher: Effect.Effect<never>
   /** Waits until everything handed in so far has been sent (or its call failed). */
   readonly drained: Effect.Effect<void>
+  /** Nothing queued and nothing in flight: `drained` would return at once. */
+  readonly idle: () => boolean
 }
 
 /**
@@ -228,18 +250,21 @@ export const makeOutbox = <I, E>(options: {
   readonly send: (items: ReadonlyArray<I>) => Effect.Effect<void, E>
   readonly maxBatch: number
   readonly onFailure: (cause: Cause.Cause<E>, items: ReadonlyArray<I>) => Effect.Effect<void>
+  readonly start?: Start | undefined
 }): Outbox<I> => {
   const maxBatch = Math.max(1, options.maxBatch)
   let items: Array<I> = []
   let inFlight = false
   let idleWaiters: Array<(effect: Effect.Effect<void>) => void> = []
   const signal = new Signal()
+  let ensureFlusher = noop
 
   /** The call is over: what was offered meanwhile goes out with the flusher, else whoever waits for idle wakes. */
   const end = (): void => {
     inFlight = false
     if (items.length > 0) {
       inFlight = true
+      ensureFlusher()
       signal.fire()
       return
     }
@@ -273,6 +298,9 @@ export const makeOutbox = <I, E>(options: {
     })
   )
 
+  const flusher = loop(flushOnce)
+  if (options.start !== undefined) ensureFlusher = options.start(flusher)
+
   return {
     offer: (offered) =>
       Effect.suspend(() => {
@@ -281,6 +309,7 @@ export const makeOutbox = <I, E>(options: {
           for (const item of offered) items.push(item)
           if (!inFlight) {
             inFlight = true
+            ensureFlusher()
             signal.fire()
           }
           return Effect.void
@@ -288,10 +317,11 @@ export const makeOutbox = <I, E>(options: {
         inFlight = true
         return sendNow(offered)
       }),
-    flusher: loop(flushOnce),
+    flusher,
     drained: Effect.async<void>((resume) => {
       if (items.length === 0 && !inFlight) return resume(Effect.void)
       idleWaiters.push(resume)
-    })
+    }),
+    idle: () => items.length === 0 && !inFlight
   }
 }

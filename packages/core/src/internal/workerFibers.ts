@@ -5,7 +5,8 @@
  *
  * @internal
  */
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, FiberId, Runtime } from "effect"
+import type { Start } from "./workerBatch.js"
 
 /** @internal */
 export interface Fibers {
@@ -41,5 +42,48 @@ export const make = (): Fibers => {
       waiters.push(resume)
     }),
     interruptAll: Effect.suspend(() => Fiber.interruptAll([...live]))
+  }
+}
+
+/**
+ * A worker's helper loops (lease keeping, the flushers of its batched calls), each started in a fiber of its own the
+ * first time it is needed instead of when the worker starts: a worker that never holds a lease or never has two calls
+ * of a verb overlap starts none of them. Invariants: a helper starts at most once; `stop` interrupts every started
+ * helper and waits for it, and a helper asked for after `stop` starts interrupted, so none outlives the worker.
+ *
+ * @internal
+ */
+export interface Helpers {
+  readonly start: Start
+  readonly stop: Effect.Effect<void>
+  /** Helper fibers started so far. */
+  readonly started: () => number
+}
+
+/**
+ * Helpers started in `runtime` (the worker's, read where it starts). A start schedules the fiber like a fork does;
+ * it is safe inside a fiber's step.
+ *
+ * @internal
+ */
+export const makeHelpers = (runtime: Runtime.Runtime<never>): Helpers => {
+  const started: Array<Fiber.RuntimeFiber<never, never>> = []
+  let stopped = false
+  const run = Runtime.runFork(runtime)
+  return {
+    start: (loop) => {
+      let fiber: Fiber.RuntimeFiber<never, never> | undefined
+      return () => {
+        if (fiber !== undefined) return
+        fiber = run(Effect.interruptible(loop), { immediate: false })
+        if (stopped) fiber.unsafeInterruptAsFork(FiberId.none)
+        else started.push(fiber)
+      }
+    },
+    stop: Effect.suspend(() => {
+      stopped = true
+      return started.length === 0 ? Effect.void : Fiber.interruptAll(started)
+    }),
+    started: () => started.length
   }
 }

@@ -23,6 +23,7 @@ import type { Delivery, ExtendItem, Transport } from "../Transport.js"
 import { withNow } from "./now.js"
 import { inOrder } from "./steps.js"
 import * as Tracing from "./tracing.js"
+import type { Start } from "./workerBatch.js"
 import * as Control from "./workerControl.js"
 
 /**
@@ -143,7 +144,8 @@ const loop = (once: Effect.Effect<void>): Effect.Effect<never> => {
 
 /**
  * A worker's lease keeper. `add` and `remove` are synchronous (called inside fibers' steps); `heartbeater` and
- * `watchdog` are the two loops, run forked for the worker's lifetime.
+ * `watchdog` are the two loops, run forked for the worker's lifetime, or, when the keeper is made with `start`,
+ * started there by the first `add` (a worker that never holds a lease runs neither).
  *
  * @internal
  */
@@ -160,6 +162,7 @@ export const makeKeeper = (options: {
   readonly store: Store["Type"]
   readonly transport: Transport["Type"]
   readonly tracer?: Tracer.Tracer | undefined
+  readonly start?: Start | undefined
 }): Keeper => {
   const { store, tracer, transport } = options
   const held = new Set<Held>()
@@ -296,9 +299,29 @@ export const makeKeeper = (options: {
     )
   })
 
+  const heartbeater = Effect.ensuring(loop(beatOnce), beats.stop)
+  const watchdog = Effect.ensuring(loop(fenceOnce), fences.stop)
+  let startLoops: (() => void) | undefined =
+    options.start === undefined
+      ? undefined
+      : (() => {
+          const beat = options.start(heartbeater)
+          const fence = options.start(watchdog)
+          return () => {
+            beat()
+            fence()
+          }
+        })()
+
   return {
     add: (h) => {
       held.add(h)
+      if (startLoops !== undefined) {
+        // The loops' first rounds see every held lease: nothing to wake.
+        startLoops()
+        startLoops = undefined
+        return
+      }
       beats.wake(h.nextBeatAt)
       fences.wake(h.control.localLeaseEnd)
     },
@@ -306,8 +329,8 @@ export const makeKeeper = (options: {
       held.delete(h)
     },
     size: () => held.size,
-    heartbeater: Effect.ensuring(loop(beatOnce), beats.stop),
-    watchdog: Effect.ensuring(loop(fenceOnce), fences.stop)
+    heartbeater,
+    watchdog
   }
 }
 

@@ -11,7 +11,7 @@ import { Effect } from "effect"
 import { LeaseLost, StoreError } from "../Errors.js"
 import type { Job } from "../Job.js"
 import type { ChargeItem, ChargeResult, Fenced, SettleItem, SettleResult, Store } from "../Store.js"
-import { makeBatcher } from "./workerBatch.js"
+import { makeBatcher, type Start } from "./workerBatch.js"
 
 const isRetryableStoreError = (error: unknown): boolean =>
   typeof error === "object" &&
@@ -83,23 +83,25 @@ export interface WorkerStore {
    * know is a bug of the caller (the worker charges only jobs it claimed): a defect.
    */
   readonly charge: (item: ChargeItem) => Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError>
-  /** The flushers, to run forked for the worker's lifetime. */
+  /** The flushers, to run forked for the worker's lifetime (unless made with `start`, which starts them on need). */
   readonly flushers: ReadonlyArray<Effect.Effect<never>>
   /** Items waiting for their verb's next call. */
   readonly queued: () => number
 }
 
 /** @internal */
-export const makeWorkerStore = (store: Store["Type"], maxBatch: number): WorkerStore => {
+export const makeWorkerStore = (store: Store["Type"], maxBatch: number, start?: Start): WorkerStore => {
   const settles = makeBatcher<SettleItem, SettleResult, LeaseLost | StoreError>({
     send: (items) => store.settle({ items }),
     maxBatch,
-    missing: noResult("settle")
+    missing: noResult("settle"),
+    start
   })
   const charges = makeBatcher<ChargeItem, ChargeResult, StoreError>({
     send: (items) => store.charge({ items }),
     maxBatch,
-    missing: noResult("charge")
+    missing: noResult("charge"),
+    start
   })
   return {
     settle: (item, gone) =>
