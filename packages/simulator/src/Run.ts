@@ -366,8 +366,31 @@ const shutdownWorker = (world: World, slot: number): Effect.Effect<void> =>
     if (entry === undefined || entry.incarnation.dead || entry.stop === null) return
     world.history.push({ k: "life", t: world.clock.now, who: entry.incarnation.id, what: "shutdown", ms: null })
     yield* Deferred.succeed(entry.stop, undefined)
-    if (entry.fiber !== null) yield* Effect.timeoutOption(Fiber.await(entry.fiber), 10_000)
+    if (entry.fiber !== null) yield* exitedOrAfter(world, entry.fiber, 10_000)
     entry.stop = null
+  })
+
+/**
+ * Waits until `fiber` has exited or `ms` of world time have passed, whichever comes first: a timer and an observer,
+ * each removed by the other, instead of a race of two fibers.
+ */
+const exitedOrAfter = (world: World, fiber: Fiber.RuntimeFiber<unknown, unknown>, ms: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    let done = false
+    const finish = (): void => {
+      if (done) return
+      done = true
+      timer.cancel()
+      fiber.removeObserver(finish)
+      resume(Effect.void)
+    }
+    const timer = world.clock.schedule(ms, finish)
+    fiber.addObserver(finish)
+    return Effect.sync(() => {
+      done = true
+      timer.cancel()
+      fiber.removeObserver(finish)
+    })
   })
 
 /** Sleep until `epoch + at` of true time (not at all when that has passed). */
