@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Store } from "@slowcall/core/Store"
+import { Effect } from "effect"
 import { OpCount } from "../src/OpCount.js"
 import * as Plan from "../src/Plan.js"
 import * as Report from "../src/Report.js"
+import { runPlan } from "../src/Run.js"
 import * as Simulate from "../src/Simulate.js"
 
 /** A planted bug outside production code: the store records one cent less for every settled charge. */
@@ -24,6 +26,35 @@ const size = (plan: Plan.Plan): number =>
   plan.faults.length +
   plan.cancels.length +
   plan.resubmits.length
+
+/** A planted defect: the store's replay verb dies, which crashes the run's driver in its replay phase. */
+const replayDies = (store: Store["Type"]): Store["Type"] => ({
+  ...store,
+  replay: () => Effect.die(new Error("planted replay defect"))
+})
+
+describe("runPlan and stack traces", () => {
+  const plan = () => Simulate.planOf(Simulate.arbitraryFor({ seed: 3, runs: 1, jobs: 3, workers: 1, faults: [] }), 3)
+
+  it("a run leaves Error.stackTraceLimit as it found it", () => {
+    const before = Error.stackTraceLimit
+    const run = runPlan(plan())
+    expect(run.outcome).toBe("Done")
+    expect(Error.stackTraceLimit).toBe(before)
+  })
+
+  it("a crashed run reports its defect with its stack trace, from a replay with the same history", () => {
+    const before = Error.stackTraceLimit
+    expect(before).toBeGreaterThan(0)
+    const first = runPlan(plan(), { decorateStore: replayDies })
+    const second = runPlan(plan(), { decorateStore: replayDies })
+    expect(first.outcome).toBe("Crashed")
+    expect(first.defect).toContain("planted replay defect")
+    expect(first.defect).toMatch(/\n\s+at /)
+    expect(second.hash).toBe(first.hash)
+    expect(Error.stackTraceLimit).toBe(before)
+  })
+})
 
 describe("simulate", () => {
   it("holds every invariant on the real worker and reproduces the same history hash", () => {
