@@ -370,27 +370,11 @@ const shutdownWorker = (world: World, slot: number): Effect.Effect<void> =>
     entry.stop = null
   })
 
-/**
- * Waits until `fiber` has exited or `ms` of world time have passed, whichever comes first: a timer and an observer,
- * each removed by the other, instead of a race of two fibers.
- */
+/** Waits until `fiber` has exited or `ms` of world time have passed, whichever comes first (no race of fibers). */
 const exitedOrAfter = (world: World, fiber: Fiber.RuntimeFiber<unknown, unknown>, ms: number): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
-    let done = false
-    const finish = (): void => {
-      if (done) return
-      done = true
-      timer.cancel()
-      fiber.removeObserver(finish)
-      resume(Effect.void)
-    }
-    const timer = world.clock.schedule(ms, finish)
-    fiber.addObserver(finish)
-    return Effect.sync(() => {
-      done = true
-      timer.cancel()
-      fiber.removeObserver(finish)
-    })
+  world.clock.wakeOrAfter(ms, (wake) => {
+    fiber.addObserver(wake)
+    return () => fiber.removeObserver(wake)
   })
 
 /** Sleep until `epoch + at` of true time (not at all when that has passed). */

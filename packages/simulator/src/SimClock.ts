@@ -71,6 +71,33 @@ export class VirtualClock implements Clock.Clock {
     })
   }
 
+  /**
+   * Wait until `subscribe`'s wake-up is called or `ms` of virtual time have passed, whichever comes first.
+   * `subscribe` registers the wake-up (it may call it at once) and returns its removal; the timer and the
+   * subscription are each removed when the other ends the wait (or the waiter is interrupted), so neither resumes
+   * anything later.
+   */
+  wakeOrAfter(ms: number, subscribe: (wake: () => void) => () => void): Effect.Effect<void> {
+    return Effect.async<void>((resume) => {
+      let done = false
+      let unsubscribe: (() => void) | undefined
+      const end = (): void => {
+        done = true
+        timer.cancel()
+        unsubscribe?.()
+      }
+      const wake = (): void => {
+        if (done) return
+        end()
+        resume(Effect.void)
+      }
+      const timer = this.schedule(ms, wake)
+      unsubscribe = subscribe(wake)
+      if (done) unsubscribe()
+      return Effect.sync(end)
+    })
+  }
+
   /** Run `task` after `ms` of virtual time. Ties keep insertion order. */
   schedule(ms: number, task: () => void): { readonly cancel: () => void } {
     const timer = this.push(ms, task)

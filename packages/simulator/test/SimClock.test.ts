@@ -20,6 +20,38 @@ describe("VirtualClock", () => {
     expect(clock.fireNext()).toBe(false)
   })
 
+  it("wakeOrAfter ends at the wake-up or the timeout, whichever comes first, and leaves nothing behind", () => {
+    const clock = new VirtualClock(0)
+    const subscribers = new Set<() => void>()
+    const subscribe = (wake: () => void) => {
+      subscribers.add(wake)
+      return () => subscribers.delete(wake)
+    }
+    const program = Effect.gen(function* () {
+      const woken = yield* Effect.fork(Effect.as(clock.wakeOrAfter(1_000, subscribe), "woken"))
+      const timedOut = yield* Effect.fork(Effect.as(clock.wakeOrAfter(50, subscribe), "timed out"))
+      yield* Effect.sleep(100)
+      expect(yield* Fiber.join(timedOut)).toBe("timed out")
+      expect(subscribers.size).toBe(1)
+      for (const wake of [...subscribers]) wake()
+      expect(yield* Fiber.join(woken)).toBe("woken")
+      expect(subscribers.size).toBe(0)
+      // A subscription that wakes at once ends the wait without a timer left pending.
+      yield* clock.wakeOrAfter(1_000, (wake) => {
+        wake()
+        return () => subscribers.delete(wake)
+      })
+      const interrupted = yield* Effect.fork(clock.wakeOrAfter(1_000, subscribe))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(interrupted)
+      expect(subscribers.size).toBe(0)
+      return clock.now
+    })
+    const outcome = SimRuntime.run(program, { seed: 1, clock })
+    expect(outcome._tag === "Done" && outcome.exit._tag === "Success" ? outcome.exit.value : outcome).toBe(100)
+    expect(clock.pending).toBe(0)
+  })
+
   it("drives Effect.sleep through the run loop without real time", () => {
     const clock = new VirtualClock(0)
     const program = Effect.gen(function* () {

@@ -301,25 +301,18 @@ export const makeKeeper = (options: {
 
   const heartbeater = Effect.ensuring(loop(beatOnce), beats.stop)
   const watchdog = Effect.ensuring(loop(fenceOnce), fences.stop)
-  let startLoops: (() => void) | undefined =
-    options.start === undefined
-      ? undefined
-      : (() => {
-          const beat = options.start(heartbeater)
-          const fence = options.start(watchdog)
-          return () => {
-            beat()
-            fence()
-          }
-        })()
-
+  // With `start`, the loops start at the first held lease.
+  const startBeats = options.start?.(heartbeater)
+  const startFences = options.start?.(watchdog)
+  let waitingToStart = options.start !== undefined
   return {
     add: (h) => {
       held.add(h)
-      if (startLoops !== undefined) {
+      if (waitingToStart) {
         // The loops' first rounds see every held lease: nothing to wake.
-        startLoops()
-        startLoops = undefined
+        waitingToStart = false
+        startBeats?.()
+        startFences?.()
         return
       }
       beats.wake(h.nextBeatAt)

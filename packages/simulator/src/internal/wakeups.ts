@@ -31,22 +31,9 @@ export const make = (clock: VirtualClock, pollMs: number): Transport["Type"] => 
     for (const wake of all) wake()
   }
   const wait = (ms: number): Effect.Effect<void> =>
-    Effect.async<void>((resume) => {
-      let done = false
-      const wake = (): void => {
-        if (done) return
-        done = true
-        timer.cancel()
-        waiting.delete(wake)
-        resume(Effect.void)
-      }
-      const timer = clock.schedule(Math.max(0, ms), wake)
+    clock.wakeOrAfter(Math.max(0, ms), (wake) => {
       waiting.add(wake)
-      return Effect.sync(() => {
-        done = true
-        timer.cancel()
-        waiting.delete(wake)
-      })
+      return () => waiting.delete(wake)
     })
   return {
     capabilities,
