@@ -1,10 +1,12 @@
 /**
  * `inOrder`: the worker's way to run a round's effects one after another. It must keep `Effect.all`'s sequential
  * meaning (order, the first failure stops the rest, values discarded) whatever the number of effects.
+ * `masked`: `Effect.uninterruptibleMask` without its steps in an uninterruptible fiber; it must keep the mask's
+ * meaning from either kind of caller.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
-import { inOrder } from "../src/internal/steps.js"
+import { Deferred, Effect, Exit, Fiber, RuntimeFlags } from "effect"
+import { inOrder, masked } from "../src/internal/steps.js"
 
 const noting = (seen: Array<number>, n: number) => Effect.sync(() => seen.push(n))
 
@@ -37,6 +39,80 @@ describe("steps.inOrder", () => {
       yield* program
       yield* program
       expect(seen).toEqual([1, 2, 1, 2])
+    })
+  )
+})
+
+/** Whether the fiber running this is interruptible right now. */
+const interruptibleNow = Effect.withFiberRuntime<boolean>((_, status) =>
+  Effect.succeed(RuntimeFlags.interruption(status.runtimeFlags))
+)
+
+describe("steps.masked", () => {
+  it.effect("from an interruptible fiber: the body is uninterruptible, restore gives interruptibility back", () =>
+    Effect.gen(function* () {
+      const seen = yield* masked((restore) =>
+        Effect.all([interruptibleNow, restore(interruptibleNow), interruptibleNow])
+      )
+      expect(seen).toEqual([false, true, false])
+    })
+  )
+
+  it.effect("from an uninterruptible fiber: the body and its restore both stay uninterruptible", () =>
+    Effect.gen(function* () {
+      const seen = yield* Effect.uninterruptible(
+        masked((restore) => Effect.all([interruptibleNow, restore(interruptibleNow)]))
+      )
+      expect(seen).toEqual([false, false])
+      // And the caller's region is as it was afterwards.
+      expect(
+        yield* Effect.uninterruptible(
+          Effect.zipRight(
+            masked(() => Effect.void),
+            interruptibleNow
+          )
+        )
+      ).toBe(false)
+      expect(
+        yield* Effect.zipRight(
+          masked(() => Effect.void),
+          interruptibleNow
+        )
+      ).toBe(true)
+    })
+  )
+
+  it.live("an interruption sent while the body runs waits for the body's end; one sent in restore stops it", () =>
+    Effect.gen(function* () {
+      const ended: Array<string> = []
+      const latch = yield* Deferred.make<void>()
+      const guarded = yield* Effect.fork(
+        masked(() =>
+          Effect.zipRight(
+            Deferred.succeed(latch, undefined),
+            Effect.zipRight(
+              Effect.sleep("10 millis"),
+              Effect.sync(() => ended.push("body"))
+            )
+          )
+        )
+      )
+      yield* Deferred.await(latch)
+      yield* Fiber.interrupt(guarded)
+      expect(ended).toEqual(["body"])
+
+      const started = yield* Deferred.make<void>()
+      const restored = yield* Effect.fork(
+        masked((restore) =>
+          Effect.zipRight(
+            restore(Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)),
+            Effect.sync(() => ended.push("after restore"))
+          ).pipe(Effect.onInterrupt(() => Effect.sync(() => ended.push("interrupted"))))
+        )
+      )
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(restored)
+      expect(ended).toEqual(["body", "interrupted"])
     })
   )
 })

@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Effect } from "effect"
+import { Effect, RuntimeFlags } from "effect"
 
 /**
  * Runs `effects` one after another, in order, discarding their values; the first failure stops the rest. What
@@ -17,3 +17,22 @@ export const inOrder = <E, R>(effects: ReadonlyArray<Effect.Effect<unknown, E, R
   if (effects.length === 1) return Effect.asVoid(effects[0]!)
   return Effect.all(effects, { discard: true })
 }
+
+/** What `Effect.uninterruptibleMask` hands its body: runs an effect with the caller's interruptibility. */
+export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+const keep: Restore = (effect) => effect
+
+/**
+ * `Effect.uninterruptibleMask`, without its steps where the fiber is uninterruptible already: the body then runs
+ * at once with `restore` as the identity (what Effect's own `restore` amounts to there: the region stays
+ * uninterruptible). Invariant: the body runs uninterruptibly and `restore` gives back exactly the caller's
+ * interruptibility, as with `Effect.uninterruptibleMask`. For regions mostly entered from uninterruptible code (a
+ * settlement's write); where the caller is usually interruptible, one step dearer than the plain mask.
+ *
+ * @internal
+ */
+export const masked = <A, E, R>(body: (restore: Restore) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime<A, E, R>((_, status) =>
+    RuntimeFlags.interruption(status.runtimeFlags) ? Effect.uninterruptibleMask(body) : body(keep)
+  )

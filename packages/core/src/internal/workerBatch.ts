@@ -18,6 +18,7 @@
  * @internal
  */
 import { type Cause, Effect, Exit } from "effect"
+import { masked } from "./steps.js"
 
 /** What one sent call answers: the store time of the writes and one result per item, in item order. */
 interface Reply<R> {
@@ -123,11 +124,12 @@ export const makeBatcher = <I, R, E>(options: {
   const signal = new Signal()
   let ensureFlusher = noop
 
-  const answerOf = (exit: Exit.Exit<Reply<R>, E>, i: number): Effect.Effect<Answer<R>, E> => {
-    if (Exit.isFailure(exit)) return Effect.failCause(exit.cause)
-    const result = exit.value.results[i]
-    return result === undefined ? Effect.fail(options.missing()) : Effect.succeed({ now: exit.value.now, result })
+  const answerOfReply = (reply: Reply<R>, i: number): Effect.Effect<Answer<R>, E> => {
+    const result = reply.results[i]
+    return result === undefined ? Effect.fail(options.missing()) : Effect.succeed({ now: reply.now, result })
   }
+  const answerOf = (exit: Exit.Exit<Reply<R>, E>, i: number): Effect.Effect<Answer<R>, E> =>
+    Exit.isFailure(exit) ? Effect.failCause(exit.cause) : answerOfReply(exit.value, i)
 
   /** The call is over: what queued meanwhile goes out with the flusher. */
   const end = (): void => {
@@ -207,11 +209,17 @@ export const makeBatcher = <I, R, E>(options: {
         const error = veto?.()
         if (error !== undefined) return Effect.fail(error)
         inFlight = true
-        // The call's end is noted however it ends (an interruption too): the exit is taken uninterruptibly.
-        return Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(Effect.exit(restore(options.send([item]))), (exit) => {
-            end()
-            return answerOf(exit, 0)
+        // The call's end is noted however it ends (an interruption too): its end is matched uninterruptibly.
+        return masked((restore) =>
+          Effect.matchCauseEffect(restore(options.send([item])), {
+            onFailure: (cause) => {
+              end()
+              return Effect.failCause(cause)
+            },
+            onSuccess: (reply) => {
+              end()
+              return answerOfReply(reply, 0)
+            }
           })
         )
       }),
@@ -276,16 +284,17 @@ export const makeOutbox = <I, E>(options: {
   // The call's end is noted however it ends (an interruption too): the exit is taken uninterruptibly, and a failure
   // is reported (interruptibly) before it.
   const sendNow = (batch: ReadonlyArray<I>): Effect.Effect<void> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.exit(restore(Effect.suspend(() => options.send(batch)))), (exit) => {
-        if (Exit.isSuccess(exit)) {
+    masked((restore) =>
+      Effect.matchCauseEffect(restore(Effect.suspend(() => options.send(batch))), {
+        onFailure: (cause) =>
+          Effect.flatMap(Effect.exit(restore(options.onFailure(cause, batch))), (reported) => {
+            end()
+            return reported
+          }),
+        onSuccess: () => {
           end()
           return Effect.void
         }
-        return Effect.flatMap(Effect.exit(restore(options.onFailure(exit.cause, batch))), (reported) => {
-          end()
-          return reported
-        })
       })
     )
 
