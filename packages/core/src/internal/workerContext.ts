@@ -21,7 +21,7 @@
  *
  * @internal
  */
-import { Clock, Context, Effect, Either, FiberRef, Metric } from "effect"
+import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, Metric } from "effect"
 import { defaultCostOnError } from "../ErrorClass.js"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
@@ -55,6 +55,8 @@ export type Charge = (
   item: ChargeItem
 ) => Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError>
 
+const settleFailed = "charge settlement failed; the reservation stays as the record"
+
 /** @internal */
 export const make = (options: {
   readonly charge: Charge
@@ -78,16 +80,23 @@ export const make = (options: {
       }
     )
 
-  /** Settle `callId` with the amount `amount` gives; a throwing cost function leaves the reservation as the record. */
-  const settle = (callId: string, amount: () => number | undefined): Effect.Effect<void> =>
-    Effect.try(amount).pipe(
-      Effect.flatMap((amountCents) =>
-        amountCents === undefined ? Effect.void : Effect.asVoid(locked(charge(callId, Math.max(0, amountCents), true)))
-      ),
-      Effect.catchAll((error) =>
-        Effect.logWarning("charge settlement failed; the reservation stays as the record", error)
+  /**
+   * Settle `callId` with the amount `amount` gives; a throwing cost function leaves the reservation as the record.
+   * Its value is the store time of the write (or nothing): callers discard it.
+   */
+  const settle = (callId: string, amount: () => number | undefined): Effect.Effect<unknown> =>
+    Effect.suspend(() => {
+      let amountCents: number | undefined
+      try {
+        amountCents = amount()
+      } catch (error) {
+        return Effect.logWarning(settleFailed, new Cause.UnknownException(error))
+      }
+      if (amountCents === undefined) return Effect.void
+      return Effect.catchAll(locked(charge(callId, Math.max(0, amountCents), true)), (error) =>
+        Effect.logWarning(settleFailed, error)
       )
-    )
+    })
 
   const checkpoint: Effect.Effect<void> = Effect.suspend(() =>
     control.stopReason !== undefined ? Effect.interrupt : Effect.void
@@ -96,24 +105,28 @@ export const make = (options: {
   /** Budget, numbering, reservation and deadline as one step under the ledger lock; returns the call id. */
   const reserve = (estimate: number): Effect.Effect<string, BudgetExceeded | DeadlineExceeded | StoreError> =>
     locked(
-      Effect.gen(function* () {
+      Effect.suspend((): Effect.Effect<string, BudgetExceeded | DeadlineExceeded | StoreError> => {
         const spent = control.knownCostCents
         if (!Protocol.budgetFits(job.budgetCents, spent, estimate)) {
-          return yield* new BudgetExceeded({
-            jobId: job.id,
-            costCents: spent,
-            estimateCents: estimate,
-            budgetCents: job.budgetCents ?? 0
-          })
+          return Effect.fail(
+            new BudgetExceeded({
+              jobId: job.id,
+              costCents: spent,
+              estimateCents: estimate,
+              budgetCents: job.budgetCents ?? 0
+            })
+          )
         }
         const n = ++control.callCount
         const callId = `${job.id}:${token}:${n}`
-        const now = yield* charge(callId, estimate, false)
-        if (job.deadlineAt !== null && now >= job.deadlineAt) {
-          yield* charge(callId, 0, true)
-          return yield* new DeadlineExceeded({ jobId: job.id, deadlineAt: job.deadlineAt, now })
-        }
-        return callId
+        return Effect.flatMap(charge(callId, estimate, false), (now) =>
+          job.deadlineAt !== null && now >= job.deadlineAt
+            ? Effect.zipRight(
+                charge(callId, 0, true),
+                Effect.fail(new DeadlineExceeded({ jobId: job.id, deadlineAt: job.deadlineAt, now }))
+              )
+            : Effect.succeed(callId)
+        )
       })
     )
 
@@ -146,45 +159,66 @@ export const make = (options: {
   const call = <A, E, R>(
     call: CallOptions<A, E, R>
   ): Effect.Effect<A, E | BudgetExceeded | DeadlineExceeded | StoreError, R> =>
-    Effect.gen(function* () {
-      yield* checkpoint
+    Effect.suspend(() => {
+      // The checkpoint: a stopped attempt starts nothing.
+      if (control.stopReason !== undefined) return Effect.interrupt
       const estimateCents = Math.max(0, call.estimateCents)
-      const callId = yield* reserve(estimateCents)
-      yield* Metric.increment(Metrics.modelCalls)
-      // Set once the call itself starts: an interruption before that (a gate, a permit wait) consumed nothing.
-      let started = false
-      const gated = gatedCall(
-        callId,
-        Effect.suspend(() => {
-          started = true
-          return call.run
+      return Effect.flatMap(reserve(estimateCents), (callId) => made(call, estimateCents, callId))
+    })
+
+  /** A reserved call: counted, admitted, gated and made, its cost settled however it ends. */
+  const made = <A, E, R>(call: CallOptions<A, E, R>, estimateCents: number, callId: string): Effect.Effect<A, E, R> => {
+    // Set once the call itself starts: an interruption before that (a gate, a permit wait) consumed nothing.
+    let started = false
+    const gated = gatedCall(
+      callId,
+      Effect.suspend(() => {
+        started = true
+        return call.run
+      })
+    )
+    const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+    // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
+    let costed: { readonly result: A; readonly cost: Either.Either<number, unknown> } | undefined
+    const costOf = (result: A): Either.Either<number, unknown> => {
+      if (costed === undefined || costed.result !== result) {
+        costed = { result, cost: Either.try({ try: () => call.cost(result), catch: (error) => error }) }
+      }
+      return costed.cost
+    }
+    const run = options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token, costOf }) : admitted
+    const onInterrupt = call.costOnInterrupt
+    // Counted in the step that starts the region, under this fiber's metric labels (what `Metric.increment` uses).
+    return Effect.withFiberRuntime<A, E, R>((fiber) => {
+      Metrics.modelCalls.unsafeUpdate(1, fiber.getFiberRef(FiberRef.currentMetricLabels))
+      // The settlement runs uninterruptibly, so a cancel or a lost lease cannot drop the actual cost: a failed call
+      // settles at its error's cost, a returned one at its cost (a failed cost is thrown again as it was, for
+      // `settle` to report), a call interrupted once it had started at `costOnInterrupt`.
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.matchCauseEffect(restore(run), {
+          onFailure: (cause) => {
+            const failure = Cause.failureOrCause(cause)
+            if (Either.isLeft(failure)) {
+              const error = failure.left
+              return Effect.zipRight(
+                settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass)),
+                Exit.failCause(cause)
+              )
+            }
+            if (onInterrupt !== undefined && started && Cause.isInterruptedOnly(cause)) {
+              return Effect.zipRight(settle(callId, onInterrupt), Exit.failCause(cause))
+            }
+            return Exit.failCause(cause)
+          },
+          onSuccess: (result) =>
+            Effect.zipRight(
+              settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error)),
+              Exit.succeed(result)
+            )
         })
       )
-      const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
-      // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
-      let costed: { readonly result: A; readonly cost: Either.Either<number, unknown> } | undefined
-      const costOf = (result: A): Either.Either<number, unknown> => {
-        if (costed === undefined || costed.result !== result) {
-          costed = { result, cost: Either.try({ try: () => call.cost(result), catch: (error) => error }) }
-        }
-        return costed.cost
-      }
-      const run =
-        options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token, costOf }) : admitted
-      const onInterrupt = call.costOnInterrupt
-      return yield* Effect.uninterruptibleMask((restore) =>
-        restore(run).pipe(
-          Effect.tapError((error) =>
-            settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass))
-          ),
-          // A failed cost is thrown again as it was, for `settle` to report.
-          Effect.tap((result) => settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error))),
-          onInterrupt === undefined
-            ? (effect) => effect
-            : Effect.onInterrupt(() => (started ? settle(callId, onInterrupt) : Effect.void))
-        )
-      )
     })
+  }
 
   return {
     jobId: job.id,
