@@ -52,6 +52,9 @@ const awaitRoom = <R>(env: Env<R>): Effect.Effect<number> =>
     )
   })
 
+const succeedTrue = Effect.succeed(true)
+const succeedFalse = Effect.succeed(false)
+
 /** Take a claimed job into the local queue (and the keeper), its lease granted for `grantedMs` from `sentAt`. */
 const take = <R>(env: Env<R>, held: Held, taken: Array<Held>): void => {
   env.keeper.add(held)
@@ -141,10 +144,14 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
               held.control.localLeaseEnd = sentAt + env.visibilityMs
               take(env, held, taken)
             }
-            const rest = Effect.zipRight(
-              reportClaims(env, taken, sentAt, want),
-              Effect.as(dispatch(env), reply.results.length >= want)
-            )
+            const full = reply.results.length >= want
+            // Nothing taken and no slot to fill: nothing to report or start (no step for either).
+            const rest =
+              taken.length === 0 && (env.busy >= env.concurrency || env.waiting.length === 0)
+                ? full
+                  ? succeedTrue
+                  : succeedFalse
+                : Effect.zipRight(reportClaims(env, taken, sentAt, want), Effect.as(dispatch(env), full))
             return takeovers > 0 ? Effect.zipRight(Metric.incrementBy(Metrics.leaseTakeovers, takeovers), rest) : rest
           }
         })
@@ -156,11 +163,16 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
  * on is held and dispatched, and a closing worker releases it).
  */
 const fromStore = <R>(env: Env<R>): Effect.Effect<never, never, R> => {
-  const round: Effect.Effect<void, never, R> = Effect.flatMap(awaitRoom(env), (want) =>
-    Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), (full) =>
-      full ? Effect.void : env.transport.awaitWork({ queue: env.queue, waitMs: env.receiveWaitMs })
+  const claimed = (full: boolean): Effect.Effect<void, never, R> =>
+    full ? Effect.void : env.transport.awaitWork({ queue: env.queue, waitMs: env.receiveWaitMs })
+  // With room at once (the common case) the round claims in its first step; else it waits for room first.
+  const round: Effect.Effect<void, never, R> = Effect.suspend(() => {
+    const want = wanted(env)
+    if (want > 0) return Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), claimed)
+    return Effect.flatMap(awaitRoom(env), (want) =>
+      Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), claimed)
     )
-  )
+  })
   const again: Effect.Effect<never, never, R> = Effect.flatMap(round, () => again)
   return again
 }
@@ -326,11 +338,15 @@ const receiveAndClaim = <R>(env: Env<R>, want: number): Effect.Effect<void, neve
         if (deliveries.length === 0) return Effect.yieldNow()
         const replies: Replies = { defers: [], acks: [] }
         const { candidates, unknown } = candidatesOf(env, deliveries, replies)
-        const rest = Effect.flatMap(restore(admitted(env, candidates, replies)), (admit) =>
+        const claim = (admit: Array<Candidate<R>>): Effect.Effect<void, never, R> =>
           admit.length === 0
             ? reply(env, replies)
             : Effect.zipRight(claimDeliveries(env, admit, replies), Effect.zipRight(dispatch(env), reply(env, replies)))
-        )
+        // Without an admission hook every candidate is admitted: no step for the verdicts.
+        const rest =
+          env.admission?.beforeClaim === undefined
+            ? claim(candidates)
+            : Effect.flatMap(restore(admitted(env, candidates, replies)), claim)
         return unknown > 0 ? Effect.zipRight(Metric.incrementBy(Metrics.unknownHandlerDeferred, unknown), rest) : rest
       })
     )
@@ -341,7 +357,12 @@ const fromTransport = <R>(env: Env<R>): Effect.Effect<never, never, R> => {
   const maxBatch = Math.max(1, env.transport.capabilities.maxBatch)
   // Each round waits (for room, or in the receive; an empty receive that did not wait yields), so no yield between.
   const again: Effect.Effect<never, never, R> = Effect.flatMap(
-    Effect.flatMap(awaitRoom(env), (want) => receiveAndClaim(env, Math.min(want, maxBatch))),
+    Effect.suspend(() => {
+      const want = wanted(env)
+      return want > 0
+        ? receiveAndClaim(env, Math.min(want, maxBatch))
+        : Effect.flatMap(awaitRoom(env), (want) => receiveAndClaim(env, Math.min(want, maxBatch)))
+    }),
     () => again
   )
   return again
