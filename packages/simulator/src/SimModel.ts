@@ -120,25 +120,27 @@ export const make = (behaviour: ModelBehaviour, history: History, clock: Virtual
     message: string
   ) =>
     failure(`${status}|${billedCents}|${message}`, () => new SimModelError({ status, headers, billedCents, message }))
-  const latency = (jobId: string): Effect.Effect<number> =>
-    Effect.map(Random.next, (u) => {
-      if (!seen.has(jobId)) {
-        seen.add(jobId)
-        if (behaviour.firstCallLatencyMs !== undefined) return behaviour.firstCallLatencyMs
-      }
-      const pareto = behaviour.medianMs * (1 - u) ** (-1 / behaviour.tailAlpha)
-      return Math.round(
-        behaviour.heavyTail
-          ? Math.min(pareto, behaviour.medianMs * 200)
-          : Math.min(pareto, 3 * behaviour.medianMs, behaviour.boundedMaxMs)
-      )
-    })
+  /** A call's latency from a uniform draw `u` (the job's first call may have a fixed one). */
+  const latency = (jobId: string, u: number): number => {
+    if (!seen.has(jobId)) {
+      seen.add(jobId)
+      if (behaviour.firstCallLatencyMs !== undefined) return behaviour.firstCallLatencyMs
+    }
+    const pareto = behaviour.medianMs * (1 - u) ** (-1 / behaviour.tailAlpha)
+    return Math.round(
+      behaviour.heavyTail
+        ? Math.min(pareto, behaviour.medianMs * 200)
+        : Math.min(pareto, 3 * behaviour.medianMs, behaviour.boundedMaxMs)
+    )
+  }
   return {
     call: (request) =>
       Effect.gen(function* () {
-        const ms = yield* latency(request.jobId)
-        const roll = yield* Random.nextIntBetween(0, 1000)
-        const kindRoll = yield* Random.nextIntBetween(0, 4)
+        const ms = latency(request.jobId, yield* Random.next)
+        // One draw for both: the error roll (0 to 999) and, for an error, its kind (0 to 3).
+        const draw = yield* Random.nextIntBetween(0, 4000)
+        const roll = draw >> 2
+        const kindRoll = draw & 3
         const price = behaviour.priceCents
         const outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed" =
           roll >= behaviour.errorRate

@@ -16,25 +16,30 @@ const visibilityNotExtended = (transport: Transport["Type"]): Transport["Type"] 
   extend: () => Effect.void
 })
 
-const base = fc.sample(Plan.arbitrary({ jobs: 8, workers: 3, faults: Plan.faultKinds }), { seed: 3, numRuns: 1 })[0]!
-
-/** A no-relay world with slow calls (longer than a quarter lease) that often fail with a retryable error. */
-const slowAndFlaky: Plan.Plan = Plan.noRelay(
-  {
-    ...base,
-    faults: ["F14", "F16"],
-    callTimeoutMs: 1_000,
-    handler: Plan.oneCall,
-    sweeper: Plan.defaultSweeper,
-    maxAttempts: 3,
-    budgets: [null],
-    cancels: [],
-    resubmits: [],
-    submitAt: [0],
-    model: { medianMs: 700, tailAlpha: 2, errorRate: 300, priceCents: 1 }
-  },
-  Plan.faultKinds
-)
+/**
+ * No-relay worlds with slow calls (longer than a quarter lease) that often fail with a retryable error, one per base
+ * plan: whether a given world strands a job under the planted bug depends on its draws, so the claims below are made
+ * over the set (every world for what must always hold, at least one for the loss).
+ */
+const slowAndFlaky: ReadonlyArray<Plan.Plan> = [1, 2, 3, 4, 5, 6].map((seed) => {
+  const base = fc.sample(Plan.arbitrary({ jobs: 8, workers: 3, faults: Plan.faultKinds }), { seed, numRuns: 1 })[0]!
+  return Plan.noRelay(
+    {
+      ...base,
+      faults: ["F14", "F16"],
+      callTimeoutMs: 1_000,
+      handler: Plan.oneCall,
+      sweeper: Plan.defaultSweeper,
+      maxAttempts: 3,
+      budgets: [null],
+      cancels: [],
+      resubmits: [],
+      submitAt: [0],
+      model: { medianMs: 700, tailAlpha: 2, errorRate: 500, priceCents: 1 }
+    },
+    Plan.faultKinds
+  )
+})
 
 describe("no-relay worlds", () => {
   it("keep only the fault kinds under which a correct worker never needs the relay", () => {
@@ -61,21 +66,29 @@ describe("no-relay worlds", () => {
   })
 
   it("lose nothing with a correct worker", () => {
-    const report = Simulate.replayPlan(slowAndFlaky)
-    expect(report.violations).toEqual([])
-    expect(report.acknowledged).toBe(8)
-    expect(report.terminal).toBe(8)
+    for (const plan of slowAndFlaky) {
+      const report = Simulate.replayPlan(plan)
+      expect(report.violations).toEqual([])
+      expect(report.acknowledged).toBe(8)
+      expect(report.terminal).toBe(8)
+    }
   })
 
   it("lose a job (I5) when the worker lets its message return while it still works", () => {
-    const report = Simulate.replayPlan(slowAndFlaky, { decorateTransport: visibilityNotExtended })
-    expect(report.violations.map((v) => v.invariant)).toContain("I5")
-    expect(report.lost).toBeGreaterThan(0)
+    const reports = slowAndFlaky.map((plan) => Simulate.replayPlan(plan, { decorateTransport: visibilityNotExtended }))
+    const losing = reports.filter((report) => report.lost > 0)
+    expect(losing.length).toBeGreaterThan(0)
+    // Every world that lost a job says so on the invariant, and none loses one silently.
+    for (const report of reports) {
+      expect(report.violations.some((v) => v.invariant === "I5")).toBe(report.lost > 0)
+    }
   })
 
   it("hide the same bug when the relay is on: the sweeper republishes the stranded job", () => {
-    const report = Simulate.replayPlan({ ...slowAndFlaky, relay: true }, { decorateTransport: visibilityNotExtended })
-    expect(report.violations.filter((v) => v.invariant === "I5")).toEqual([])
-    expect(report.lost).toBe(0)
+    for (const plan of slowAndFlaky) {
+      const report = Simulate.replayPlan({ ...plan, relay: true }, { decorateTransport: visibilityNotExtended })
+      expect(report.violations.filter((v) => v.invariant === "I5")).toEqual([])
+      expect(report.lost).toBe(0)
+    }
   })
 })
