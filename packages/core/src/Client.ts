@@ -27,7 +27,7 @@ import {
   type StoreError
 } from "./Errors.js"
 import * as Ids from "./Ids.js"
-import { inOrder } from "./internal/steps.js"
+import { catchFailure, inOrder } from "./internal/steps.js"
 import * as Tracing from "./internal/tracing.js"
 import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json } from "./Job.js"
 import type { SubmitItem } from "./Protocol.js"
@@ -450,15 +450,11 @@ export const makeWith = (
         for (let i = 0; i < items.length; i += maxBatch) {
           const chunk = items.slice(i, i + maxBatch)
           calls.push(
-            transport
-              .publish({ queue, items: chunk })
-              .pipe(
-                Effect.catchAll((error) =>
-                  Effect.logWarning("publish failed; the sweeper will republish the jobs", error).pipe(
-                    Effect.annotateLogs({ queue, jobs: chunk.length, firstJobId: chunk[0]?.message.jobId ?? "" })
-                  )
-                )
+            catchFailure(transport.publish({ queue, items: chunk }), (error) =>
+              Effect.logWarning("publish failed; the sweeper will republish the jobs", error).pipe(
+                Effect.annotateLogs({ queue, jobs: chunk.length, firstJobId: chunk[0]?.message.jobId ?? "" })
               )
+            )
           )
         }
       }

@@ -9,7 +9,7 @@
  */
 import { Duration, Effect, Layer, Metric, type Scope } from "effect"
 import type { StoreError } from "./Errors.js"
-import { inOrder } from "./internal/steps.js"
+import { catchFailure, inOrder } from "./internal/steps.js"
 import type { Job } from "./Job.js"
 import * as Metrics from "./Metrics.js"
 import { Store, type SweepResult } from "./Store.js"
@@ -79,15 +79,11 @@ const sweepWith = (
       for (let i = 0; i < toPublish.length; i += batch) {
         for (const [queue, items] of byQueue(toPublish.slice(i, i + batch))) {
           calls.push(
-            transport
-              .publish({ queue, items })
-              .pipe(
-                Effect.catchAll((error) =>
-                  Effect.logWarning("republish failed; the next sweep retries", error).pipe(
-                    Effect.annotateLogs({ jobs: items.length, queue })
-                  )
-                )
+            catchFailure(transport.publish({ queue, items }), (error) =>
+              Effect.logWarning("republish failed; the next sweep retries", error).pipe(
+                Effect.annotateLogs({ jobs: items.length, queue })
               )
+            )
           )
         }
       }
@@ -106,7 +102,7 @@ export const make = (options: SweeperOptions = {}): Effect.Effect<void, never, S
     Effect.flatMap(Transport, (transport) => {
       // The services are read once; each pass is the sweep, then a sleep of the interval (measured from the end of
       // the pass, as `Schedule.spaced` would), without a schedule's per-pass bookkeeping.
-      const pass = Effect.catchAll(sweepWith(store, transport, options), (error) =>
+      const pass = catchFailure(sweepWith(store, transport, options), (error) =>
         Effect.logWarning("sweep failed", error)
       )
       const interval = Duration.millis(options.intervalMs ?? 5_000)

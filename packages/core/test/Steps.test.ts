@@ -2,11 +2,13 @@
  * `inOrder`: the worker's way to run a round's effects one after another. It must keep `Effect.all`'s sequential
  * meaning (order, the first failure stops the rest, values discarded) whatever the number of effects.
  * `masked`: `Effect.uninterruptibleMask` without its steps in an uninterruptible fiber; it must keep the mask's
- * meaning from either kind of caller.
+ * meaning from either kind of caller. `catchFailure`: `Effect.catchAll` without its step on success; it must end as
+ * `catchAll` does for every cause.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, RuntimeFlags } from "effect"
-import { inOrder, masked } from "../src/internal/steps.js"
+import { Cause, Deferred, Effect, Exit, Fiber, FiberId, RuntimeFlags, RuntimeFlagsPatch } from "effect"
+import { AbstractSupervisor } from "effect/Supervisor"
+import { catchFailure, inOrder, masked } from "../src/internal/steps.js"
 
 const noting = (seen: Array<number>, n: number) => Effect.sync(() => seen.push(n))
 
@@ -113,6 +115,53 @@ describe("steps.masked", () => {
       yield* Deferred.await(started)
       yield* Fiber.interrupt(restored)
       expect(ended).toEqual(["body", "interrupted"])
+    })
+  )
+})
+
+describe("steps.catchFailure", () => {
+  const handled = (error: string) => Effect.succeed(`caught ${error}`)
+  const causes: ReadonlyArray<Cause.Cause<string>> = [
+    Cause.fail("boom"),
+    Cause.die(new Error("defect")),
+    Cause.interrupt(FiberId.none),
+    Cause.sequential(Cause.fail("first"), Cause.fail("second")),
+    Cause.parallel(Cause.fail("typed"), Cause.die("and a defect")),
+    Cause.sequential(Cause.fail("typed"), Cause.interrupt(FiberId.none))
+  ]
+
+  it.effect("ends as Effect.catchAll would, for a success and for every kind of cause", () =>
+    Effect.gen(function* () {
+      expect(yield* catchFailure(Effect.succeed("value"), handled)).toBe("value")
+      for (const cause of causes) {
+        const ours = yield* Effect.exit(catchFailure(Effect.failCause(cause), handled))
+        const effects = yield* Effect.exit(Effect.catchAll(Effect.failCause(cause), handled))
+        expect(ours).toEqual(effects)
+      }
+      expect(yield* catchFailure(Effect.fail("boom"), handled)).toBe("caught boom")
+    })
+  )
+
+  it.effect("takes one step fewer than Effect.catchAll when the effect succeeds", () =>
+    Effect.gen(function* () {
+      const count = (effect: Effect.Effect<unknown>) =>
+        Effect.gen(function* () {
+          let ops = 0
+          const supervisor = new (class extends AbstractSupervisor<void> {
+            readonly value = Effect.void
+            override onEffect(): void {
+              ops++
+            }
+          })()
+          yield* Effect.withRuntimeFlagsPatch(
+            Effect.supervised(effect, supervisor),
+            RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)
+          )
+          return ops
+        })
+      const ours = yield* count(catchFailure(Effect.succeed(1), handled))
+      const effects = yield* count(Effect.catchAll(Effect.succeed(1), handled))
+      expect(ours).toBe(effects - 1)
     })
   )
 })

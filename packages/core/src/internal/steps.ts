@@ -36,3 +36,17 @@ export const masked = <A, E, R>(body: (restore: Restore) => Effect.Effect<A, E, 
   Effect.withFiberRuntime<A, E, R>((_, status) =>
     RuntimeFlags.interruption(status.runtimeFlags) ? Effect.uninterruptibleMask(body) : body(keep)
   )
+
+/**
+ * `Effect.catchAll`, without a step on success: Effect's own catches through a match whose success side returns the
+ * value again (one more step each time the effect succeeds); this catches through the cause, whose handler a
+ * success passes without a step, and hands the cause to `Effect.catchAll` itself (so a failure is caught exactly as
+ * `catchAll` would: a typed failure goes to `f`, defects and interruptions pass through).
+ *
+ * @internal
+ */
+export const catchFailure = <A, E, R, A2, E2, R2>(
+  self: Effect.Effect<A, E, R>,
+  f: (error: E) => Effect.Effect<A2, E2, R2>
+): Effect.Effect<A | A2, E2, R | R2> =>
+  Effect.catchAllCause(self, (cause) => Effect.catchAll(Effect.failCause(cause), f))

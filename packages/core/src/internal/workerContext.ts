@@ -30,6 +30,7 @@ import * as Metrics from "../Metrics.js"
 import { normalize } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { ChargeItem } from "../Store.js"
+import { catchFailure } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
 import { retryStore } from "./workerStore.js"
@@ -93,7 +94,7 @@ export const make = (options: {
         return Effect.logWarning(settleFailed, new Cause.UnknownException(error))
       }
       if (amountCents === undefined) return Effect.void
-      return Effect.catchAll(locked(charge(callId, Math.max(0, amountCents), true)), (error) =>
+      return catchFailure(locked(charge(callId, Math.max(0, amountCents), true)), (error) =>
         Effect.logWarning(settleFailed, error)
       )
     })

@@ -16,6 +16,7 @@ import type { Outcome, Runnable } from "../Protocol.js"
 import type { Store } from "../Store.js"
 import type { AckItem, DeferItem, Delivery, Transport } from "../Transport.js"
 import { withNow } from "./now.js"
+import { catchFailure } from "./steps.js"
 import type { Outbox } from "./workerBatch.js"
 import type { AroundCall } from "./workerContext.js"
 import * as Control from "./workerControl.js"
@@ -188,7 +189,7 @@ export const retryWrite = <A>(
   const again = (n: number, error: LeaseLost | StoreError): Effect.Effect<A, LeaseLost | StoreError> =>
     Effect.suspend(() => (Control.leaseGone(held.control.stopReason) ? Effect.fail(error) : attempt(n)))
   const attempt = (n: number): Effect.Effect<A, LeaseLost | StoreError> =>
-    Effect.catchAll(write, (error) =>
+    catchFailure(write, (error) =>
       Effect.flatMap(mayRetry(error), (retry) =>
         retry ? Effect.zipRight(Effect.sleep(heldRetryDelayMs(n)), again(n + 1, error)) : Effect.fail(error)
       )

@@ -20,6 +20,7 @@ import * as Metrics from "../Metrics.js"
 import type { ClaimItem } from "../Store.js"
 import type { AckItem, DeferItem, Delivery } from "../Transport.js"
 import { withNow } from "./now.js"
+import { catchFailure } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import { dispatch } from "./workerAttempt.js"
 import { claimTag, deferItem, type Env, room } from "./workerEnv.js"
@@ -327,12 +328,13 @@ const receiveAndClaim = <R>(env: Env<R>, want: number): Effect.Effect<void, neve
     restore(
       env.transport.receive({ queue: env.queue, max: want, visibilityMs: env.visibilityMs, waitMs: env.receiveWaitMs })
     ).pipe(
-      Effect.catchAll((error) =>
-        Effect.logWarning("receive failed", error).pipe(
-          Effect.zipRight(restore(Effect.sleep(env.receiveErrorDelayMs))),
-          Effect.as([] as ReadonlyArray<Delivery>)
-        )
-      ),
+      (received) =>
+        catchFailure(received, (error) =>
+          Effect.logWarning("receive failed", error).pipe(
+            Effect.zipRight(restore(Effect.sleep(env.receiveErrorDelayMs))),
+            Effect.as([] as ReadonlyArray<Delivery>)
+          )
+        ),
       Effect.flatMap((deliveries) => {
         // An empty receive that did not wait (a zero wait, a failing transport) yields, so it cannot spin.
         if (deliveries.length === 0) return Effect.yieldNow()

@@ -21,7 +21,7 @@ import * as Metrics from "../Metrics.js"
 import type { HeartbeatItem, Store } from "../Store.js"
 import type { Delivery, ExtendItem, Transport } from "../Transport.js"
 import { withNow } from "./now.js"
-import { inOrder } from "./steps.js"
+import { catchFailure, inOrder } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import type { Start } from "./workerBatch.js"
 import * as Control from "./workerControl.js"
@@ -273,9 +273,9 @@ export const makeKeeper = (options: {
   const extendAll = (items: ReadonlyArray<ExtendItem>): Effect.Effect<void> =>
     inOrder(
       chunks(items, maxBatch).map((chunk) =>
-        transport
-          .extend({ items: chunk })
-          .pipe(Effect.catchAll((error) => Effect.logWarning("visibility extend failed", error)))
+        catchFailure(transport.extend({ items: chunk }), (error) =>
+          Effect.logWarning("visibility extend failed", error)
+        )
       )
     )
 
