@@ -6,9 +6,9 @@
  * `catchAll` does for every cause.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, FiberId, RuntimeFlags, RuntimeFlagsPatch } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, FiberId, Metric, RuntimeFlags, RuntimeFlagsPatch } from "effect"
 import { AbstractSupervisor } from "effect/Supervisor"
-import { catchFailure, inOrder, masked } from "../src/internal/steps.js"
+import { catchFailure, countThen, inOrder, masked } from "../src/internal/steps.js"
 
 const noting = (seen: Array<number>, n: number) => Effect.sync(() => seen.push(n))
 
@@ -162,6 +162,26 @@ describe("steps.catchFailure", () => {
       const ours = yield* count(catchFailure(Effect.succeed(1), handled))
       const effects = yield* count(Effect.catchAll(Effect.succeed(1), handled))
       expect(ours).toBe(effects - 1)
+    })
+  )
+})
+
+describe("steps.countThen", () => {
+  it.effect("adds to the counter under the fiber's metric labels, as Metric.incrementBy does, then runs next", () =>
+    Effect.gen(function* () {
+      const ours = Metric.counter("steps_test_count_then")
+      const effects = Metric.counter("steps_test_increment_by")
+      const value = yield* Effect.tagMetrics(
+        Effect.zipRight(Metric.incrementBy(effects, 3), countThen(ours, 3, Effect.succeed("next"))),
+        "queue",
+        "q1"
+      )
+      expect(value).toBe("next")
+      const labelled = (counter: typeof ours) => Metric.value(Metric.tagged(counter, "queue", "q1"))
+      expect((yield* labelled(ours)).count).toBe(3)
+      expect((yield* labelled(ours)).count).toBe((yield* labelled(effects)).count)
+      // Nothing under other labels.
+      expect((yield* Metric.value(ours)).count).toBe(0)
     })
   )
 })

@@ -30,7 +30,7 @@ import type { Outcome } from "../Protocol.js"
 import * as Protocol from "../Protocol.js"
 import * as Retry from "../Retry.js"
 import { withNow } from "./now.js"
-import { inOrder } from "./steps.js"
+import { countThen, inOrder } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import * as WorkerContext from "./workerContext.js"
 import * as Control from "./workerControl.js"
@@ -204,10 +204,7 @@ const write = <R>(env: Env<R>, held: Held, decision: Decision): Effect.Effect<vo
             errorClass: normalized.errorClass,
             error: normalized.evidence
           }
-          return Effect.zipRight(
-            Metric.increment(Metrics.retries),
-            persist(env, held, settleWith(env, held, outcome, evidenceOf))
-          )
+          return countThen(Metrics.retries, 1, persist(env, held, settleWith(env, held, outcome, evidenceOf)))
         }
       )
     }

@@ -16,7 +16,7 @@ import type { Outcome, Runnable } from "../Protocol.js"
 import type { Store } from "../Store.js"
 import type { AckItem, DeferItem, Delivery, Transport } from "../Transport.js"
 import { withNow } from "./now.js"
-import { catchFailure } from "./steps.js"
+import { catchFailure, countThen } from "./steps.js"
 import type { Outbox } from "./workerBatch.js"
 import type { AroundCall } from "./workerContext.js"
 import * as Control from "./workerControl.js"
@@ -258,8 +258,13 @@ export const persist = <R>(
         // Known lost before the write went out (a heartbeat's reply): nothing was sent, nothing was rejected.
         if (Control.leaseGone(held.control.stopReason)) return defer(env, held.delivery, 0)
         return Control.stop(held.control, "lease_lost").pipe(
-          Effect.zipRight(Metric.increment(Metrics.fencedWritesRejected)),
-          Effect.zipRight(logFor(env, held, Effect.logWarning("outcome rejected: lease lost", error))),
+          Effect.zipRight(
+            countThen(
+              Metrics.fencedWritesRejected,
+              1,
+              logFor(env, held, Effect.logWarning("outcome rejected: lease lost", error))
+            )
+          ),
           Effect.zipRight(defer(env, held.delivery, 0))
         )
       },
@@ -269,7 +274,7 @@ export const persist = <R>(
           job.state === "queued"
             ? defer(env, held.delivery, deferMs ?? Math.max(0, job.runAfter - now))
             : ack(env, held.delivery)
-        return job.state === "failed" ? Effect.zipRight(Metric.increment(Metrics.deadLetterArrivals), reply) : reply
+        return job.state === "failed" ? countThen(Metrics.deadLetterArrivals, 1, reply) : reply
       }
     })
   )

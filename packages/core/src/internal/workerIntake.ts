@@ -20,7 +20,7 @@ import * as Metrics from "../Metrics.js"
 import type { ClaimItem } from "../Store.js"
 import type { AckItem, DeferItem, Delivery } from "../Transport.js"
 import { withNow } from "./now.js"
-import { catchFailure } from "./steps.js"
+import { catchFailure, countThen } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import { dispatch } from "./workerAttempt.js"
 import { claimTag, deferItem, type Env, room } from "./workerEnv.js"
@@ -153,7 +153,7 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
                   ? succeedTrue
                   : succeedFalse
                 : Effect.zipRight(reportClaims(env, taken, sentAt, want), Effect.as(dispatch(env), full))
-            return takeovers > 0 ? Effect.zipRight(Metric.incrementBy(Metrics.leaseTakeovers, takeovers), rest) : rest
+            return takeovers > 0 ? countThen(Metrics.leaseTakeovers, takeovers, rest) : rest
           }
         })
       )
@@ -312,8 +312,8 @@ const claimDeliveries = <R>(
     }
     // In this order: the dropped count, the takeover count, the claims' report (a count of zero is no step).
     let report = reportClaims(env, taken, sent.first, candidates.length)
-    if (takeovers > 0) report = Effect.zipRight(Metric.incrementBy(Metrics.leaseTakeovers, takeovers), report)
-    if (dropped > 0) report = Effect.zipRight(Metric.incrementBy(Metrics.duplicateDeliveriesDropped, dropped), report)
+    if (takeovers > 0) report = countThen(Metrics.leaseTakeovers, takeovers, report)
+    if (dropped > 0) report = countThen(Metrics.duplicateDeliveriesDropped, dropped, report)
     return report
   })
 }
@@ -349,7 +349,7 @@ const receiveAndClaim = <R>(env: Env<R>, want: number): Effect.Effect<void, neve
           env.admission?.beforeClaim === undefined
             ? claim(candidates)
             : Effect.flatMap(restore(admitted(env, candidates, replies)), claim)
-        return unknown > 0 ? Effect.zipRight(Metric.incrementBy(Metrics.unknownHandlerDeferred, unknown), rest) : rest
+        return unknown > 0 ? countThen(Metrics.unknownHandlerDeferred, unknown, rest) : rest
       })
     )
   )

@@ -115,15 +115,13 @@ class Alarm {
               })
           )
         : Effect.void
+    // No canceler (it would wrap every wait in an interruption handler): a loop's wait is interrupted only when the
+    // loop stops for good, and the resume it leaves behind then does nothing if called (the fiber is gone).
     return Effect.zipRight(
       arm,
       Effect.async<void>((resume) => {
         this.armedAt = at
         this.resume = resume
-        return Effect.sync(() => {
-          this.resume = undefined
-          this.armedAt = Number.POSITIVE_INFINITY
-        })
       })
     )
   }
