@@ -9,6 +9,7 @@ import {
   Layer,
   Logger,
   LogLevel,
+  Metric,
   Option,
   Schema,
   Scope,
@@ -1109,4 +1110,91 @@ describe("Worker: store time", () => {
       expect(model.state.calls).toBe(2)
     })
   )
+})
+
+describe("Worker: model-call duration", () => {
+  /** The histogram's count and sum (seconds) now. */
+  const durations = Effect.map(Metric.value(Metrics.modelCallDurationSeconds), (state) => ({
+    count: state.count,
+    sum: state.sum
+  }))
+
+  /** A job of one call of `ms` that returns or fails for good (a 401), with or without an admission hook's wait. */
+  const timedCall = (options: { readonly ms: number; readonly fail?: boolean; readonly hookMs?: number }) =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const handler = Handler.make({
+        type: "summarize",
+        version: 1,
+        input: Input,
+        result: Output,
+        attempt: { timeoutMs: 3_000 },
+        run: (input, ctx) =>
+          Effect.map(
+            ctx.call({
+              estimateCents: 1,
+              run: model.call(
+                options.fail === true
+                  ? { ms: options.ms, fail: { status: 401, message: "bad key" } }
+                  : { ms: options.ms }
+              ),
+              cost: () => 1
+            }),
+            (text) => ({ summary: `${input.text}: ${text}` })
+          )
+      })
+      const before = yield* durations
+      const id = yield* t.submit()
+      const hookMs = options.hookMs
+      yield* t.start({
+        queue: "q",
+        id: "w1",
+        handlers: [handler],
+        ...(hookMs === undefined
+          ? {}
+          : { admission: { aroundCall: (_info, call) => Effect.zipRight(Effect.sleep(hookMs), call) } })
+      })
+      return { t, id, model, before }
+    })
+
+  for (const hook of [undefined, 250]) {
+    const withHook = hook === undefined ? "without an admission hook" : "with an admission hook"
+    it.scoped(`a returned and a failed call are each timed once, from the lease gate to their end (${withHook})`, () =>
+      Effect.gen(function* () {
+        const ok = yield* timedCall({ ms: 700, ...(hook === undefined ? {} : { hookMs: hook }) })
+        yield* ok.t.reaches(ok.id, "succeeded")
+        const afterOk = yield* durations
+        expect(afterOk.count - ok.before.count).toBe(1)
+        // The permit wait comes before the gate: it is not part of the call's time.
+        expect(afterOk.sum - ok.before.sum).toBeCloseTo(0.7, 6)
+
+        const failed = yield* timedCall({ ms: 400, fail: true, ...(hook === undefined ? {} : { hookMs: hook }) })
+        yield* failed.t.reaches(failed.id, "failed")
+        const afterFailed = yield* durations
+        expect(afterFailed.count - failed.before.count).toBe(1)
+        expect(afterFailed.sum - failed.before.sum).toBeCloseTo(0.4, 6)
+      })
+    )
+
+    it.scoped(`a call cut by a cancel is timed up to the cut (${withHook})`, () =>
+      Effect.gen(function* () {
+        const cut = yield* timedCall({ ms: 60_000, ...(hook === undefined ? {} : { hookMs: hook }) })
+        yield* cut.t.advanceUntil(Effect.sync(() => cut.model.state.calls === 1))
+        const startedAt = yield* Clock.currentTimeMillis
+        yield* TestClock.adjust(500)
+        yield* cut.t.inner.cancel({ items: [{ jobId: cut.id }] })
+        yield* cut.t.reaches(cut.id, "abandoned")
+        const after = yield* durations
+        expect(cut.model.state.interrupted).toBe(1)
+        expect(after.count - cut.before.count).toBe(1)
+        // From the call's start (within one 50 ms step before `startedAt`, the instant it was seen running) to the
+        // interruption: not the 60 s the call would have taken, and not the admission hook's wait before it.
+        const cutAt = cut.model.state.interruptedAt[0]!
+        const timed = after.sum - cut.before.sum
+        expect(timed).toBeGreaterThan((cutAt - startedAt) / 1_000 - 1e-9)
+        expect(timed).toBeLessThan((cutAt - startedAt + 50) / 1_000 + 1e-9)
+      })
+    )
+  }
 })

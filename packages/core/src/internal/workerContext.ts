@@ -21,7 +21,7 @@
  *
  * @internal
  */
-import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, Metric } from "effect"
+import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, Metric, type MetricLabel } from "effect"
 import { defaultCostOnError } from "../ErrorClass.js"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
@@ -57,6 +57,22 @@ export type Charge = (
 ) => Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError>
 
 const settleFailed = "charge settlement failed; the reservation stays as the record"
+
+/** When a started call began, on which Clock and under which metric labels: read where the lease gate passed it. */
+interface Timing {
+  clock: Clock.Clock | undefined
+  startedAt: number
+  labels: ReadonlyArray<MetricLabel.MetricLabel>
+}
+
+/** A model call's duration into its histogram. */
+const recordDuration = (
+  clock: Clock.Clock,
+  startedAt: number,
+  labels: ReadonlyArray<MetricLabel.MetricLabel>
+): void => {
+  Metrics.modelCallDurationSeconds.unsafeUpdate((clock.unsafeCurrentTimeMillis() - startedAt) / 1_000, labels)
+}
 
 /** @internal */
 export const make = (options: {
@@ -140,21 +156,25 @@ export const make = (options: {
     )
 
   /**
-   * The lease gate, then the call timed into the model-call histogram (success or failure). The gate runs where the
-   * call would start: past the local lease end nothing is sent to the provider. The fiber's Clock and metric labels
-   * are read once, in the step that starts the call, so the gate and the timing take no effect steps of their own.
+   * The lease gate, then the call timed into the model-call histogram (success, failure or interruption). The gate
+   * runs where the call would start: past the local lease end nothing is sent to the provider. The fiber's Clock and
+   * metric labels are read once, in the step that starts the call, so the gate and the timing take no effect steps of
+   * their own. With `timing`, the call's end is recorded by its owner (`made`, whose settlement step is the instant
+   * the call ends when no admission hook wraps it); without, by an exit handler of its own.
    */
-  const gatedCall = <A, E, R>(callId: string, run: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  const gatedCall = <A, E, R>(callId: string, run: Effect.Effect<A, E, R>, timing?: Timing): Effect.Effect<A, E, R> =>
     Effect.withFiberRuntime<A, E, R>((fiber) => {
       const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       const startedAt = clock.unsafeCurrentTimeMillis()
       if (startedAt >= control.localLeaseEnd) return fenceSelf(callId)
       const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-      return Effect.onExit(run, () =>
-        Effect.sync(() =>
-          Metrics.modelCallDurationSeconds.unsafeUpdate((clock.unsafeCurrentTimeMillis() - startedAt) / 1_000, labels)
-        )
-      )
+      if (timing !== undefined) {
+        timing.clock = clock
+        timing.startedAt = startedAt
+        timing.labels = labels
+        return run
+      }
+      return Effect.onExit(run, () => Effect.sync(() => recordDuration(clock, startedAt, labels)))
     })
 
   const call = <A, E, R>(
@@ -171,12 +191,19 @@ export const make = (options: {
   const made = <A, E, R>(call: CallOptions<A, E, R>, estimateCents: number, callId: string): Effect.Effect<A, E, R> => {
     // Set once the call itself starts: an interruption before that (a gate, a permit wait) consumed nothing.
     let started = false
+    // Without an admission hook the call ends where its settlement starts: timed there, without an exit handler.
+    const timing: Timing | undefined =
+      aroundCall === undefined ? { clock: undefined, startedAt: 0, labels: [] } : undefined
+    const timed = (): void => {
+      if (timing?.clock !== undefined) recordDuration(timing.clock, timing.startedAt, timing.labels)
+    }
     const gated = gatedCall(
       callId,
       Effect.suspend(() => {
         started = true
         return call.run
-      })
+      }),
+      timing
     )
     const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
     // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
@@ -198,6 +225,7 @@ export const make = (options: {
       return Effect.uninterruptibleMask((restore) =>
         Effect.matchCauseEffect(restore(run), {
           onFailure: (cause) => {
+            timed()
             const failure = Cause.failureOrCause(cause)
             if (Either.isLeft(failure)) {
               const error = failure.left
@@ -211,11 +239,13 @@ export const make = (options: {
             }
             return Exit.failCause(cause)
           },
-          onSuccess: (result) =>
-            Effect.zipRight(
+          onSuccess: (result) => {
+            timed()
+            return Effect.zipRight(
               settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error)),
               Exit.succeed(result)
             )
+          }
         })
       )
     })
