@@ -3,7 +3,8 @@
  * stops at the first failing run, shrinks it, and prints one JSON line. With `--replay FILE` it replays one corpus
  * entry instead (a mutant's witness) and prints the invariants it broke.
  * Usage: node scripts/bundled.mjs packages/simulator/scripts/hunt.ts <seed> <runs> <jobs> <workers> [I1,I2] (or tsx);
- *        the optional last argument names the invariants the shrunk witness must keep breaking
+ *        the optional last argument names the invariants to hunt for: the hunt stops at the first run that breaks
+ *        one of them, and the shrunk witness must keep breaking it
  *        node scripts/bundled.mjs packages/simulator/scripts/hunt.ts --replay <corpus entry>
  */
 import { readFileSync } from "node:fs"
@@ -25,6 +26,8 @@ if (args[0] === "--replay") {
     workers: Number(workers),
     faults: faultKinds,
     stopOnFailure: true,
+    // A hunt for named invariants stops at the first run that breaks one of them.
+    stopOn: shrinkOn === "" ? undefined : shrinkOn.split(","),
     shrinkBudget: 80,
     shrinkOn: shrinkOn === "" ? undefined : shrinkOn.split(",")
   })
@@ -33,6 +36,8 @@ if (args[0] === "--replay") {
     `${JSON.stringify({
       runs: report.runs,
       firstFailureRun: report.firstFailureRun,
+      // The run the hunt stopped at: the first that broke a named invariant (when it was given one).
+      killRun: report.failures[0] === undefined ? null : report.failures[0].run + 1,
       invariants: [...new Set(report.violations.map((v) => v.invariant))],
       message: report.violations[0]?.message ?? null,
       corpus:

@@ -74,6 +74,8 @@ const scratchOf = (): string => {
 interface Hunt {
   readonly runs: number
   readonly firstFailureRun: number | null
+  /** The run the hunt stopped at, the first to break a named invariant; null when none did. */
+  readonly killRun: number | null
   readonly invariants: ReadonlyArray<string>
   readonly message: string | null
   readonly corpus: { readonly name: string; readonly entry: object } | null
@@ -108,7 +110,7 @@ const hunt = (dir: string, shrinkOn: ReadonlyArray<string> = []): Hunt => {
   const result = runHunt(dir, [seed, runs, jobs, workers, ...(shrinkOn.length > 0 ? [shrinkOn.join(",")] : [])])
   return "value" in result
     ? (result.value as Hunt)
-    : { runs: 0, firstFailureRun: null, invariants: ["error"], message: result.error, corpus: null }
+    : { runs: 0, firstFailureRun: null, killRun: null, invariants: ["error"], message: result.error, corpus: null }
 }
 
 /** The invariants a mutant's corpus witness breaks when replayed in `dir` (the mutant applied), or why it cannot. */
@@ -159,7 +161,7 @@ for (const file of patches) {
   }
   const want = expected[id] ?? []
   const result = hunt(dir, want)
-  const killed = result.firstFailureRun !== null && result.invariants.some((inv) => want.includes(inv))
+  const killed = result.killRun !== null && result.invariants.some((inv) => want.includes(inv))
   ok &&= killed
   if (killed && result.corpus !== null) {
     fs.mkdirSync(corpusDir, { recursive: true })
@@ -178,7 +180,7 @@ for (const file of patches) {
     `${id} ${title}`,
     want.join(" / "),
     result.invariants.join(",") || "none",
-    result.firstFailureRun === null ? `survived ${result.runs}` : String(result.firstFailureRun),
+    result.killRun === null ? `survived ${result.runs}` : String(result.killRun),
     witness,
     killed ? (witnessFails ? "killed" : "WITNESS PASSES") : "SURVIVED"
   ])

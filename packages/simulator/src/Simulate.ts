@@ -41,6 +41,11 @@ export interface SimulateOptions extends RunPlanOptions {
   /** Stop at the first failing run (mutant hunting). */
   readonly stopOnFailure?: boolean | undefined
   /**
+   * With `stopOnFailure`: stop at the first failing run that breaks one of these invariants (a mutant hunt for its
+   * named invariant); failing runs that break only others are reported, neither shrunk nor stopped at.
+   */
+  readonly stopOn?: ReadonlyArray<string> | undefined
+  /**
    * Shrink a failure toward plans that still break one of these invariants, when the failing run broke any of them
    * (a mutant's witness keeps failing on the invariant named for it). Default: any invariant the failing run broke.
    */
@@ -279,6 +284,10 @@ export const simulate = (options: SimulateOptions): Report => {
     if (verdict.violations.length === 0) continue
     firstFailureRun ??= i + 1
     for (const v of verdict.violations) violations.push({ run: i, invariant: v.invariant, message: v.message })
+    const stopOn = options.stopOnFailure === true ? options.stopOn : undefined
+    if (stopOn !== undefined && stopOn.length > 0 && !verdict.violations.some((v) => stopOn.includes(v.invariant))) {
+      continue
+    }
     if (failures.length < 3) failures.push(failureReport(arbitrary, i, runSeed, plan, verdict, options))
     if (options.stopOnFailure === true) break
   }

@@ -138,4 +138,29 @@ describe("simulate", () => {
     expect(fromCorpus.violations.map((v) => v.invariant)).toContain("I6")
     expect(Simulate.replayPlan(failure.plan).violations).toEqual([])
   })
+  it("a hunt given stopOn passes failing runs that break other invariants and stops at the first that breaks one", () => {
+    const options = {
+      seed: 5,
+      runs: 6,
+      jobs: 3,
+      workers: 2,
+      faults: Plan.faultKinds,
+      decorateStore: underCount,
+      shrink: false,
+      stopOnFailure: true
+    }
+    const plain = Simulate.simulate(options)
+    expect(plain.firstFailureRun).not.toBeNull()
+    expect(plain.runs).toBe(plain.firstFailureRun)
+    // Hunting for an invariant the planted bug never breaks: every run is made, none is stopped at or shrunk.
+    const other = Simulate.simulate({ ...options, stopOn: ["I4"] })
+    expect(other.runs).toBe(options.runs)
+    expect(other.failures).toEqual([])
+    expect(other.firstFailureRun).toBe(plain.firstFailureRun)
+    expect(other.violations.some((v) => v.invariant === "I6")).toBe(true)
+    // Hunting for the one it breaks: the same stop as a plain hunt.
+    const named = Simulate.simulate({ ...options, stopOn: ["I6"] })
+    expect(named.runs).toBe(plain.runs)
+    expect(named.failures[0]?.invariants).toContain("I6")
+  })
 })
