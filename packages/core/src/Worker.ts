@@ -234,7 +234,9 @@ export const make = <R = never>(
         onFailure: logFailure("defer"),
         start: helpers.start
       }),
-      fibers: Fibers.make(),
+      // Attempts start in the worker's runtime too: each with the worker's services, loggers and scheduler, and nothing
+      // of the fiber that dispatched it.
+      fibers: Fibers.make(yield* annotated(Effect.runtime<R>())),
       waiting: [],
       running: new Set(),
       busy: 0,

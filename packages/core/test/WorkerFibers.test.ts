@@ -1,10 +1,10 @@
 /**
  * A worker's helper loops start on first need: at most once each, interrupted (and waited for) by `stop`, and never
- * running after it.
+ * running after it. Attempt fibers start interruptible in the worker's runtime, and shutdown can wait for them or stop them.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { makeHelpers } from "../src/internal/workerFibers.js"
+import { Effect, FiberRef, RuntimeFlags } from "effect"
+import { make, makeHelpers } from "../src/internal/workerFibers.js"
 
 /** A helper loop that counts its rounds, yielding between them, and notes when it ends. */
 const counting = () => {
@@ -71,6 +71,55 @@ describe("worker helpers", () => {
       yield* settle
       expect(state.rounds).toBe(rounds)
       expect(helpers.started()).toBe(0)
+    })
+  )
+})
+
+describe("worker attempt fibers", () => {
+  const interruptibleNow = Effect.withFiberRuntime<boolean>((_, status) =>
+    Effect.succeed(RuntimeFlags.interruption(status.runtimeFlags))
+  )
+  const mark = FiberRef.unsafeMake("worker start")
+
+  it.effect("start interruptible, in the runtime given, inheriting nothing from the step that starts them", () =>
+    Effect.gen(function* () {
+      // Read inside an uninterruptible region, as a layer may build the worker.
+      const runtime = yield* Effect.uninterruptible(Effect.runtime<never>())
+      const fibers = make(runtime)
+      const seen: Array<{ readonly interruptible: boolean; readonly mark: string }> = []
+      const report = Effect.zipWith(interruptibleNow, FiberRef.get(mark), (interruptible, value) => {
+        seen.push({ interruptible, mark: value })
+      })
+      // Started from an uninterruptible step whose fiber has moved the ref on.
+      yield* Effect.uninterruptible(Effect.locally(fibers.run(report), mark, "dispatching step"))
+      expect(fibers.size()).toBe(1)
+      yield* fibers.awaitEmpty
+      expect(seen).toEqual([{ interruptible: true, mark: "worker start" }])
+      expect(fibers.size()).toBe(0)
+    })
+  )
+
+  it.effect("interruptAll stops what is left and waits for it", () =>
+    Effect.gen(function* () {
+      const fibers = make(yield* Effect.runtime<never>())
+      let ended = 0
+      yield* fibers.run(
+        Effect.ensuring(
+          Effect.never,
+          Effect.sync(() => ended++)
+        )
+      )
+      yield* fibers.run(
+        Effect.ensuring(
+          Effect.never,
+          Effect.sync(() => ended++)
+        )
+      )
+      yield* settle
+      expect(fibers.size()).toBe(2)
+      yield* fibers.interruptAll
+      expect(ended).toBe(2)
+      expect(fibers.size()).toBe(0)
     })
   )
 })

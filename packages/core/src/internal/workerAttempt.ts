@@ -380,11 +380,15 @@ const dispatchAt = <R>(env: Env<R>, now: number): Effect.Effect<void, never, R> 
     const held = env.waiting.shift()!
     const handler = env.registry.get(held.job.type, held.job.version)
     if (handler === undefined) {
+      // The release is written whatever happens meanwhile (as it was by the step that dispatches it).
       starts.push(
         env.fibers.run(
-          Effect.zipRight(
-            Metric.increment(Metrics.unknownHandlerDeferred),
-            persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), env.unknownHandlerDelayMs)
+          Effect.uninterruptible(
+            countThen(
+              Metrics.unknownHandlerDeferred,
+              1,
+              persist(env, held, settleWith(env, held, { _tag: "Release" }, evidenceOf), env.unknownHandlerDelayMs)
+            )
           )
         )
       )
@@ -413,8 +417,8 @@ const dispatchAt = <R>(env: Env<R>, now: number): Effect.Effect<void, never, R> 
     }
     env.busy += 1
     env.running.add(held)
-    // Dispatch may run inside the intake's uninterruptible claim round: the attempt must be interruptible again.
-    starts.push(env.fibers.run(Effect.interruptible(runAttempt(env, held, handler))))
+    // An attempt fiber starts interruptible (the dispatching step may be uninterruptible: it does not matter).
+    starts.push(env.fibers.run(runAttempt(env, held, handler)))
   }
   // One start (a slot freed, one job taken) is the common case: no loop around it.
   return inOrder(starts)

@@ -68,7 +68,7 @@ export interface Env<R> {
   readonly acks: Outbox<AckItem>
   readonly defers: Outbox<DeferItem>
   /** The attempt fibers: one per dispatched job, from its start until its outcome is written. */
-  readonly fibers: Fibers
+  readonly fibers: Fibers<R>
   /** Claimed jobs waiting for a slot, oldest claim first. */
   readonly waiting: Array<Held>
   /** The attempts whose handlers may still be running, for shutdown. */

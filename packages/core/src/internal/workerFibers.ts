@@ -1,17 +1,17 @@
 /**
- * The attempt fibers of a worker: each one started as a daemon (it outlives whatever step dispatched it) and known
- * here until it ends, so shutdown can wait for them all, then interrupt what is left. A plain set and one observer
- * per fiber: no effect steps beyond the fork itself.
+ * The attempt fibers of a worker: each one started in the worker's runtime (it outlives whatever step dispatched it,
+ * and inherits nothing from that step's fiber) and known here until it ends, so shutdown can wait for them all, then
+ * interrupt what is left. A plain set and one observer per fiber: one effect step per start.
  *
  * @internal
  */
-import { Effect, Fiber, FiberId, Runtime } from "effect"
+import { Effect, Fiber, FiberId, Runtime, RuntimeFlags } from "effect"
 import type { Start } from "./workerBatch.js"
 
 /** @internal */
-export interface Fibers {
-  /** Starts `effect` in a fiber of its own. */
-  readonly run: <R>(effect: Effect.Effect<void, never, R>) => Effect.Effect<void, never, R>
+export interface Fibers<R> {
+  /** Starts `effect` in a fiber of its own, scheduled like a fork. */
+  readonly run: (effect: Effect.Effect<void, never, R>) => Effect.Effect<void>
   readonly size: () => number
   /** Waits until no attempt fiber is left. */
   readonly awaitEmpty: Effect.Effect<void>
@@ -19,10 +19,22 @@ export interface Fibers {
   readonly interruptAll: Effect.Effect<void>
 }
 
-/** @internal */
-export const make = (): Fibers => {
+/**
+ * Attempt fibers started in `runtime` (the worker's, read where it starts), interruptible from their first step
+ * whatever the runtime's flags were where it was read.
+ *
+ * @internal
+ */
+export const make = <R>(runtime: Runtime.Runtime<R>): Fibers<R> => {
   const live = new Set<Fiber.RuntimeFiber<void, never>>()
   let waiters: Array<(effect: Effect.Effect<void>) => void> = []
+  const fork = Runtime.runFork(
+    Runtime.make({
+      context: runtime.context,
+      fiberRefs: runtime.fiberRefs,
+      runtimeFlags: RuntimeFlags.enable(runtime.runtimeFlags, RuntimeFlags.Interruption)
+    })
+  )
   const ended = (fiber: Fiber.RuntimeFiber<void, never>): void => {
     live.delete(fiber)
     if (live.size > 0 || waiters.length === 0) return
@@ -32,7 +44,8 @@ export const make = (): Fibers => {
   }
   return {
     run: (effect) =>
-      Effect.map(Effect.forkDaemon(effect), (fiber) => {
+      Effect.sync(() => {
+        const fiber = fork(effect, { immediate: false })
         live.add(fiber)
         fiber.addObserver(() => ended(fiber))
       }),
