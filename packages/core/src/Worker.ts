@@ -190,9 +190,11 @@ export const make = <R = never>(
       logging
         ? Effect.locallyWith(effect, FiberRef.currentLoggers, (loggers) => HashSet.map(loggers, withAttemptAnnotations))
         : effect
-    // The helper loops start on first need, in the worker's runtime; they outlive the intake and the shutdown that
-    // needs them (their stop is the scope's first finalizer, so it runs last).
-    const helpers = Fibers.makeHelpers(yield* annotated(Effect.runtime<never>()))
+    // The worker's runtime, read once: the helper loops and the attempts start in it. The helpers start on first need;
+    // they outlive the intake and the shutdown that needs them (their stop is the scope's first finalizer, so it runs
+    // last).
+    const runtime = yield* annotated(Effect.runtime<R>())
+    const helpers = Fibers.makeHelpers(runtime)
     yield* Effect.addFinalizer(() => helpers.stop)
     const env: Env<R> = {
       store,
@@ -234,9 +236,8 @@ export const make = <R = never>(
         onFailure: logFailure("defer"),
         start: helpers.start
       }),
-      // Attempts start in the worker's runtime too: each with the worker's services, loggers and scheduler, and nothing
-      // of the fiber that dispatched it.
-      fibers: Fibers.make(yield* annotated(Effect.runtime<R>())),
+      // Each attempt with the worker's services, loggers and scheduler, and nothing of the fiber that dispatched it.
+      fibers: Fibers.make(runtime),
       waiting: [],
       running: new Set(),
       busy: 0,

@@ -30,7 +30,7 @@ import * as Metrics from "../Metrics.js"
 import { normalize } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { ChargeItem } from "../Store.js"
-import { catchFailure } from "./steps.js"
+import { catchFailure, countThen } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
 import { retryStore } from "./workerStore.js"
@@ -216,13 +216,14 @@ export const make = (options: {
     }
     const run = options.tracing === true ? Tracing.modelCall(admitted, { call, callId, job, token, costOf }) : admitted
     const onInterrupt = call.costOnInterrupt
-    // Counted in the step that starts the region, under this fiber's metric labels (what `Metric.increment` uses).
-    return Effect.withFiberRuntime<A, E, R>((fiber) => {
-      Metrics.modelCalls.unsafeUpdate(1, fiber.getFiberRef(FiberRef.currentMetricLabels))
+    // Counted in the step that starts the region.
+    return countThen(
+      Metrics.modelCalls,
+      1,
       // The settlement runs uninterruptibly, so a cancel or a lost lease cannot drop the actual cost: a failed call
       // settles at its error's cost, a returned one at its cost (a failed cost is thrown again as it was, for
       // `settle` to report), a call interrupted once it had started at `costOnInterrupt`.
-      return Effect.uninterruptibleMask((restore) =>
+      Effect.uninterruptibleMask((restore) =>
         Effect.matchCauseEffect(restore(run), {
           onFailure: (cause) => {
             timed()
@@ -248,7 +249,7 @@ export const make = (options: {
           }
         })
       )
-    })
+    )
   }
 
   return {

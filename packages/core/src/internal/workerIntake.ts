@@ -40,6 +40,13 @@ const wanted = <R>(env: Env<R>): number => {
   return worthwhile ? Math.min(free, env.maxBatch) : 0
 }
 
+/** `f` of how many jobs to claim: at once when there is room now (no step of its own), else once `awaitRoom` says. */
+const withRoom = <A, R>(env: Env<R>, f: (want: number) => Effect.Effect<A, never, R>): Effect.Effect<A, never, R> =>
+  Effect.suspend(() => {
+    const want = wanted(env)
+    return want > 0 ? f(want) : Effect.flatMap(awaitRoom(env), f)
+  })
+
 /** Waits until `wanted` is above 0 and returns it. */
 const awaitRoom = <R>(env: Env<R>): Effect.Effect<number> =>
   Effect.suspend(() => {
@@ -166,14 +173,9 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
 const fromStore = <R>(env: Env<R>): Effect.Effect<never, never, R> => {
   const claimed = (full: boolean): Effect.Effect<void, never, R> =>
     full ? Effect.void : env.transport.awaitWork({ queue: env.queue, waitMs: env.receiveWaitMs })
-  // With room at once (the common case) the round claims in its first step; else it waits for room first.
-  const round: Effect.Effect<void, never, R> = Effect.suspend(() => {
-    const want = wanted(env)
-    if (want > 0) return Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), claimed)
-    return Effect.flatMap(awaitRoom(env), (want) =>
-      Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), claimed)
-    )
-  })
+  const round: Effect.Effect<void, never, R> = withRoom(env, (want) =>
+    Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), claimed)
+  )
   const again: Effect.Effect<never, never, R> = Effect.flatMap(round, () => again)
   return again
 }
@@ -359,12 +361,7 @@ const fromTransport = <R>(env: Env<R>): Effect.Effect<never, never, R> => {
   const maxBatch = Math.max(1, env.transport.capabilities.maxBatch)
   // Each round waits (for room, or in the receive; an empty receive that did not wait yields), so no yield between.
   const again: Effect.Effect<never, never, R> = Effect.flatMap(
-    Effect.suspend(() => {
-      const want = wanted(env)
-      return want > 0
-        ? receiveAndClaim(env, Math.min(want, maxBatch))
-        : Effect.flatMap(awaitRoom(env), (want) => receiveAndClaim(env, Math.min(want, maxBatch)))
-    }),
+    withRoom(env, (want) => receiveAndClaim(env, Math.min(want, maxBatch))),
     () => again
   )
   return again
