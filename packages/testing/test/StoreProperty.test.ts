@@ -72,6 +72,9 @@ const mutants: ReadonlyArray<readonly [string, Layer.Layer<Store.Store | Query>]
   ]
 ]
 
+/** The seed of the mutant hunts below; with it, each mutant is found within the 500 sequences. */
+const mutantSeed = 1
+
 describe("StoreProperty", () => {
   it("the memory store agrees with the model on a short run", async () => {
     const result = await check({ name: "memory", layer: Store.layerMemory, freshPerRun: true, numRuns: 50 })
@@ -81,7 +84,9 @@ describe("StoreProperty", () => {
 
   for (const [bug, layer] of mutants) {
     it(`finds a store where ${bug}, reporting the seed and the shrunk commands`, async () => {
-      const failure = await check({ name: "mutant", layer, freshPerRun: true, numRuns: 500 }).then(
+      // A fixed seed: whether 500 random sequences happen to reach a rare bug (a claim at the lease's very last
+      // millisecond) must not vary from run to run.
+      const failure = await check({ name: "mutant", layer, freshPerRun: true, numRuns: 500, seed: mutantSeed }).then(
         () => undefined,
         (error: unknown) => (error instanceof Error ? error.message : String(error))
       )
