@@ -163,7 +163,7 @@ let ops = 0
 class Sites extends AbstractSupervisor<void> {
   readonly value = Effect.void
   override onStart(_c: unknown, effect: unknown, _p: unknown, fiber: object): void {
-    const name = ours(effect, 0) ?? `(${(effect as any)?._op}) forked at ${userFrame(_p as any, "-")}`
+    const name = ours(effect, 0) ?? `(${(effect as any)?._op}) forked at ${userFrame((_p as any)?.value ?? {}, "-")}`
     fiberName.set(fiber, name)
     fibersBy.set(name, (fibersBy.get(name) ?? 0) + 1)
   }
