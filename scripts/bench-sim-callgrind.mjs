@@ -17,6 +17,7 @@ const run = spawnSync(
     `--callgrind-out-file=${out}`,
     process.execPath,
     "--max-semi-space-size=64",
+    "--no-allocation-site-pretenuring",
     "--single-threaded",
     "scripts/bundled.mjs",
     "packages/simulator/scripts/bench-steady.ts",

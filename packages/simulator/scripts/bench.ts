@@ -2,14 +2,17 @@
  * `npm run bench:sim`: full simulated runs per second for 20 jobs x 4 workers with every fault kind on.
  *
  * The same plans are run `--trials` times after a warm-up of `--warmup` runs (not counted), so the figure is the
- * steady state of a long run set (what CI and a user's seed sweep see), not the JIT's first minutes. It prints the
- * median and the best trial, wall and CPU time (the process's own: garbage collection on other threads counts).
+ * steady state of a long run set (what CI and a user's seed sweep see), not the JIT's first minutes: V8 still
+ * optimizes hundreds of the run's functions over the first few hundred runs, and trials after a warm-up of 50 runs
+ * measured mostly slower than the same trials after 400 (see the simulator README's Speed section). It
+ * prints the median and the best trial, wall and CPU time (the process's own: garbage collection on other threads
+ * counts).
  *
  * With `--count-ops` it then runs the plans once more under a Supervisor that counts every Effect operation and
  * fiber, and prints the counts per run: a figure that does not depend on the machine (the same code and plans give
  * the same count), for comparing code changes where wall time is too noisy.
  *
- * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 50 --seed 1 --count-ops]
+ * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 400 --seed 1 --count-ops]
  * The one-core figure: `npm run bench:sim:one-core` (Linux): pinned to core 0 with `taskset`, and with V8's helper
  * threads off (`--single-threaded`), so that garbage collection and compilation run on the measured core instead of
  * competing with the simulation for it from threads of their own.
@@ -26,7 +29,7 @@ const flag = (name: string, fallback: number): number => {
 }
 const runs = flag("runs", 200)
 const trials = Math.max(1, flag("trials", 3))
-const warmup = flag("warmup", 50)
+const warmup = flag("warmup", 400)
 const seed = flag("seed", 1)
 const options = { seed, runs, jobs: 20, workers: 4, faults: faultKinds, allFaults: true }
 const arbitrary = arbitraryFor(options)

@@ -91,6 +91,7 @@ const runHunt = (dir: string, huntArgs: ReadonlyArray<string>): { value: unknown
     process.execPath,
     [
       "--max-semi-space-size=64",
+      "--no-allocation-site-pretenuring",
       path.join(repo, "scripts", "bundled.mjs"),
       path.join(dir, "packages", "simulator", "scripts", "hunt.ts"),
       ...huntArgs
