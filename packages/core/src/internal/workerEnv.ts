@@ -8,7 +8,7 @@
  *
  * @internal
  */
-import { Effect, FiberRef, FiberRefs, HashMap, Logger, Metric, type Tracer } from "effect"
+import { Effect, FiberRef, FiberRefs, HashMap, Logger, type Tracer } from "effect"
 import type { LeaseLost, StoreError } from "../Errors.js"
 import type * as Handler from "../Handler.js"
 import * as Metrics from "../Metrics.js"

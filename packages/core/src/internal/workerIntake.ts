@@ -13,7 +13,7 @@
  *
  * @internal
  */
-import { Effect, Either, FiberRef, Metric } from "effect"
+import { Effect, Either, FiberRef } from "effect"
 import type * as Handler from "../Handler.js"
 import type { JobId } from "../Job.js"
 import * as Metrics from "../Metrics.js"
