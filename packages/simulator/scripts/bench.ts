@@ -4,7 +4,7 @@
  * The same plans are run `--trials` times after a warm-up of `--warmup` runs (not counted), so the figure is the
  * steady state of a long run set (what CI and a user's seed sweep see), not the JIT's first minutes: V8 still
  * optimizes hundreds of the run's functions over the first few hundred runs, and trials after a warm-up of 50 runs
- * measured mostly slower than the same trials after 400 (see the simulator README's Speed section). It
+ * measured slower than the same trials after 400 in four of five alternating pairs (see the simulator README's Speed section). It
  * prints the median and the best trial, wall and CPU time (the process's own: garbage collection on other threads
  * counts).
  *

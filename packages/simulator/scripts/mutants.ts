@@ -82,9 +82,9 @@ interface Hunt {
 }
 
 /**
- * Runs the scratch copy's hunt script, bundled and run like `npm run simulate` (see scripts/bundled.mjs), with a
- * larger young generation: a run set allocates briskly and keeps little (see the README's Speed section). Returns
- * its last output line as JSON, or the start of its error output.
+ * Runs the scratch copy's hunt script, bundled and run like `npm run simulate` (see scripts/bundled.mjs), with its
+ * V8 flags: a larger young generation and no pretenuring (a run set allocates briskly and keeps little; see the
+ * README's Speed section). Returns its last output line as JSON, or the start of its error output.
  */
 const runHunt = (dir: string, huntArgs: ReadonlyArray<string>): { value: unknown } | { error: string } => {
   const result = spawnSync(

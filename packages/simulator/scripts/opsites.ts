@@ -162,8 +162,10 @@ const fiberName = new WeakMap<object, string>()
 let ops = 0
 class Sites extends AbstractSupervisor<void> {
   readonly value = Effect.void
-  override onStart(_c: unknown, effect: unknown, _p: unknown, fiber: object): void {
-    const name = ours(effect, 0) ?? `(${(effect as any)?._op}) forked at ${userFrame((_p as any)?.value ?? {}, "-")}`
+  override onStart(_c: unknown, effect: unknown, parent: unknown, fiber: object): void {
+    // `parent` is an Option of the forking fiber; a root fiber (or one forked from a runtime) has none.
+    const forker = (parent as any)?.value ?? {}
+    const name = ours(effect, 0) ?? `(${(effect as any)?._op}) forked at ${userFrame(forker, "-")}`
     fiberName.set(fiber, name)
     fibersBy.set(name, (fibersBy.get(name) ?? 0) + 1)
   }
