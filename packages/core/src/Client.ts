@@ -363,6 +363,46 @@ export interface ClientOptions {
 }
 
 /**
+ * Refuses a batch that would take a queue, or a tenant's share of one, past its bound: for each (queue, tenant) of
+ * the items, the queued jobs already there plus the items going there.
+ */
+const admitBounded = Effect.fnUntraced(function* (
+  query: Query["Type"],
+  clientOptions: ClientOptions,
+  retryAfterMs: number,
+  items: ReadonlyArray<SubmitItem>
+) {
+  const { maxQueued, maxQueuedPerTenant } = clientOptions
+  const byQueue = new Map<string, number>()
+  const byTenant = new Map<string, { queue: string; tenant: string; count: number }>()
+  for (const item of items) {
+    byQueue.set(item.queue, (byQueue.get(item.queue) ?? 0) + 1)
+    if (item.tenant != null) {
+      const key = JSON.stringify([item.queue, item.tenant])
+      const entry = byTenant.get(key) ?? { queue: item.queue, tenant: item.tenant, count: 0 }
+      entry.count += 1
+      byTenant.set(key, entry)
+    }
+  }
+  if (maxQueued !== undefined) {
+    for (const [queue, count] of byQueue) {
+      const queued = yield* query.countQueued({ queue, upTo: maxQueued })
+      if (queued + count > maxQueued) {
+        return yield* new QueueFull({ queue, tenant: null, limit: maxQueued, retryAfterMs })
+      }
+    }
+  }
+  if (maxQueuedPerTenant !== undefined) {
+    for (const { count, queue, tenant } of byTenant.values()) {
+      const queued = yield* query.countQueued({ queue, tenant, upTo: maxQueuedPerTenant })
+      if (queued + count > maxQueuedPerTenant) {
+        return yield* new QueueFull({ queue, tenant, limit: maxQueuedPerTenant, retryAfterMs })
+      }
+    }
+  }
+})
+
+/**
  * Build a client over the Store, Query and Transport in context.
  *
  * @since 0.1.0
@@ -376,230 +416,210 @@ export const make: Effect.Effect<ClientService, never, Store | Query | Transport
  * @since 0.3.0
  * @category constructors
  */
-export const makeWith = (
+export const makeWith: (
   clientOptions: ClientOptions
-): Effect.Effect<ClientService, never, Store | Query | Transport> =>
-  Effect.gen(function* () {
-    const store = yield* Store
-    const query = yield* Query
-    const transport = yield* Transport
-    const maxDelayMs = transport.capabilities.maxDelayMs
-    const maxBatch = Math.max(1, transport.capabilities.maxBatch)
-    const retryAfterMs = clientOptions.queueFullRetryAfterMs ?? 5_000
+) => Effect.Effect<ClientService, never, Store | Query | Transport> = Effect.fnUntraced(function* (
+  clientOptions: ClientOptions
+) {
+  // Every generator function of a client is made once, at module level (this one, `admitBounded`); the methods are
+  // plain functions. A generator function made per client or per call gets, once run, a hidden class of its own in
+  // V8's old generation that points back to it, and so keeps all it closes over alive through young-generation
+  // collections.
+  const store = yield* Store
+  const query = yield* Query
+  const transport = yield* Transport
+  const maxDelayMs = transport.capabilities.maxDelayMs
+  const maxBatch = Math.max(1, transport.capabilities.maxBatch)
+  const retryAfterMs = clientOptions.queueFullRetryAfterMs ?? 5_000
 
-    /**
-     * Refuses a batch that would take a queue, or a tenant's share of one, past its bound: for each (queue, tenant)
-     * of the items, the queued jobs already there plus the items going there.
-     */
-    const admit = (items: ReadonlyArray<SubmitItem>): Effect.Effect<void, QueueFull | StoreError> =>
-      clientOptions.maxQueued === undefined && clientOptions.maxQueuedPerTenant === undefined
-        ? Effect.void
-        : admitBounded(items)
+  /**
+   * Refuses a batch that would take a queue, or a tenant's share of one, past its bound: for each (queue, tenant)
+   * of the items, the queued jobs already there plus the items going there.
+   */
+  const admit = (items: ReadonlyArray<SubmitItem>): Effect.Effect<void, QueueFull | StoreError> =>
+    clientOptions.maxQueued === undefined && clientOptions.maxQueuedPerTenant === undefined
+      ? Effect.void
+      : admitBounded(query, clientOptions, retryAfterMs, items)
 
-    const admitBounded = (items: ReadonlyArray<SubmitItem>): Effect.Effect<void, QueueFull | StoreError> =>
-      Effect.gen(function* () {
-        const { maxQueued, maxQueuedPerTenant } = clientOptions
-        const byQueue = new Map<string, number>()
-        const byTenant = new Map<string, { queue: string; tenant: string; count: number }>()
-        for (const item of items) {
-          byQueue.set(item.queue, (byQueue.get(item.queue) ?? 0) + 1)
-          if (item.tenant != null) {
-            const key = JSON.stringify([item.queue, item.tenant])
-            const entry = byTenant.get(key) ?? { queue: item.queue, tenant: item.tenant, count: 0 }
-            entry.count += 1
-            byTenant.set(key, entry)
-          }
-        }
-        if (maxQueued !== undefined) {
-          for (const [queue, count] of byQueue) {
-            const queued = yield* query.countQueued({ queue, upTo: maxQueued })
-            if (queued + count > maxQueued) {
-              return yield* new QueueFull({ queue, tenant: null, limit: maxQueued, retryAfterMs })
-            }
-          }
-        }
-        if (maxQueuedPerTenant !== undefined) {
-          for (const { count, queue, tenant } of byTenant.values()) {
-            const queued = yield* query.countQueued({ queue, tenant, upTo: maxQueuedPerTenant })
-            if (queued + count > maxQueuedPerTenant) {
-              return yield* new QueueFull({ queue, tenant, limit: maxQueuedPerTenant, retryAfterMs })
-            }
-          }
-        }
-      })
-
-    /**
-     * Hand queued jobs to the transport, each due `runAfter - now` after the write at store time `now` (without `now`,
-     * each job's own `updatedAt`: the store time of the write that queued it): one publish call per queue and transport
-     * batch. A job whose delay is beyond the transport's limit is left to the sweeper.
-     */
-    const publish = (jobs: ReadonlyArray<Job>, now?: number): Effect.Effect<void> => {
-      const queues = new Map<string, Array<PublishItem>>()
-      for (const job of jobs) {
-        const delayMs = Math.max(0, job.runAfter - (now ?? job.updatedAt))
-        if (maxDelayMs !== null && delayMs > maxDelayMs) continue
-        let items = queues.get(job.queue)
-        if (items === undefined) {
-          items = []
-          queues.set(job.queue, items)
-        }
-        items.push({ message: messageOf(job), delayMs })
+  /**
+   * Hand queued jobs to the transport, each due `runAfter - now` after the write at store time `now` (without `now`,
+   * each job's own `updatedAt`: the store time of the write that queued it): one publish call per queue and transport
+   * batch. A job whose delay is beyond the transport's limit is left to the sweeper.
+   */
+  const publish = (jobs: ReadonlyArray<Job>, now?: number): Effect.Effect<void> => {
+    const queues = new Map<string, Array<PublishItem>>()
+    for (const job of jobs) {
+      const delayMs = Math.max(0, job.runAfter - (now ?? job.updatedAt))
+      if (maxDelayMs !== null && delayMs > maxDelayMs) continue
+      let items = queues.get(job.queue)
+      if (items === undefined) {
+        items = []
+        queues.set(job.queue, items)
       }
-      const calls: Array<Effect.Effect<void>> = []
-      for (const [queue, items] of queues) {
-        for (let i = 0; i < items.length; i += maxBatch) {
-          const chunk = items.slice(i, i + maxBatch)
-          calls.push(
-            catchFailure(transport.publish({ queue, items: chunk }), (error) =>
-              Effect.logWarning("publish failed; the sweeper will republish the jobs", error).pipe(
-                Effect.annotateLogs({ queue, jobs: chunk.length, firstJobId: chunk[0]?.message.jobId ?? "" })
-              )
+      items.push({ message: messageOf(job), delayMs })
+    }
+    const calls: Array<Effect.Effect<void>> = []
+    for (const [queue, items] of queues) {
+      for (let i = 0; i < items.length; i += maxBatch) {
+        const chunk = items.slice(i, i + maxBatch)
+        calls.push(
+          catchFailure(transport.publish({ queue, items: chunk }), (error) =>
+            Effect.logWarning("publish failed; the sweeper will republish the jobs", error).pipe(
+              Effect.annotateLogs({ queue, jobs: chunk.length, firstJobId: chunk[0]?.message.jobId ?? "" })
             )
           )
-        }
-      }
-      return inOrder(calls)
-    }
-
-    /**
-     * Run a submit in its `slowcall.submit` span while a tracer is installed (parented to a `traceparent` given as
-     * `traceId`, else to the current span), handing the span to `prepare` so the jobs carry it to the worker.
-     */
-    const traced = <A, E>(
-      attributes: Record<string, unknown>,
-      parentTraceId: string | undefined,
-      body: (span: Tracer.AnySpan | undefined) => Effect.Effect<A, E>
-    ): Effect.Effect<A, E> =>
-      Effect.flatMap(Tracing.activeTracer, (tracer) => {
-        if (tracer === undefined) return body(undefined)
-        const parent = parentTraceId?.startsWith("00-") ? Tracing.parentOf(parentTraceId) : undefined
-        return Effect.withSpan(
-          Effect.flatMap(Effect.orDie(Effect.currentSpan), body),
-          "slowcall.submit",
-          parent === undefined
-            ? { captureStackTrace: false, kind: "producer", attributes }
-            : { captureStackTrace: false, kind: "producer", attributes, parent }
         )
-      })
-
-    const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
-      traced({ "slowcall.queue": options.queue, "slowcall.type": options.type }, options.traceId, (span) =>
-        submitOne(options, span)
-      )
-
-    const submitOne = (
-      options: SubmitOptions,
-      span: Tracer.AnySpan | undefined
-    ): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
-      Effect.flatMap(prepare(options, store.now, span), (item) => {
-        const write = Effect.flatMap(store.submit({ items: [item] }), (reply) => outcomeOf(reply.results[0], reply.now))
-        const admitted = Effect.zipRight(admit([item]), write)
-        return span === undefined
-          ? admitted
-          : Effect.zipRight(Effect.annotateCurrentSpan("slowcall.job_id", item.id), admitted)
-      })
-
-    /** One submit's result from its item's outcome: publish a created job, refuse a reused key. */
-    const outcomeOf = (
-      outcome: SubmitOutcome | undefined,
-      now: number
-    ): Effect.Effect<SubmitResult, IdempotencyKeyReused> => {
-      if (outcome === undefined) return Effect.die(new Error("Store.submit returned no result for its item"))
-      switch (outcome._tag) {
-        case "KeyReused":
-          return Effect.fail(
-            new IdempotencyKeyReused({ requestKey: outcome.requestKey, existingJobId: outcome.existingJobId })
-          )
-        case "Existing":
-          return Effect.succeed({ job: outcome.job, created: false, now })
-        case "Created":
-          return Effect.as(publish([outcome.job], now), { job: outcome.job, created: true, now })
       }
     }
+    return inOrder(calls)
+  }
 
-    const submitMany = (
-      items: ReadonlyArray<SubmitOptions>
-    ): Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError> =>
-      traced({ "slowcall.batch_size": items.length }, undefined, (span) => submitAll(items, span))
+  /**
+   * Run a submit in its `slowcall.submit` span while a tracer is installed (parented to a `traceparent` given as
+   * `traceId`, else to the current span), handing the span to `prepare` so the jobs carry it to the worker.
+   */
+  const traced = <A, E>(
+    attributes: Record<string, unknown>,
+    parentTraceId: string | undefined,
+    body: (span: Tracer.AnySpan | undefined) => Effect.Effect<A, E>
+  ): Effect.Effect<A, E> =>
+    Effect.flatMap(Tracing.activeTracer, (tracer) => {
+      if (tracer === undefined) return body(undefined)
+      const parent = parentTraceId?.startsWith("00-") ? Tracing.parentOf(parentTraceId) : undefined
+      return Effect.withSpan(
+        Effect.flatMap(Effect.orDie(Effect.currentSpan), body),
+        "slowcall.submit",
+        parent === undefined
+          ? { captureStackTrace: false, kind: "producer", attributes }
+          : { captureStackTrace: false, kind: "producer", attributes, parent }
+      )
+    })
 
-    const submitAll = (
-      items: ReadonlyArray<SubmitOptions>,
-      span: Tracer.AnySpan | undefined
-    ): Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError> =>
-      Effect.gen(function* () {
-        // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
-        const storeNow = yield* Effect.cached(store.now)
-        const prepared = yield* Effect.forEach(items, (options, index) => prepare(options, storeNow, span, index))
-        if (prepared.length === 0) return { now: yield* store.now, results: [] }
-        yield* admit(prepared)
-        const reply = yield* store.submit({ items: prepared })
-        const created = reply.results.flatMap((outcome) => (outcome._tag === "Created" ? [outcome.job] : []))
-        yield* publish(created, reply.now)
-        return { now: reply.now, results: reply.results }
-      })
+  const submit = (options: SubmitOptions): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
+    traced({ "slowcall.queue": options.queue, "slowcall.type": options.type }, options.traceId, (span) =>
+      submitOne(options, span)
+    )
 
-    const cancel = (jobId: JobId, options?: { readonly tenant?: string | undefined }) =>
-      Effect.gen(function* () {
-        const reply = yield* store.cancel({ items: [{ jobId, tenant: options?.tenant }] })
+  const submitOne = (
+    options: SubmitOptions,
+    span: Tracer.AnySpan | undefined
+  ): Effect.Effect<SubmitResult, SubmitError | QueueFull> =>
+    Effect.flatMap(prepare(options, store.now, span), (item) => {
+      const write = Effect.flatMap(store.submit({ items: [item] }), (reply) => outcomeOf(reply.results[0], reply.now))
+      const admitted = Effect.zipRight(admit([item]), write)
+      return span === undefined
+        ? admitted
+        : Effect.zipRight(Effect.annotateCurrentSpan("slowcall.job_id", item.id), admitted)
+    })
+
+  /** One submit's result from its item's outcome: publish a created job, refuse a reused key. */
+  const outcomeOf = (
+    outcome: SubmitOutcome | undefined,
+    now: number
+  ): Effect.Effect<SubmitResult, IdempotencyKeyReused> => {
+    if (outcome === undefined) return Effect.die(new Error("Store.submit returned no result for its item"))
+    switch (outcome._tag) {
+      case "KeyReused":
+        return Effect.fail(
+          new IdempotencyKeyReused({ requestKey: outcome.requestKey, existingJobId: outcome.existingJobId })
+        )
+      case "Existing":
+        return Effect.succeed({ job: outcome.job, created: false, now })
+      case "Created":
+        return Effect.as(publish([outcome.job], now), { job: outcome.job, created: true, now })
+    }
+  }
+
+  const submitMany = (
+    items: ReadonlyArray<SubmitOptions>
+  ): Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError> =>
+    traced({ "slowcall.batch_size": items.length }, undefined, (span) => submitAll(items, span))
+
+  const submitAll = (
+    items: ReadonlyArray<SubmitOptions>,
+    span: Tracer.AnySpan | undefined
+  ): Effect.Effect<SubmitManyResult, InvalidInput | QueueFull | StoreError> =>
+    // Store time is read once for the batch, and only when an item gives an absolute `runAfter`.
+    Effect.flatMap(Effect.cached(store.now), (storeNow) =>
+      Effect.flatMap(
+        Effect.forEach(items, (options, index) => prepare(options, storeNow, span, index)),
+        (prepared): Effect.Effect<SubmitManyResult, QueueFull | StoreError> =>
+          prepared.length === 0
+            ? Effect.map(store.now, (now) => ({ now, results: [] }))
+            : Effect.zipRight(
+                admit(prepared),
+                Effect.flatMap(store.submit({ items: prepared }), (reply) => {
+                  const created = reply.results.flatMap((outcome) => (outcome._tag === "Created" ? [outcome.job] : []))
+                  return Effect.as(publish(created, reply.now), { now: reply.now, results: reply.results })
+                })
+              )
+      )
+    )
+
+  const cancel = (
+    jobId: JobId,
+    options?: { readonly tenant?: string | undefined }
+  ): Effect.Effect<Job, JobNotFound | AlreadyTerminal | StoreError> =>
+    Effect.flatMap(
+      store.cancel({ items: [{ jobId, tenant: options?.tenant }] }),
+      (reply): Effect.Effect<Job, JobNotFound | AlreadyTerminal> => {
         const result = reply.results[0]
-        if (result === undefined) return yield* Effect.die(new Error("Store.cancel returned no result for its item"))
+        if (result === undefined) return Effect.die(new Error("Store.cancel returned no result for its item"))
         switch (result._tag) {
           case "Cancelled":
-            return result.job
+            return Effect.succeed(result.job)
           case "AlreadyTerminal":
-            return yield* new AlreadyTerminal({ jobId, state: result.job.state })
+            return Effect.fail(new AlreadyTerminal({ jobId, state: result.job.state }))
           case "NotFound":
-            return yield* new JobNotFound({ jobId })
+            return Effect.fail(new JobNotFound({ jobId }))
         }
-      })
+      }
+    )
 
-    const replay = (options: QueryModule.ReplayOptions): Effect.Effect<QueryModule.ReplayResult, StoreError> =>
-      Effect.gen(function* () {
-        const result = yield* QueryModule.replay(store, query, options)
-        // `Query.replay` does not return the store time of its writes; each write bumped the job's `updatedAt` to at
-        // least that time, so it stands in (a replayed job is due at its write).
-        yield* publish(result.jobs)
-        return result
-      })
+  const replay = (options: QueryModule.ReplayOptions): Effect.Effect<QueryModule.ReplayResult, StoreError> =>
+    // `Query.replay` does not return the store time of its writes; each write bumped the job's `updatedAt` to at
+    // least that time, so it stands in (a replayed job is due at its write).
+    Effect.tap(QueryModule.replay(store, query, options), (result) => publish(result.jobs))
 
-    const stats = (options: StatsOptions = {}): Effect.Effect<StatsResult, StoreError> =>
-      Effect.gen(function* () {
-        const windowMs = options.windowMs ?? 300_000
-        const spendWindowMs = options.spendWindowMs ?? 3_600_000
-        const now = yield* store.now
-        const result = yield* query.stats({
+  const stats = (options: StatsOptions = {}): Effect.Effect<StatsResult, StoreError> =>
+    Effect.flatMap(store.now, (now) => {
+      const windowMs = options.windowMs ?? 300_000
+      const spendWindowMs = options.spendWindowMs ?? 3_600_000
+      return Effect.map(
+        query.stats({
           queue: options.queue,
           tenant: options.tenant,
           failedSince: now - windowMs,
           spendSince: now - spendWindowMs
-        })
-        return { now, windowMs, spendWindowMs, stats: result }
-      })
-
-    const watch = (jobId: JobId, options: WatchOptions = {}): Stream.Stream<Job, JobNotFound | StoreError> =>
-      Stream.repeatEffectWithSchedule(
-        query.get({ jobId, tenant: options.tenant }),
-        Schedule.spaced(Duration.millis(options.intervalMs ?? 1_000))
-      ).pipe(
-        Stream.changesWith((a, b) => a.updatedAt === b.updatedAt),
-        Stream.takeUntil((job) => isTerminal(job.state))
+        }),
+        (result) => ({ now, windowMs, spendWindowMs, stats: result })
       )
+    })
 
-    return {
-      submit,
-      submitMany,
-      get: (jobId, options) => query.get({ jobId, tenant: options?.tenant }),
-      cancel,
-      list: (options) => query.list(options ?? {}),
-      deadLetters: (options) => query.deadLetters(options ?? {}),
-      attempts: (jobId) => query.attempts({ jobId }),
-      charges: (jobId) => query.charges({ jobId }),
-      stats,
-      now: store.now,
-      replay,
-      watch
-    }
-  })
+  const watch = (jobId: JobId, options: WatchOptions = {}): Stream.Stream<Job, JobNotFound | StoreError> =>
+    Stream.repeatEffectWithSchedule(
+      query.get({ jobId, tenant: options.tenant }),
+      Schedule.spaced(Duration.millis(options.intervalMs ?? 1_000))
+    ).pipe(
+      Stream.changesWith((a, b) => a.updatedAt === b.updatedAt),
+      Stream.takeUntil((job) => isTerminal(job.state))
+    )
+
+  return {
+    submit,
+    submitMany,
+    get: (jobId, options) => query.get({ jobId, tenant: options?.tenant }),
+    cancel,
+    list: (options) => query.list(options ?? {}),
+    deadLetters: (options) => query.deadLetters(options ?? {}),
+    attempts: (jobId) => query.attempts({ jobId }),
+    charges: (jobId) => query.charges({ jobId }),
+    stats,
+    now: store.now,
+    replay,
+    watch
+  }
+})
 
 /**
  * A layer providing `Client` over the Store, Query and Transport in context.

@@ -59,9 +59,8 @@ export const jobIdMillis = (id: JobId): number => Number.parseInt(id.slice(0, 8)
  * @since 0.1.0
  * @category constructors
  */
-export const makeId = (prefix: string): Effect.Effect<string> =>
-  Effect.gen(function* () {
-    let out = ""
-    for (let i = 0; i < 4; i++) out += hex(yield* Random.nextIntBetween(0, 2 ** 20), 5)
-    return `${prefix}_${out}`
-  })
+export const makeId: (prefix: string) => Effect.Effect<string> = Effect.fnUntraced(function* (prefix: string) {
+  let out = ""
+  for (let i = 0; i < 4; i++) out += hex(yield* Random.nextIntBetween(0, 2 ** 20), 5)
+  return `${prefix}_${out}`
+})

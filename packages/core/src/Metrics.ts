@@ -333,8 +333,8 @@ const lastSet = new Map<string, Sample>()
  * @since 0.1.0
  * @category combinators
  */
-export const refresh = (options: PollOptions = {}): Effect.Effect<void, StoreError, Store | Query> =>
-  Effect.gen(function* () {
+export const refresh: (options?: PollOptions) => Effect.Effect<void, StoreError, Store | Query> = Effect.fnUntraced(
+  function* (options: PollOptions = {}) {
     const store = yield* Store
     const query = yield* Query
     const windowMs = options.windowMs ?? 300_000
@@ -366,7 +366,8 @@ export const refresh = (options: PollOptions = {}): Effect.Effect<void, StoreErr
       lastSet.delete(key)
       yield* setGauge({ ...sample, value: 0 })
     }
-  })
+  }
+)
 
 /**
  * A scoped loop that runs `refresh` every `intervalMs` (default 15 s) until the scope closes. A failed read is

@@ -209,36 +209,39 @@ export interface ReplayResult {
  * @since 0.2.0
  * @category combinators
  */
-export const replay = (
+export const replay: (
   store: Store["Type"],
   query: Query["Type"],
   options: ReplayOptions
-): Effect.Effect<ReplayResult, StoreError> =>
-  Effect.gen(function* () {
-    const filter: ReplayFilter = {
-      queue: options.queue,
-      tenant: options.tenant,
-      errorClass: options.errorClass,
-      type: options.type
+) => Effect.Effect<ReplayResult, StoreError> = Effect.fnUntraced(function* (
+  store: Store["Type"],
+  query: Query["Type"],
+  options: ReplayOptions
+) {
+  const filter: ReplayFilter = {
+    queue: options.queue,
+    tenant: options.tenant,
+    errorClass: options.errorClass,
+    type: options.type
+  }
+  const targets: ReadonlyArray<JobId> =
+    options.jobIds !== undefined
+      ? options.jobIds.slice(0, options.limit ?? options.jobIds.length)
+      : (yield* query.list({ ...filter, state: "failed", order: "oldest", limit: options.limit ?? null })).map(
+          (job) => job.id
+        )
+  if (targets.length === 0) return { replayed: [], skipped: [], jobs: [] }
+  const reply = yield* store.replay({ items: targets.map((jobId) => ({ jobId })), filter, now: options.now })
+  const replayed: Array<JobId> = []
+  const skipped: Array<JobId> = []
+  const jobs: Array<Job> = []
+  for (const result of reply.results) {
+    if (result._tag === "Replayed") {
+      replayed.push(result.job.id)
+      jobs.push(result.job)
+    } else {
+      skipped.push(result.jobId)
     }
-    const targets: ReadonlyArray<JobId> =
-      options.jobIds !== undefined
-        ? options.jobIds.slice(0, options.limit ?? options.jobIds.length)
-        : (yield* query.list({ ...filter, state: "failed", order: "oldest", limit: options.limit ?? null })).map(
-            (job) => job.id
-          )
-    if (targets.length === 0) return { replayed: [], skipped: [], jobs: [] }
-    const reply = yield* store.replay({ items: targets.map((jobId) => ({ jobId })), filter, now: options.now })
-    const replayed: Array<JobId> = []
-    const skipped: Array<JobId> = []
-    const jobs: Array<Job> = []
-    for (const result of reply.results) {
-      if (result._tag === "Replayed") {
-        replayed.push(result.job.id)
-        jobs.push(result.job)
-      } else {
-        skipped.push(result.jobId)
-      }
-    }
-    return { replayed, skipped, jobs }
-  })
+  }
+  return { replayed, skipped, jobs }
+})

@@ -129,36 +129,42 @@ export interface Admission<R = never> {
  * Finalizers run uninterruptibly; the waits must be interruptible or their timeouts could never cut them short. An
  * idle worker has nothing to wait for: no timer, no race.
  */
-const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) => {
-  const drain = (ms: number) =>
-    Effect.suspend(() =>
-      env.fibers.size() === 0
-        ? Effect.succeedSome(undefined)
-        : Effect.timeoutOption(Effect.interruptible(env.fibers.awaitEmpty), ms)
+const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) =>
+  shutdownSteps(env, loop).pipe(Effect.annotateLogs({ worker: env.owner }))
+
+/** Waits until the worker's attempt fibers are gone, at most `ms`: `None` when the time ran out. */
+const drain = <R>(env: Env<R>, ms: number) =>
+  Effect.suspend(() =>
+    env.fibers.size() === 0
+      ? Effect.succeedSome(undefined)
+      : Effect.timeoutOption(Effect.interruptible(env.fibers.awaitEmpty), ms)
+  )
+
+// Generator functions here are made once, at module level: one made per call (or per worker) would, when first run,
+// get a hidden class of its own in V8's old generation that points back to it, and through its closure to everything
+// the worker holds; a young-generation collection would then keep all of it alive until the next full one.
+const shutdownSteps = Effect.fnUntraced(function* <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) {
+  yield* Effect.sync(() => {
+    env.closing = true
+  })
+  // Waits until a claim in flight has landed and its jobs are held, so the release below sees them.
+  yield* Fiber.interrupt(loop)
+  yield* releaseWaiting(env)
+  if (Option.isNone(yield* drain(env, env.shutdownGraceMs))) {
+    for (const held of env.running) yield* Control.stop(held.control, "shutdown")
+    yield* drain(env, Math.max(1_000, env.shutdownGraceMs))
+  }
+  if (!env.acks.idle() || !env.defers.idle()) {
+    yield* Effect.timeoutOption(
+      Effect.interruptible(Effect.all([env.acks.drained, env.defers.drained], { discard: true })),
+      1_000
     )
-  return Effect.gen(function* () {
-    yield* Effect.sync(() => {
-      env.closing = true
-    })
-    // Waits until a claim in flight has landed and its jobs are held, so the release below sees them.
-    yield* Fiber.interrupt(loop)
-    yield* releaseWaiting(env)
-    if (Option.isNone(yield* drain(env.shutdownGraceMs))) {
-      for (const held of env.running) yield* Control.stop(held.control, "shutdown")
-      yield* drain(Math.max(1_000, env.shutdownGraceMs))
-    }
-    if (!env.acks.idle() || !env.defers.idle()) {
-      yield* Effect.timeoutOption(
-        Effect.interruptible(Effect.all([env.acks.drained, env.defers.drained], { discard: true })),
-        1_000
-      )
-    }
-    // Whatever still runs after the grace periods is stopped here (its lease lapses; the message returns): a handler
-    // at once, an outcome write once its call in flight is answered (it retries no more).
-    env.abandoning = true
-    yield* env.fibers.interruptAll
-  }).pipe(Effect.annotateLogs({ worker: env.owner }))
-}
+  }
+  // Whatever still runs after the grace periods is stopped here (its lease lapses; the message returns): a handler
+  // at once, an outcome write once its call in flight is answered (it retries no more).
+  env.abandoning = true
+  yield* env.fibers.interruptAll
+})
 
 /** Effect's own tracer, the one in the default services. */
 /**
@@ -169,87 +175,88 @@ const shutdown = <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) => {
  */
 export const make = <R = never>(
   options: WorkerOptions<R>
-): Effect.Effect<Worker, never, Store | Transport | Scope.Scope | R> =>
-  Effect.gen(function* () {
-    const registry = Handler.registry(options.handlers)
-    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1))
-    const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0))
-    const store = yield* Store
-    const transport = yield* Transport
-    const maxBatch = Math.max(1, Math.min(1_000, transport.capabilities.maxBatch))
-    const logFailure = (what: string) => (cause: unknown, items: ReadonlyArray<{ readonly delivery: Delivery }>) =>
-      Effect.logWarning(`${what} failed; the messages will return`, cause).pipe(
-        Effect.annotateLogs({ deliveries: items.length })
-      )
-    const tracer = yield* Tracing.activeTracer
-    // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
-    // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
-    const logging = (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None"
-    // Every fiber of the worker logs through loggers that add the annotations of the attempt a line is written for.
-    const annotated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      logging
-        ? Effect.locallyWith(effect, FiberRef.currentLoggers, (loggers) => HashSet.map(loggers, withAttemptAnnotations))
-        : effect
-    // The worker's runtime, read once: the helper loops and the attempts start in it. The helpers start on first need;
-    // they outlive the intake and the shutdown that needs them (their stop is the scope's first finalizer, so it runs
-    // last).
-    const runtime = yield* annotated(Effect.runtime<R>())
-    const helpers = Fibers.makeHelpers(runtime)
-    yield* Effect.addFinalizer(() => helpers.stop)
-    const env: Env<R> = {
-      store,
-      transport,
-      registry,
-      runnable: registry.all.map((handler) => ({ type: handler.type, version: handler.version })),
-      owner: options.id ?? (yield* Ids.makeId("worker")),
-      // Claim owner tags: unique per worker instance (random) and per claim call (counter).
-      instance: yield* Ids.makeId("i"),
-      queue: options.queue,
-      concurrency,
-      prefetch,
-      receiveWaitMs: options.receiveWaitMs ?? 1_000,
-      shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
-      unknownHandlerDelayMs: options.unknownHandlerDelayMs ?? 30_000,
-      busyMarginMs: options.busyMarginMs ?? 250,
-      receiveErrorDelayMs: options.receiveErrorDelayMs ?? 1_000,
-      storeErrorDelayMs: options.storeErrorDelayMs ?? 1_000,
-      visibilityMs: Math.max(1, registry.maxLeaseMs),
-      maxDelayMs: transport.capabilities.maxDelayMs ?? Number.POSITIVE_INFINITY,
+): Effect.Effect<Worker, never, Store | Transport | Scope.Scope | R> => start(options)
+
+const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
+  const registry = Handler.registry(options.handlers)
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1))
+  const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0))
+  const store = yield* Store
+  const transport = yield* Transport
+  const maxBatch = Math.max(1, Math.min(1_000, transport.capabilities.maxBatch))
+  const logFailure = (what: string) => (cause: unknown, items: ReadonlyArray<{ readonly delivery: Delivery }>) =>
+    Effect.logWarning(`${what} failed; the messages will return`, cause).pipe(
+      Effect.annotateLogs({ deliveries: items.length })
+    )
+  const tracer = yield* Tracing.activeTracer
+  // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
+  // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
+  const logging = (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None"
+  // Every fiber of the worker logs through loggers that add the annotations of the attempt a line is written for.
+  const annotated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    logging
+      ? Effect.locallyWith(effect, FiberRef.currentLoggers, (loggers) => HashSet.map(loggers, withAttemptAnnotations))
+      : effect
+  // The worker's runtime, read once: the helper loops and the attempts start in it. The helpers start on first need;
+  // they outlive the intake and the shutdown that needs them (their stop is the scope's first finalizer, so it runs
+  // last).
+  const runtime = yield* annotated(Effect.runtime<R>())
+  const helpers = Fibers.makeHelpers(runtime)
+  yield* Effect.addFinalizer(() => helpers.stop)
+  const env: Env<R> = {
+    store,
+    transport,
+    registry,
+    runnable: registry.all.map((handler) => ({ type: handler.type, version: handler.version })),
+    owner: options.id ?? (yield* Ids.makeId("worker")),
+    // Claim owner tags: unique per worker instance (random) and per claim call (counter).
+    instance: yield* Ids.makeId("i"),
+    queue: options.queue,
+    concurrency,
+    prefetch,
+    receiveWaitMs: options.receiveWaitMs ?? 1_000,
+    shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
+    unknownHandlerDelayMs: options.unknownHandlerDelayMs ?? 30_000,
+    busyMarginMs: options.busyMarginMs ?? 250,
+    receiveErrorDelayMs: options.receiveErrorDelayMs ?? 1_000,
+    storeErrorDelayMs: options.storeErrorDelayMs ?? 1_000,
+    visibilityMs: Math.max(1, registry.maxLeaseMs),
+    maxDelayMs: transport.capabilities.maxDelayMs ?? Number.POSITIVE_INFINITY,
+    maxBatch,
+    retry: options.retry,
+    admission: options.admission,
+    logging,
+    // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
+    // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
+    tracer,
+    keeper: makeKeeper({ store, transport, tracer, start: helpers.start }),
+    writes: makeWorkerStore(store, maxBatch, helpers.start),
+    acks: makeOutbox<AckItem, unknown>({
+      send: (items) => transport.ack({ items }),
       maxBatch,
-      retry: options.retry,
-      admission: options.admission,
-      logging,
-      // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
-      // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
-      tracer,
-      keeper: makeKeeper({ store, transport, tracer, start: helpers.start }),
-      writes: makeWorkerStore(store, maxBatch, helpers.start),
-      acks: makeOutbox<AckItem, unknown>({
-        send: (items) => transport.ack({ items }),
-        maxBatch,
-        onFailure: logFailure("ack"),
-        start: helpers.start
-      }),
-      defers: makeOutbox<DeferItem, unknown>({
-        send: (items) => transport.defer({ items }),
-        maxBatch,
-        onFailure: logFailure("defer"),
-        start: helpers.start
-      }),
-      // Each attempt with the worker's services, loggers and scheduler, and nothing of the fiber that dispatched it.
-      fibers: Fibers.make(runtime),
-      waiting: [],
-      running: new Set(),
-      busy: 0,
-      closing: false,
-      abandoning: false,
-      claims: 0,
-      intakeWaiter: undefined
-    }
-    const loop = yield* annotated(Effect.forkScoped(intake(env)))
-    yield* Effect.addFinalizer(() => shutdown(env, loop))
-    return { id: env.owner, inFlight: Effect.sync(() => env.keeper.size()) }
-  })
+      onFailure: logFailure("ack"),
+      start: helpers.start
+    }),
+    defers: makeOutbox<DeferItem, unknown>({
+      send: (items) => transport.defer({ items }),
+      maxBatch,
+      onFailure: logFailure("defer"),
+      start: helpers.start
+    }),
+    // Each attempt with the worker's services, loggers and scheduler, and nothing of the fiber that dispatched it.
+    fibers: Fibers.make(runtime),
+    waiting: [],
+    running: new Set(),
+    busy: 0,
+    closing: false,
+    abandoning: false,
+    claims: 0,
+    intakeWaiter: undefined
+  }
+  const loop = yield* annotated(Effect.forkScoped(intake(env)))
+  yield* Effect.addFinalizer(() => shutdown(env, loop))
+  return { id: env.owner, inFlight: Effect.sync(() => env.keeper.size()) }
+})
 
 /**
  * A layer that runs a worker for the lifetime of the layer's scope.

@@ -116,8 +116,8 @@ interface World {
   readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 }
 
-const makeWorld = (plan: Plan, clock: VirtualClock, history: History, options: RunPlanOptions): Effect.Effect<World> =>
-  Effect.gen(function* () {
+const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: RunPlanOptions) => Effect.Effect<World> =
+  Effect.fnUntraced(function* (plan: Plan, clock: VirtualClock, history: History, options: RunPlanOptions) {
     const runtime = yield* Effect.runtime<never>()
     // A window a proxy opened (F19) is taken by the next write the store applies: that proxy's own call, which it
     // makes at once after opening it. Without F19 the store has no window to consult.
@@ -196,6 +196,13 @@ const servicesOf = (world: World, who: Actor, submitter = false) => {
     transport: SimTransport.make(world.transport, { ...env, peek: peekOwner })
   }
 }
+
+/** `step`, `n` times in sequence (at least once); the last reply. */
+const steps = Effect.fnUntraced(function* <A, E>(step: Effect.Effect<A, E>, n: number) {
+  let reply = yield* step
+  for (let i = 1; i < n; i++) reply = yield* step
+  return reply
+})
 
 /** The handler's shape in a plan (plans saved before it existed make one call per attempt). */
 const shapeOf = (plan: Plan): HandlerShape => plan.handler ?? oneCall
@@ -286,11 +293,7 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
             () => call
           )
         : withRetries(0)
-      return Effect.gen(function* () {
-        let reply = yield* step
-        for (let i = 1; i < shape.steps; i++) reply = yield* step
-        return reply
-      })
+      return steps(step, shape.steps)
     }
   })
 }
@@ -303,49 +306,51 @@ const skewOf = (plan: Plan, slot: number): Skew => {
 }
 
 /** Start a new incarnation of the worker in `slot`: the real Worker, on its own clock, behind its own proxies. */
-const startWorker = (world: World, slot: number): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    const { clock, history, plan, slots } = world
-    const n = (slots[slot]?.starts ?? 0) + 1
-    const skew = skewOf(plan, slot)
-    const incarnation = new Incarnation(slot, n, clock, skew)
-    history.push({ k: "life", t: clock.now, who: incarnation.id, what: "start", ms: null })
-    // A clock jump hits the process at one instant, like any injected fault: a forward jump can end its leases
-    // early in its own eyes, and the checkers must know when.
-    if (skew.jumpMs !== 0 && skew.jumpAt > clock.now) {
-      clock.schedule(skew.jumpAt - clock.now, () => {
-        if (!incarnation.dead) world.faults.note("F12", incarnation.id, `clock jump ${skew.jumpMs} ms`)
-      })
-    }
-    const { store, transport } = servicesOf(world, ofIncarnation(incarnation))
-    const stop = yield* Deferred.make<void>()
-    const entry: Slot = { incarnation, fiber: null, stop, starts: n }
-    slots[slot] = entry
-    entry.fiber = yield* Effect.scoped(
-      Effect.zipRight(
-        Worker.make({
-          queue,
-          id: incarnation.id,
-          handlers: [handlerFor(world, incarnation)],
-          concurrency: plan.concurrency,
-          prefetch: plan.prefetch ?? 0,
-          receiveWaitMs: 5_000,
-          shutdownGraceMs: 2_000,
-          retry: { baseMs: 200, capMs: 3_000 },
-          unknownHandlerDelayMs: 1_000,
-          busyMarginMs: 100,
-          receiveErrorDelayMs: 500,
-          storeErrorDelayMs: 500
-        }),
-        Deferred.await(stop)
-      )
-    ).pipe(
-      Effect.provideService(Store.Store, store),
-      Effect.provideService(Transport.Transport, transport),
-      Effect.withClock(incarnation.clock),
-      Effect.forkDaemon
+const startWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.fnUntraced(function* (
+  world: World,
+  slot: number
+) {
+  const { clock, history, plan, slots } = world
+  const n = (slots[slot]?.starts ?? 0) + 1
+  const skew = skewOf(plan, slot)
+  const incarnation = new Incarnation(slot, n, clock, skew)
+  history.push({ k: "life", t: clock.now, who: incarnation.id, what: "start", ms: null })
+  // A clock jump hits the process at one instant, like any injected fault: a forward jump can end its leases
+  // early in its own eyes, and the checkers must know when.
+  if (skew.jumpMs !== 0 && skew.jumpAt > clock.now) {
+    clock.schedule(skew.jumpAt - clock.now, () => {
+      if (!incarnation.dead) world.faults.note("F12", incarnation.id, `clock jump ${skew.jumpMs} ms`)
+    })
+  }
+  const { store, transport } = servicesOf(world, ofIncarnation(incarnation))
+  const stop = yield* Deferred.make<void>()
+  const entry: Slot = { incarnation, fiber: null, stop, starts: n }
+  slots[slot] = entry
+  entry.fiber = yield* Effect.scoped(
+    Effect.zipRight(
+      Worker.make({
+        queue,
+        id: incarnation.id,
+        handlers: [handlerFor(world, incarnation)],
+        concurrency: plan.concurrency,
+        prefetch: plan.prefetch ?? 0,
+        receiveWaitMs: 5_000,
+        shutdownGraceMs: 2_000,
+        retry: { baseMs: 200, capMs: 3_000 },
+        unknownHandlerDelayMs: 1_000,
+        busyMarginMs: 100,
+        receiveErrorDelayMs: 500,
+        storeErrorDelayMs: 500
+      }),
+      Deferred.await(stop)
     )
-  })
+  ).pipe(
+    Effect.provideService(Store.Store, store),
+    Effect.provideService(Transport.Transport, transport),
+    Effect.withClock(incarnation.clock),
+    Effect.forkDaemon
+  )
+})
 
 function crashAndMaybeRestart(world: World, incarnation: Incarnation, restartAfterMs: number | null): void {
   if (incarnation.dead) return
@@ -360,15 +365,17 @@ function crashAndMaybeRestart(world: World, incarnation: Incarnation, restartAft
 }
 
 /** Graceful shutdown of a live worker: close its scope (its leases are released) and wait for it, at most 10 s. */
-const shutdownWorker = (world: World, slot: number): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    const entry = world.slots[slot]
-    if (entry === undefined || entry.incarnation.dead || entry.stop === null) return
-    world.history.push({ k: "life", t: world.clock.now, who: entry.incarnation.id, what: "shutdown", ms: null })
-    yield* Deferred.succeed(entry.stop, undefined)
-    if (entry.fiber !== null) yield* exitedOrAfter(world, entry.fiber, 10_000)
-    entry.stop = null
-  })
+const shutdownWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.fnUntraced(function* (
+  world: World,
+  slot: number
+) {
+  const entry = world.slots[slot]
+  if (entry === undefined || entry.incarnation.dead || entry.stop === null) return
+  world.history.push({ k: "life", t: world.clock.now, who: entry.incarnation.id, what: "shutdown", ms: null })
+  yield* Deferred.succeed(entry.stop, undefined)
+  if (entry.fiber !== null) yield* exitedOrAfter(world, entry.fiber, 10_000)
+  entry.stop = null
+})
 
 /** Waits until `fiber` has exited or `ms` of world time have passed, whichever comes first (no race of fibers). */
 const exitedOrAfter = (world: World, fiber: Fiber.RuntimeFiber<unknown, unknown>, ms: number): Effect.Effect<void> =>
@@ -387,223 +394,237 @@ const until = (world: World, at: number): Effect.Effect<void> => {
  * The workload: each job submitted at its planned time (a submit that failed with a store error is tried again with
  * the same key, up to six times), then the planned idempotent resubmits and one conflicting resubmit.
  */
-const workload = (world: World): Effect.Effect<void> => {
+const workload = (world: World): Effect.Effect<void> =>
+  runWorkload(world, servicesOf(world, actor("client", true), true))
+
+/** Submit job `i` of the plan with `input` under `key`; its id once acknowledged. */
+const submitJob = Effect.fnUntraced(function* (
+  world: World,
+  client: Client.ClientService,
+  i: number,
+  input: { n: number },
+  key: string
+) {
   const { clock, history, plan } = world
-  const services = servicesOf(world, actor("client", true), true)
-  const submitJob = (client: Client.ClientService, i: number, input: { n: number }, key: string) =>
-    Effect.gen(function* () {
-      const budget = plan.budgets[i % plan.budgets.length] ?? null
-      const hash = `${key}:${JSON.stringify(input)}`
-      for (let attempt = 0; attempt < 6; attempt++) {
-        const result = yield* Effect.either(
-          client.submit({
-            queue,
-            type: "sim.generate",
-            input,
-            requestKey: key,
-            maxAttempts: plan.maxAttempts,
-            ...(budget === null ? {} : { budgetCents: budget })
-          })
-        )
-        if (Either.isRight(result)) {
-          const { created, job } = result.right
-          history.push({ k: "submit", t: clock.now, key, hash, ok: true, jobId: job.id, created, error: null })
-          return Option.some(job.id)
-        }
-        const tag = result.left._tag
-        history.push({ k: "submit", t: clock.now, key, hash, ok: false, jobId: null, created: null, error: tag })
-        if (tag !== "StoreError") return Option.none<JobId>()
-        yield* clock.sleepMillis(300)
-      }
-      return Option.none<JobId>()
-    })
-  return Effect.gen(function* () {
-    // The real Client, over the client's faulty view of the store and transport.
-    const client = yield* Client.make.pipe(
-      Effect.provideService(Store.Store, services.store),
-      Effect.provideService(Query.Query, world.query),
-      Effect.provideService(Transport.Transport, services.transport)
+  const budget = plan.budgets[i % plan.budgets.length] ?? null
+  const hash = `${key}:${JSON.stringify(input)}`
+  for (let attempt = 0; attempt < 6; attempt++) {
+    const result = yield* Effect.either(
+      client.submit({
+        queue,
+        type: "sim.generate",
+        input,
+        requestKey: key,
+        maxAttempts: plan.maxAttempts,
+        ...(budget === null ? {} : { budgetCents: budget })
+      })
     )
-    const at = (i: number) => plan.submitAt[i % plan.submitAt.length] ?? 0
-    const order = Array.from({ length: plan.jobs }, (_, i) => i).sort((a, b) => at(a) - at(b) || a - b)
-    for (const i of order) {
-      yield* until(world, at(i))
-      const id = yield* submitJob(client, i, { n: i }, `job-${i}`)
-      if (Option.isSome(id)) world.acknowledged.set(i, id.value)
+    if (Either.isRight(result)) {
+      const { created, job } = result.right
+      history.push({ k: "submit", t: clock.now, key, hash, ok: true, jobId: job.id, created, error: null })
+      return Option.some(job.id)
     }
-    // A resubmit acknowledges a job whose first submit never got a reply through.
-    for (const i of plan.resubmits) {
-      const id = yield* submitJob(client, i, { n: i }, `job-${i}`)
-      if (Option.isSome(id) && !world.acknowledged.has(i)) world.acknowledged.set(i, id.value)
-    }
-    if (plan.resubmits.length > 0) {
-      yield* submitJob(client, plan.resubmits[0]!, { n: -1 }, `job-${plan.resubmits[0]}`)
-    }
-  })
-}
+    const tag = result.left._tag
+    history.push({ k: "submit", t: clock.now, key, hash, ok: false, jobId: null, created: null, error: tag })
+    if (tag !== "StoreError") return Option.none<JobId>()
+    yield* clock.sleepMillis(300)
+  }
+  return Option.none<JobId>()
+})
+
+const runWorkload = Effect.fnUntraced(function* (world: World, services: ReturnType<typeof servicesOf>) {
+  const { plan } = world
+  // The real Client, over the client's faulty view of the store and transport.
+  const client = yield* Client.make.pipe(
+    Effect.provideService(Store.Store, services.store),
+    Effect.provideService(Query.Query, world.query),
+    Effect.provideService(Transport.Transport, services.transport)
+  )
+  const at = (i: number) => plan.submitAt[i % plan.submitAt.length] ?? 0
+  const order = Array.from({ length: plan.jobs }, (_, i) => i).sort((a, b) => at(a) - at(b) || a - b)
+  for (const i of order) {
+    yield* until(world, at(i))
+    const id = yield* submitJob(world, client, i, { n: i }, `job-${i}`)
+    if (Option.isSome(id)) world.acknowledged.set(i, id.value)
+  }
+  // A resubmit acknowledges a job whose first submit never got a reply through.
+  for (const i of plan.resubmits) {
+    const id = yield* submitJob(world, client, i, { n: i }, `job-${i}`)
+    if (Option.isSome(id) && !world.acknowledged.has(i)) world.acknowledged.set(i, id.value)
+  }
+  if (plan.resubmits.length > 0) {
+    yield* submitJob(world, client, plan.resubmits[0]!, { n: -1 }, `job-${plan.resubmits[0]}`)
+  }
+})
 
 /** The operator: cancels planned jobs at planned times, whatever state they are in. */
-const operator = (world: World): Effect.Effect<void> => {
-  const { store } = servicesOf(world, actor("operator", true))
-  return Effect.gen(function* () {
-    const cancels = [...world.plan.cancels].sort((a, b) => a.at - b.at || a.job - b.job)
-    for (const c of cancels) {
-      yield* until(world, c.at)
-      const jobId = world.acknowledged.get(c.job)
-      if (jobId === undefined) continue
-      const before = world.peek(jobId)?.state ?? null
-      const result = yield* Effect.either(store.cancel({ items: [{ jobId }] }))
-      const ok = Either.isRight(result) && result.right.results[0]?._tag === "Cancelled"
-      world.history.push({ k: "op", t: world.clock.now, what: "cancel", jobId, ok, before })
-    }
-  })
-}
+const operator = (world: World): Effect.Effect<void> =>
+  cancelAsPlanned(world, servicesOf(world, actor("operator", true)).store)
+
+const cancelAsPlanned = Effect.fnUntraced(function* (world: World, store: Store.Store["Type"]) {
+  const cancels = [...world.plan.cancels].sort((a, b) => a.at - b.at || a.job - b.job)
+  for (const c of cancels) {
+    yield* until(world, c.at)
+    const jobId = world.acknowledged.get(c.job)
+    if (jobId === undefined) continue
+    const before = world.peek(jobId)?.state ?? null
+    const result = yield* Effect.either(store.cancel({ items: [{ jobId }] }))
+    const ok = Either.isRight(result) && result.right.results[0]?._tag === "Cancelled"
+    world.history.push({ k: "op", t: world.clock.now, what: "cancel", jobId, ok, before })
+  }
+})
 
 /** Scheduled process events of the fault phase: crashes, pauses, restarts and rolling (graceful) restarts. */
-const processes = (world: World): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    const { clock, faults, history, plan, slots } = world
-    const events = [...plan.events].sort((a, b) => a.at - b.at || a.worker - b.worker)
-    for (const ev of events) {
-      yield* until(world, ev.at)
-      if (!faults.enabled) return
-      const entry = slots[ev.worker]
-      if (entry === undefined) continue
-      switch (ev.what) {
-        case "crash":
-          if (has(plan, "F10") || has(plan, "F18")) {
-            faults.note(has(plan, "F18") ? "F18" : "F10", entry.incarnation.id, "process crash (scheduled)")
-            crashAndMaybeRestart(world, entry.incarnation, has(plan, "F18") ? ev.ms : null)
-          }
-          break
-        case "pause":
-          if (has(plan, "F11") && !entry.incarnation.dead) {
-            faults.note("F11", entry.incarnation.id, "process pause (scheduled)")
-            history.push({ k: "life", t: clock.now, who: entry.incarnation.id, what: "pause", ms: ev.ms })
-            entry.incarnation.clock.pausedUntil = clock.now + ev.ms
-          }
-          break
-        case "restart":
-          if (entry.incarnation.dead) yield* startWorker(world, ev.worker)
-          break
-        case "shutdown":
-          yield* shutdownWorker(world, ev.worker)
-          yield* startWorker(world, ev.worker)
-          break
-      }
+const processes: (world: World) => Effect.Effect<void> = Effect.fnUntraced(function* (world: World) {
+  const { clock, faults, history, plan, slots } = world
+  const events = [...plan.events].sort((a, b) => a.at - b.at || a.worker - b.worker)
+  for (const ev of events) {
+    yield* until(world, ev.at)
+    if (!faults.enabled) return
+    const entry = slots[ev.worker]
+    if (entry === undefined) continue
+    switch (ev.what) {
+      case "crash":
+        if (has(plan, "F10") || has(plan, "F18")) {
+          faults.note(has(plan, "F18") ? "F18" : "F10", entry.incarnation.id, "process crash (scheduled)")
+          crashAndMaybeRestart(world, entry.incarnation, has(plan, "F18") ? ev.ms : null)
+        }
+        break
+      case "pause":
+        if (has(plan, "F11") && !entry.incarnation.dead) {
+          faults.note("F11", entry.incarnation.id, "process pause (scheduled)")
+          history.push({ k: "life", t: clock.now, who: entry.incarnation.id, what: "pause", ms: ev.ms })
+          entry.incarnation.clock.pausedUntil = clock.now + ev.ms
+        }
+        break
+      case "restart":
+        if (entry.incarnation.dead) yield* startWorker(world, ev.worker)
+        break
+      case "shutdown":
+        yield* shutdownWorker(world, ev.worker)
+        yield* startWorker(world, ev.worker)
+        break
     }
-  })
+  }
+})
 
 /** Wait (1 s steps) until every acknowledged job is terminal in the store, at most `limitMs`. */
-const awaitTerminal = (world: World, limitMs: number): Effect.Effect<void> => {
-  // The driver reads ground truth directly: these reads are the world's, not a participant's.
-  const allTerminal = (): boolean => {
-    for (const jobId of world.acknowledged.values()) {
-      const job = world.peek(jobId)
-      if (job === undefined || !isTerminal(job.state)) return false
-    }
-    return true
+const awaitTerminal: (world: World, limitMs: number) => Effect.Effect<void> = Effect.fnUntraced(function* (
+  world: World,
+  limitMs: number
+) {
+  const end = world.clock.now + limitMs
+  while (world.clock.now < end && !allTerminal(world)) yield* world.clock.sleepMillis(1_000)
+})
+
+/** Every acknowledged job is terminal. The driver reads ground truth directly: the world's reads, not a participant's. */
+const allTerminal = (world: World): boolean => {
+  for (const jobId of world.acknowledged.values()) {
+    const job = world.peek(jobId)
+    if (job === undefined || !isTerminal(job.state)) return false
   }
-  return Effect.gen(function* () {
-    const end = world.clock.now + limitMs
-    while (world.clock.now < end && !allTerminal()) yield* world.clock.sleepMillis(1_000)
-  })
+  return true
 }
 
 /** The final record and charge-ledger sum of every acknowledged job, as the store holds them now. */
-const finalReads = (world: World, phase: "heal" | "final"): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    const { clock, history } = world
-    history.push({ k: "phase", t: clock.now, name: phase })
-    for (const jobId of world.acknowledged.values()) {
-      const job = world.peek(jobId)
-      const charges = yield* Effect.orDie(world.query.charges({ jobId }))
-      if (job !== undefined) {
-        const ledger = charges.reduce((sum, c) => sum + c.amountCents, 0)
-        history.push({ k: "final", t: clock.now, jobId, snap: history.snapOf(job), ledger })
-      }
+const finalReads: (world: World, phase: "heal" | "final") => Effect.Effect<void> = Effect.fnUntraced(function* (
+  world: World,
+  phase: "heal" | "final"
+) {
+  const { clock, history } = world
+  history.push({ k: "phase", t: clock.now, name: phase })
+  for (const jobId of world.acknowledged.values()) {
+    const job = world.peek(jobId)
+    const charges = yield* Effect.orDie(world.query.charges({ jobId }))
+    if (job !== undefined) {
+      const ledger = charges.reduce((sum, c) => sum + c.amountCents, 0)
+      history.push({ k: "final", t: clock.now, jobId, snap: history.snapOf(job), ledger })
     }
-  })
+  }
+})
 
 /**
  * Replay every acknowledged job that is a dead letter (the core's filtered replay: the Store's conditional write
  * skips anything not failed) and publish each replayed job, as an operator would.
  */
-const replayDeadLetters = (world: World): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    const { clock, history } = world
-    history.push({ k: "phase", t: clock.now, name: "replay" })
-    const { store, transport } = servicesOf(world, actor("operator", false))
-    const targets = [...world.acknowledged.values()]
-    const before = new Map<string, Job["state"]>()
-    for (const jobId of targets) {
-      const job = world.peek(jobId)
-      if (job !== undefined) before.set(jobId, job.state)
-    }
-    const replayed = yield* Effect.either(Query.replay(store, world.query, { jobIds: targets }))
-    if (Either.isLeft(replayed)) return
-    for (const job of replayed.right.jobs) {
-      history.push({
-        k: "op",
-        t: clock.now,
-        what: "replay",
-        jobId: job.id,
-        ok: true,
-        before: before.get(job.id) ?? null
+const replayDeadLetters: (world: World) => Effect.Effect<void> = Effect.fnUntraced(function* (world: World) {
+  const { clock, history } = world
+  history.push({ k: "phase", t: clock.now, name: "replay" })
+  const { store, transport } = servicesOf(world, actor("operator", false))
+  const targets = [...world.acknowledged.values()]
+  const before = new Map<string, Job["state"]>()
+  for (const jobId of targets) {
+    const job = world.peek(jobId)
+    if (job !== undefined) before.set(jobId, job.state)
+  }
+  const replayed = yield* Effect.either(Query.replay(store, world.query, { jobIds: targets }))
+  if (Either.isLeft(replayed)) return
+  for (const job of replayed.right.jobs) {
+    history.push({
+      k: "op",
+      t: clock.now,
+      what: "replay",
+      jobId: job.id,
+      ok: true,
+      before: before.get(job.id) ?? null
+    })
+    yield* transport
+      .publish({
+        queue: job.queue,
+        items: [{ message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority } }]
       })
-      yield* transport
-        .publish({
-          queue: job.queue,
-          items: [{ message: { jobId: job.id, type: job.type, version: job.version, priority: job.priority } }]
-        })
-        .pipe(Effect.ignore)
-    }
-  })
+      .pipe(Effect.ignore)
+  }
+})
 
-const program = (
+const program: (
   plan: Plan,
   clock: VirtualClock,
   history: History,
   options: RunPlanOptions
-): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const world = yield* makeWorld(plan, clock, history, options)
-    // Infrastructure: the sweeper (store faults only, never a crash).
-    const sweeper = servicesOf(world, actor("sweeper", true))
-    const sweeping = plan.sweeper ?? defaultSweeper
-    yield* Sweeper.make({
-      queue,
-      intervalMs: sweeping.intervalMs,
-      republishAfterMs: isNoRelay(plan) ? noRelayRepublishAfterMs : sweeping.republishAfterMs
-    }).pipe(
-      Effect.provideService(Store.Store, sweeper.store),
-      Effect.provideService(Transport.Transport, sweeper.transport)
-    )
-    for (let slot = 0; slot < plan.workers; slot++) yield* startWorker(world, slot)
-    const background = yield* Effect.forkScoped(
-      Effect.all([workload(world), operator(world), processes(world)], { concurrency: 3 })
-    )
+) => Effect.Effect<void, never, Scope.Scope> = Effect.fnUntraced(function* (
+  plan: Plan,
+  clock: VirtualClock,
+  history: History,
+  options: RunPlanOptions
+) {
+  const world = yield* makeWorld(plan, clock, history, options)
+  // Infrastructure: the sweeper (store faults only, never a crash).
+  const sweeper = servicesOf(world, actor("sweeper", true))
+  const sweeping = plan.sweeper ?? defaultSweeper
+  yield* Sweeper.make({
+    queue,
+    intervalMs: sweeping.intervalMs,
+    republishAfterMs: isNoRelay(plan) ? noRelayRepublishAfterMs : sweeping.republishAfterMs
+  }).pipe(
+    Effect.provideService(Store.Store, sweeper.store),
+    Effect.provideService(Transport.Transport, sweeper.transport)
+  )
+  for (let slot = 0; slot < plan.workers; slot++) yield* startWorker(world, slot)
+  const background = yield* Effect.forkScoped(
+    Effect.all([workload(world), operator(world), processes(world)], { concurrency: 3 })
+  )
 
-    // Phase 1: workload and faults.
-    yield* clock.sleepMillis(plan.faultPhaseMs)
-    yield* Fiber.await(background)
-    // Phase 2: heal. Faults off, paused processes resumed, crashed ones restarted.
-    world.faults.enabled = false
-    history.push({ k: "life", t: clock.now, who: "world", what: "heal", ms: null })
-    for (let slot = 0; slot < plan.workers; slot++) {
-      const entry = world.slots[slot]!
-      entry.incarnation.clock.pausedUntil = 0
-      if (entry.incarnation.dead || entry.stop === null) yield* startWorker(world, slot)
-    }
-    yield* awaitTerminal(world, healWindowMs)
-    yield* finalReads(world, "heal")
-    // Phase 3: replay every dead letter; none may re-run a succeeded job.
-    yield* replayDeadLetters(world)
-    yield* awaitTerminal(world, healWindowMs)
-    // Phase 4: graceful shutdown and final reads.
-    for (let slot = 0; slot < plan.workers; slot++) yield* shutdownWorker(world, slot)
-    yield* finalReads(world, "final")
-  })
+  // Phase 1: workload and faults.
+  yield* clock.sleepMillis(plan.faultPhaseMs)
+  yield* Fiber.await(background)
+  // Phase 2: heal. Faults off, paused processes resumed, crashed ones restarted.
+  world.faults.enabled = false
+  history.push({ k: "life", t: clock.now, who: "world", what: "heal", ms: null })
+  for (let slot = 0; slot < plan.workers; slot++) {
+    const entry = world.slots[slot]!
+    entry.incarnation.clock.pausedUntil = 0
+    if (entry.incarnation.dead || entry.stop === null) yield* startWorker(world, slot)
+  }
+  yield* awaitTerminal(world, healWindowMs)
+  yield* finalReads(world, "heal")
+  // Phase 3: replay every dead letter; none may re-run a succeeded job.
+  yield* replayDeadLetters(world)
+  yield* awaitTerminal(world, healWindowMs)
+  // Phase 4: graceful shutdown and final reads.
+  for (let slot = 0; slot < plan.workers; slot++) yield* shutdownWorker(world, slot)
+  yield* finalReads(world, "final")
+})
 
 /**
  * Run one plan to completion on virtual time and return its recorded history.

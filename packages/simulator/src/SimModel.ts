@@ -94,6 +94,109 @@ export interface SimModel {
   readonly call: (request: CallRequest) => Effect.Effect<SimReply, SimModelError | Cause.TimeoutException>
 }
 
+/** What one run's provider keeps between calls. */
+interface ModelState {
+  readonly behaviour: ModelBehaviour
+  readonly history: History
+  readonly clock: VirtualClock
+  /** Jobs called at least once (the first call of a job may have a fixed latency). */
+  readonly seen: Set<string>
+  /**
+   * A run's failures take few distinct values; each is made once and then reused (errors are immutable values), as
+   * an error's construction captures a stack trace, which cost more than the rest of the call.
+   */
+  readonly failures: Map<string, SimModelError | Cause.TimeoutException>
+}
+
+const failure = <E extends SimModelError | Cause.TimeoutException>(m: ModelState, key: string, make: () => E): E => {
+  let error = m.failures.get(key)
+  if (error === undefined) {
+    error = make()
+    m.failures.set(key, error)
+  }
+  return error as E
+}
+
+const modelError = (
+  m: ModelState,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  billedCents: number,
+  message: string
+) =>
+  failure(m, `${status}|${billedCents}|${message}`, () => new SimModelError({ status, headers, billedCents, message }))
+
+/** A call's latency from a uniform draw `u` (the job's first call may have a fixed one). */
+const latency = (m: ModelState, jobId: string, u: number): number => {
+  const behaviour = m.behaviour
+  if (!m.seen.has(jobId)) {
+    m.seen.add(jobId)
+    if (behaviour.firstCallLatencyMs !== undefined) return behaviour.firstCallLatencyMs
+  }
+  const pareto = behaviour.medianMs * (1 - u) ** (-1 / behaviour.tailAlpha)
+  return Math.round(
+    behaviour.heavyTail
+      ? Math.min(pareto, behaviour.medianMs * 200)
+      : Math.min(pareto, 3 * behaviour.medianMs, behaviour.boundedMaxMs)
+  )
+}
+
+const outcomes = ["retryable", "permanent", "rate_limited", "timeout_billed"] as const
+
+// One generator function for every call of every run (see `Run.ts` on why no generator function is made per run).
+const call = Effect.fnUntraced(function* (m: ModelState, request: CallRequest) {
+  const { behaviour, clock } = m
+  const ms = latency(m, request.jobId, yield* Random.next)
+  // One draw for both: the error roll (0 to 999) and, for an error, its kind (0 to 3).
+  const draw = yield* Random.nextIntBetween(0, 4000)
+  const roll = draw >> 2
+  const kindRoll = draw & 3
+  const price = behaviour.priceCents
+  const outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed" =
+    roll >= behaviour.errorRate ? "ok" : outcomes[kindRoll]!
+  const cents = outcome === "ok" || outcome === "timeout_billed" ? price : 0
+  // A paused process sends nothing: the request leaves when it runs again (and never, once it crashed).
+  const asked = clock.now
+  yield* request.gate
+  const start = clock.now
+  request.onStart?.()
+  m.history.push({
+    k: "call",
+    t: start,
+    asked,
+    end: start + ms,
+    who: request.who,
+    jobId: request.jobId,
+    token: request.token,
+    callId: request.callId,
+    cents,
+    outcome,
+    spentAtStart: request.spentAtStart,
+    budget: request.budget,
+    attemptsAtStart: request.attemptsAtStart,
+    maxAttempts: request.maxAttempts
+  })
+  const timedOut = request.timeoutMs !== undefined && ms > request.timeoutMs
+  yield* clock.sleepMillis(timedOut ? request.timeoutMs! : ms)
+  yield* request.gate
+  if (timedOut) {
+    const message = `the call took longer than ${request.timeoutMs} ms`
+    return yield* failure(m, message, () => new Cause.TimeoutException(message))
+  }
+  switch (outcome) {
+    case "ok":
+      return { token: request.token, callId: request.callId, cents } satisfies SimReply
+    case "retryable":
+      return yield* modelError(m, 503, {}, 0, "overloaded")
+    case "permanent":
+      return yield* modelError(m, 400, {}, 0, "bad request")
+    case "rate_limited":
+      return yield* modelError(m, 429, { "retry-after": "1" }, 0, "rate limited")
+    case "timeout_billed":
+      return yield* modelError(m, 504, {}, cents, "timed out")
+  }
+})
+
 /**
  * A provider for one run.
  *
@@ -101,92 +204,6 @@ export interface SimModel {
  * @category constructors
  */
 export const make = (behaviour: ModelBehaviour, history: History, clock: VirtualClock): SimModel => {
-  const seen = new Set<string>()
-  // A run's failures take few distinct values; each is made once and then reused (errors are immutable values), as
-  // an error's construction captures a stack trace, which cost more than the rest of the call.
-  const failures = new Map<string, SimModelError | Cause.TimeoutException>()
-  const failure = <E extends SimModelError | Cause.TimeoutException>(key: string, make: () => E): E => {
-    let error = failures.get(key)
-    if (error === undefined) {
-      error = make()
-      failures.set(key, error)
-    }
-    return error as E
-  }
-  const modelError = (
-    status: number,
-    headers: Readonly<Record<string, string>>,
-    billedCents: number,
-    message: string
-  ) =>
-    failure(`${status}|${billedCents}|${message}`, () => new SimModelError({ status, headers, billedCents, message }))
-  /** A call's latency from a uniform draw `u` (the job's first call may have a fixed one). */
-  const latency = (jobId: string, u: number): number => {
-    if (!seen.has(jobId)) {
-      seen.add(jobId)
-      if (behaviour.firstCallLatencyMs !== undefined) return behaviour.firstCallLatencyMs
-    }
-    const pareto = behaviour.medianMs * (1 - u) ** (-1 / behaviour.tailAlpha)
-    return Math.round(
-      behaviour.heavyTail
-        ? Math.min(pareto, behaviour.medianMs * 200)
-        : Math.min(pareto, 3 * behaviour.medianMs, behaviour.boundedMaxMs)
-    )
-  }
-  return {
-    call: (request) =>
-      Effect.gen(function* () {
-        const ms = latency(request.jobId, yield* Random.next)
-        // One draw for both: the error roll (0 to 999) and, for an error, its kind (0 to 3).
-        const draw = yield* Random.nextIntBetween(0, 4000)
-        const roll = draw >> 2
-        const kindRoll = draw & 3
-        const price = behaviour.priceCents
-        const outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed" =
-          roll >= behaviour.errorRate
-            ? "ok"
-            : (["retryable", "permanent", "rate_limited", "timeout_billed"] as const)[kindRoll]!
-        const cents = outcome === "ok" || outcome === "timeout_billed" ? price : 0
-        // A paused process sends nothing: the request leaves when it runs again (and never, once it crashed).
-        const asked = clock.now
-        yield* request.gate
-        const start = clock.now
-        request.onStart?.()
-        history.push({
-          k: "call",
-          t: start,
-          asked,
-          end: start + ms,
-          who: request.who,
-          jobId: request.jobId,
-          token: request.token,
-          callId: request.callId,
-          cents,
-          outcome,
-          spentAtStart: request.spentAtStart,
-          budget: request.budget,
-          attemptsAtStart: request.attemptsAtStart,
-          maxAttempts: request.maxAttempts
-        })
-        const timedOut = request.timeoutMs !== undefined && ms > request.timeoutMs
-        yield* clock.sleepMillis(timedOut ? request.timeoutMs! : ms)
-        yield* request.gate
-        if (timedOut) {
-          const message = `the call took longer than ${request.timeoutMs} ms`
-          return yield* failure(message, () => new Cause.TimeoutException(message))
-        }
-        switch (outcome) {
-          case "ok":
-            return { token: request.token, callId: request.callId, cents }
-          case "retryable":
-            return yield* modelError(503, {}, 0, "overloaded")
-          case "permanent":
-            return yield* modelError(400, {}, 0, "bad request")
-          case "rate_limited":
-            return yield* modelError(429, { "retry-after": "1" }, 0, "rate limited")
-          case "timeout_billed":
-            return yield* modelError(504, {}, cents, "timed out")
-        }
-      })
-  }
+  const m: ModelState = { behaviour, history, clock, seen: new Set(), failures: new Map() }
+  return { call: (request) => call(m, request) }
 }

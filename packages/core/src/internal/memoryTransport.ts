@@ -83,8 +83,8 @@ export interface MemoryTransportOptions {
 }
 
 /** @internal */
-export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTransportService> =>
-  Effect.gen(function* () {
+export const make: (options?: MemoryTransportOptions) => Effect.Effect<MemoryTransportService> = Effect.fnUntraced(
+  function* (options?: MemoryTransportOptions) {
     const clock = yield* Effect.clock
     const maxReceiveCount = options?.maxReceiveCount
     const timer = options?.timer
@@ -290,4 +290,5 @@ export const make = (options?: MemoryTransportOptions): Effect.Effect<MemoryTran
       }
     }
     return service
-  })
+  }
+)
