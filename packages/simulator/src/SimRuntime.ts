@@ -93,8 +93,11 @@ export const run = <A, E>(effect: Effect.Effect<A, E>, options: RunOptions): Run
     Effect.withRandom(Random.make(options.seed)),
     Effect.withScheduler(scheduler)
   )
-  const roots = daemonRoots()
-  const before = roots === undefined ? undefined : new Set(roots)
+  // Every fiber Effect registers in its global scope while the loop runs goes into a set of the run's own (see
+  // `globalRoots`).
+  const scope = globalRoots()
+  const saved = scope?.roots
+  if (scope !== undefined) scope.roots = new Set()
   try {
     const fiber = Effect.runFork(program, { scheduler })
     for (;;) {
@@ -106,21 +109,22 @@ export const run = <A, E>(effect: Effect.Effect<A, E>, options: RunOptions): Run
       if (!clock.fireNext()) return { _tag: "Deadlock", steps: scheduler.steps, now: clock.now }
     }
   } finally {
-    if (roots !== undefined && before !== undefined) {
-      for (const fiber of roots) if (!before.has(fiber)) roots.delete(fiber)
-    }
+    if (scope !== undefined && saved !== undefined) scope.roots = saved
   }
 }
 
 /**
- * Effect keeps every root and daemon fiber in one process-wide set until the fiber exits. A simulated process that
- * crashed never exits (its clock and gates block forever, by design), so without this every run would stay
- * reachable through that set: memory would grow by the whole world of each run and garbage collection would slow
- * every later run. The run loop is synchronous, so every fiber added to the set while it ran belongs to the run,
- * and the run forgets them when it ends. Undefined when the set is not where Effect 3 keeps it (nothing to do).
+ * Effect keeps every root and daemon fiber in one process-wide set (`roots` of its global fiber scope) until the
+ * fiber exits. A simulated process that crashed never exits (its clock and gates block forever, by design), so a
+ * run's fibers must not go into that set: memory would grow by the whole world of each run. Deleting them from it
+ * afterwards is not enough either: the set is old-generation memory, and what it held stays reachable from there
+ * for young-generation collections. So while a run's loop runs (it is synchronous: every fiber added meanwhile is
+ * the run's), the scope holds a set of the run's own, which is garbage with the rest of the run once the scope has
+ * its own set back. Undefined when the scope is not where Effect 3 keeps it (nothing to do).
  */
-const daemonRoots = (): Set<unknown> | undefined => {
+const globalRoots = (): { roots: Set<unknown> } | undefined => {
   const scope: unknown = GlobalValue.globalValue(Symbol.for("effect/FiberScope/Global"), () => undefined)
-  const roots = typeof scope === "object" && scope !== null ? (scope as { roots?: unknown }).roots : undefined
-  return roots instanceof Set ? roots : undefined
+  return typeof scope === "object" && scope !== null && (scope as { roots?: unknown }).roots instanceof Set
+    ? (scope as { roots: Set<unknown> })
+    : undefined
 }

@@ -52,20 +52,28 @@ describe("SimRuntime.run", () => {
   })
 
   it("leaves no fiber of a finished run in Effect's process-wide set of root fibers", () => {
-    const roots = (
-      GlobalValue.globalValue(Symbol.for("effect/FiberScope/Global"), () => ({})) as { roots: Set<unknown> }
-    ).roots
+    const scope = GlobalValue.globalValue(Symbol.for("effect/FiberScope/Global"), () => ({})) as {
+      roots: Set<unknown>
+    }
+    const roots = scope.roots
     const before = roots.size
+    let during: Set<unknown> | undefined
     // A daemon that blocks forever, like the fiber of a crashed simulated process.
     const program = Effect.gen(function* () {
       const never = yield* Deferred.make<void>()
       yield* Effect.forkDaemon(Deferred.await(never))
       yield* Effect.forkDaemon(Deferred.await(never))
+      during = scope.roots
     })
     const outcome = SimRuntime.run(program, { seed: 1 })
     const deadlocked = SimRuntime.run(Effect.flatMap(Deferred.make<void>(), Deferred.await), { seed: 1 })
     expect(outcome._tag).toBe("Done")
     expect(deadlocked._tag).toBe("Deadlock")
+    // The run's daemon fibers (the two blocked ones) went into a set of the run's own, never into
+    // the process-wide one, which the scope holds again afterwards.
+    expect(during).not.toBe(roots)
+    expect(during?.size).toBe(2)
+    expect(scope.roots).toBe(roots)
     expect(roots.size).toBe(before)
   })
 })
