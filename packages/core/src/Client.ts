@@ -421,10 +421,8 @@ export const makeWith: (
 ) => Effect.Effect<ClientService, never, Store | Query | Transport> = Effect.fnUntraced(function* (
   clientOptions: ClientOptions
 ) {
-  // Every generator function of a client is made once, at module level (this one, `admitBounded`); the methods are
-  // plain functions. A generator function made per client or per call gets, once run, a hidden class of its own in
-  // V8's old generation that points back to it, and so keeps all it closes over alive through young-generation
-  // collections.
+  // The client's generators are made once, at module level (this one, `admitBounded`); its methods are plain
+  // functions (why in scripts/check-generators.mjs).
   const store = yield* Store
   const query = yield* Query
   const transport = yield* Transport

@@ -140,9 +140,7 @@ const drain = <R>(env: Env<R>, ms: number) =>
       : Effect.timeoutOption(Effect.interruptible(env.fibers.awaitEmpty), ms)
   )
 
-// Generator functions here are made once, at module level: one made per call (or per worker) would, when first run,
-// get a hidden class of its own in V8's old generation that points back to it, and through its closure to everything
-// the worker holds; a young-generation collection would then keep all of it alive until the next full one.
+// Generators at module level, never per worker or per call: why in scripts/check-generators.mjs.
 const shutdownSteps = Effect.fnUntraced(function* <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) {
   yield* Effect.sync(() => {
     env.closing = true
@@ -166,7 +164,6 @@ const shutdownSteps = Effect.fnUntraced(function* <R>(env: Env<R>, loop: Fiber.R
   yield* env.fibers.interruptAll
 })
 
-/** Effect's own tracer, the one in the default services. */
 /**
  * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully.
  *

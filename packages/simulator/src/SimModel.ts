@@ -143,7 +143,7 @@ const latency = (m: ModelState, jobId: string, u: number): number => {
 
 const outcomes = ["retryable", "permanent", "rate_limited", "timeout_billed"] as const
 
-// One generator function for every call of every run (see `Run.ts` on why no generator function is made per run).
+// One generator function for every call of every run (why in scripts/check-generators.mjs).
 const call = Effect.fnUntraced(function* (m: ModelState, request: CallRequest) {
   const { behaviour, clock } = m
   const ms = latency(m, request.jobId, yield* Random.next)
