@@ -27,20 +27,19 @@
 // as a user's build would ship it; the measured process never compiles TypeScript.
 import { pathToFileURL } from "node:url"
 import { bundleOf } from "../scripts/bundle.mjs"
+import { infoOf, RESOURCE, runOf, settingsOf } from "./common.mjs"
 
 const [{ Context, Effect, Exit, Layer, Schema, Scope }, lib, ioredis] = await Promise.all([
   import("effect"),
   bundleOf(new URL("./lib.ts", import.meta.url).pathname).then((file) => import(pathToFileURL(file).href)),
   import("ioredis")
 ])
-const { RedisStore, Client, Handler, Worker } = lib
+const { RedisStore, Client, Handler, Limiter, Worker } = lib
 
 const QUEUE = "anchors"
 const TYPE = "anchors"
 const PREFIX = "anchors-slowcall"
 const REDIS_URL = process.env.SLOWCALL_BENCH_REDIS_URL || "redis://127.0.0.1:6379/3"
-/** The handler's declared attempt: a 30 s call timeout gives a 33 s lease that no W3 call outruns. */
-const ATTEMPT = { timeoutMs: 30_000 }
 /** Jobs the worker claims ahead of a free slot (its local queue): the one setting changed from the defaults. */
 const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 
@@ -67,6 +66,8 @@ export default function create(options = {}) {
   let client
   let store
   let workerScope
+  const settings = settingsOf(options)
+  const submitted = (input) => ({ queue: QUEUE, type: TYPE, input, maxAttempts: settings.maxAttempts })
 
   const runPromise = (effect) => Effect.runPromise(Effect.provide(effect, context))
 
@@ -89,15 +90,22 @@ export default function create(options = {}) {
         Layer.buildWithScope(RedisStore.layer({ url, prefix: PREFIX, checkServer: false }), layerScope)
       )
       client = await runPromise(Client.make)
+      // W7: the provider's limits, once, in the Store every worker reads.
+      if (fresh && settings.limits !== undefined)
+        await runPromise(
+          Effect.flatMap(Limiter.Limiter, (limiter) =>
+            limiter.define({ items: [{ resource: RESOURCE, limits: settings.limits }] })
+          )
+        )
       store = Context.get(context, RedisStore.RedisStore)
     },
 
     async enqueue(jobs) {
-      for (const input of jobs) await runPromise(client.submit({ queue: QUEUE, type: TYPE, input }))
+      for (const input of jobs) await runPromise(client.submit(submitted(input)))
     },
 
     async enqueueBulk(jobs) {
-      await runPromise(client.submitMany(jobs.map((input) => ({ queue: QUEUE, type: TYPE, input }))))
+      await runPromise(client.submitMany(jobs.map(submitted)))
     },
 
     async startWorker({ concurrency, handler }) {
@@ -106,18 +114,27 @@ export default function create(options = {}) {
         version: 1,
         input: Schema.Unknown,
         result: Schema.Null,
-        attempt: ATTEMPT,
-        run: (payload) =>
-          Effect.as(
-            Effect.promise(() => handler(payload)),
-            null
-          )
+        attempt: settings.attempt,
+        ...(settings.limits === undefined ? {} : { resource: RESOURCE }),
+        run: runOf({ Effect, handler, limited: settings.limits !== undefined })
       })
       workerScope = await Effect.runPromise(Scope.make())
       await runPromise(
-        Scope.extend(Worker.make({ queue: QUEUE, concurrency, prefetch: PREFETCH, handlers: [job] }), workerScope)
+        Scope.extend(
+          Worker.make({
+            queue: QUEUE,
+            concurrency,
+            prefetch: PREFETCH,
+            retry: settings.workerRetry,
+            throttle: settings.throttle,
+            handlers: [job]
+          }),
+          workerScope
+        )
       )
     },
+
+    info: () => infoOf(settings, { redisUrl: url }),
 
     async pending() {
       const stats = await Effect.runPromise(store.stats({ queue: QUEUE, failedSince: 0 }))

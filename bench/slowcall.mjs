@@ -24,23 +24,19 @@
 // (scripts/bundle.mjs: compiled once, cached by content), as a user's build would ship it.
 import { pathToFileURL } from "node:url"
 import { bundleOf } from "../scripts/bundle.mjs"
+import { infoOf, RESOURCE, runOf, settingsOf } from "./common.mjs"
 
 const [{ Effect, Exit, Layer, Schema, Scope }, lib, pgModule] = await Promise.all([
   import("effect"),
   bundleOf(new URL("./lib.ts", import.meta.url).pathname).then((file) => import(pathToFileURL(file).href)),
   import("pg")
 ])
-const { PgStore, Client, Handler, Worker } = lib
+const { PgStore, Client, Handler, Limiter, Worker } = lib
 const pg = pgModule.default
 
 const QUEUE = "anchors"
 const TYPE = "anchors"
 const SCHEMA = "slowcall"
-/**
- * The handler's declared attempt: the harness's slowest W3 call is about 7.3 s, so a 30 s call timeout gives a
- * 33 s lease (heartbeat every 11 s) that no live attempt outruns.
- */
-const ATTEMPT = { timeoutMs: 30_000 }
 /** Jobs the worker claims ahead of a free slot (its local queue). */
 const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 const PG_URL_BASE = process.env.ANCHORS_PG_URL || "postgres://postgres@127.0.0.1:5432"
@@ -65,6 +61,8 @@ export default function create(options = {}) {
   let context
   let client
   let workerScope
+  const settings = settingsOf(options)
+  const submitted = (input) => ({ queue: QUEUE, type: TYPE, input, maxAttempts: settings.maxAttempts })
 
   const runPromise = (effect) => Effect.runPromise(Effect.provide(effect, context))
 
@@ -89,14 +87,21 @@ export default function create(options = {}) {
         Layer.buildWithScope(PgStore.layer({ pool, schema: SCHEMA, migrate: fresh }), layerScope)
       )
       client = await runPromise(Client.make)
+      // W7: the provider's limits, once, in the Store every worker reads.
+      if (fresh && settings.limits !== undefined)
+        await runPromise(
+          Effect.flatMap(Limiter.Limiter, (limiter) =>
+            limiter.define({ items: [{ resource: RESOURCE, limits: settings.limits }] })
+          )
+        )
     },
 
     async enqueue(jobs) {
-      for (const input of jobs) await runPromise(client.submit({ queue: QUEUE, type: TYPE, input }))
+      for (const input of jobs) await runPromise(client.submit(submitted(input)))
     },
 
     async enqueueBulk(jobs) {
-      await runPromise(client.submitMany(jobs.map((input) => ({ queue: QUEUE, type: TYPE, input }))))
+      await runPromise(client.submitMany(jobs.map(submitted)))
     },
 
     async startWorker({ concurrency, handler }) {
@@ -105,18 +110,27 @@ export default function create(options = {}) {
         version: 1,
         input: Schema.Unknown,
         result: Schema.Null,
-        attempt: ATTEMPT,
-        run: (payload) =>
-          Effect.as(
-            Effect.promise(() => handler(payload)),
-            null
-          )
+        attempt: settings.attempt,
+        ...(settings.limits === undefined ? {} : { resource: RESOURCE }),
+        run: runOf({ Effect, handler, limited: settings.limits !== undefined })
       })
       workerScope = await Effect.runPromise(Scope.make())
       await runPromise(
-        Scope.extend(Worker.make({ queue: QUEUE, concurrency, prefetch: PREFETCH, handlers: [job] }), workerScope)
+        Scope.extend(
+          Worker.make({
+            queue: QUEUE,
+            concurrency,
+            prefetch: PREFETCH,
+            retry: settings.workerRetry,
+            throttle: settings.throttle,
+            handlers: [job]
+          }),
+          workerScope
+        )
       )
     },
+
+    info: () => infoOf(settings, { database: db }),
 
     async pending() {
       const r = await pool.query(

@@ -19,36 +19,38 @@ const rootOf = (from) => {
 }
 
 /**
+ * An esbuild `onLoad` callback for the workspace's own sources. A workspace module other than the entry that reads a
+ * file beside its source through `import.meta.url` (migrations, Lua scripts, the dashboard's page) gets its own
+ * source's URL in its place, so it reads the same file as under tsx; any other use of `import.meta` would see the
+ * bundle's location instead of its own: such a bundle is refused rather than run wrong. Files under node_modules are
+ * left to esbuild.
+ */
+export const workspaceSource = (root, entry) => (args) => {
+  if (args.path === entry || args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined
+  const source = fs
+    .readFileSync(args.path, "utf8")
+    .replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href))
+  if (source.includes("import.meta")) {
+    return { errors: [{ text: `uses import.meta, which a bundle cannot keep: ${path.relative(root, args.path)}` }] }
+  }
+  // Handed to esbuild as read, so each source is read once.
+  return { contents: source, loader: /\.[cm]?ts$/.test(args.path) ? "ts" : "js" }
+}
+
+/**
  * The path of a bundle of `entry` (an absolute path), built now unless a bundle of the same content exists. Throws
  * with esbuild's first error when the entry cannot be bundled.
  */
 export const bundleOf = async (entry) => {
   const root = rootOf(entry)
-  /**
-   * Bare imports other than the workspace's own packages stay imports of node_modules (and node: builtins). A
-   * workspace module other than the entry that reads a file beside its source through `import.meta.url` (migrations,
-   * Lua scripts) gets its own source's URL in its place, so it reads the same file as under tsx; any other use of
-   * `import.meta` would see the bundle's location instead of its own: such a bundle is refused rather than run wrong.
-   */
+  /** Bare imports other than the workspace's own packages stay imports of node_modules (and node: builtins). */
   const workspaceOnly = {
     name: "workspace-only",
     setup(b) {
       b.onResolve({ filter: /^[^./]/ }, (args) =>
         args.path.startsWith("@slowcall/") ? undefined : { path: args.path, external: true }
       )
-      b.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
-        if (args.path === entry || args.path.includes(`${path.sep}node_modules${path.sep}`)) return undefined
-        const source = fs
-          .readFileSync(args.path, "utf8")
-          .replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href))
-        if (source.includes("import.meta")) {
-          return {
-            errors: [{ text: `uses import.meta, which a bundle cannot keep: ${path.relative(root, args.path)}` }]
-          }
-        }
-        // Handed to esbuild as read, so each source is read once.
-        return { contents: source, loader: /\.[cm]?ts$/.test(args.path) ? "ts" : "js" }
-      })
+      b.onLoad({ filter: /\.[cm]?[jt]s$/ }, workspaceSource(root, entry))
     }
   }
   const result = await build({

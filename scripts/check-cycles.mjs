@@ -58,10 +58,11 @@ const allowedPackages = {
   "adapter-redis": ["core", "testing"],
   "adapter-sqs": ["core", "testing"],
   providers: ["core"],
-  simulator: ["core"],
-  http: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs"],
+  simulator: ["core", "schedules"],
+  http: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs", "schedules"],
   promise: ["core", "adapter-postgres", "adapter-redis", "adapter-sqs", "otel"],
-  cli: ["core", "http", "simulator", "adapter-postgres", "adapter-redis", "adapter-sqs"]
+  schedules: ["core", "adapter-postgres", "adapter-redis"],
+  cli: ["core", "http", "simulator", "adapter-postgres", "adapter-redis", "adapter-sqs", "schedules"]
 }
 for (const file of srcFiles) {
   const text = readFileSync(file, "utf8")

@@ -19,7 +19,8 @@ const zero = Object.entries(report.coverage).filter(([, n]) => !(n > 0))
 console.log(
   `simulate: seed ${report.seed}, ${report.runs} runs, submitted ${report.submitted}, terminal ${report.terminal}, ` +
     `lost ${report.lost}, duplicate generations ${JSON.stringify(report.duplicateGenerations)}, ` +
-    `billed ${report.billedCents}c vs ledger ${report.ledgerCents}c, historyHash ${report.historyHash}`
+    `billed ${report.billedCents}c, ledger ${report.ledgerCents}c (they differ by reservations standing for calls ` +
+    `whose settlement never came; I6 and I12 check each call), historyHash ${report.historyHash}`
 )
 console.log(
   `coverage: ${Object.entries(report.coverage)

@@ -1,20 +1,22 @@
-// `npm run size`: how much each entry point of @slowcall/core costs a bundle. Each entry (every path its `exports`
+// `npm run size`: how much each entry point of @slowcall/core costs a bundle, and what installing the Promise API
+// puts on disk (the figures `npm run size:install` measured, kept in docs/guide/install-size.json). Each entry (every path its `exports`
 // map opens: the root and each src/*.ts module) is bundled alone with esbuild (ESM, minified, its dependencies,
 // effect included, bundled and tree-shaken), gzipped, and split through esbuild's metafile into slowcall's own
-// bytes and its dependencies' bytes. Prints the table and writes docs/guide/package-size.md.
+// bytes and its dependencies' bytes. Prints the tables and writes docs/guide/package-size.md.
 //
 //   node scripts/size.mjs           print and write the page
 //   node scripts/size.mjs --print   print only
 //
 // The page is checked by packages/cli/test/Packaging.test.ts; regenerate it with `npm run size` (or run that test with
 // UPDATE_SIZE=1) after changing core or its dependencies.
-import { readdirSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 import { gzipSync } from "node:zlib"
 import { build } from "esbuild"
 import { root } from "./workspace.mjs"
 
 export const pagePath = join(root, "docs", "guide", "package-size.md")
+const installPath = join(root, "docs", "guide", "install-size.json")
 const core = join(root, "packages", "core")
 
 /** The entry points a user of @slowcall/core can import: `.` and each public module under src/. */
@@ -50,6 +52,7 @@ const measure = async (file) => {
 }
 
 const kb = (n) => `${(n / 1024).toFixed(1)} KiB`
+const mib = (n) => `${(n / 1024 / 1024).toFixed(1)} MiB`
 
 /**
  * A Markdown table with its columns padded as the repository's formatter (biome) writes them, so the generated page
@@ -72,8 +75,39 @@ export const render = async () => {
     [false, true, true, true],
     rows.map((r) => [`\`${r.specifier}\``, kb(r.minified), kb(r.gzip), kb(r.own)])
   )
+  const installed = JSON.parse(readFileSync(installPath, "utf8"))
+  const installTable = padded(
+    ["adapters installed", "for URLs", "packages", "files", "on disk"],
+    [false, false, true, true, true],
+    installed.rows.map((r) => [
+      r.installed
+        .filter((name) => name !== "@slowcall/core" && name !== "@slowcall/promise")
+        .map((name) => `\`${name}\``)
+        .join(", "),
+      r.urls,
+      String(r.packages),
+      mib(r.bytes),
+      mib(r.disk)
+    ])
+  )
   return [
     "# Package size",
+    "",
+    "## Installed size of the Promise API",
+    "",
+    "What `npm install` puts in `node_modules` for `@slowcall/promise` (and `@slowcall/core`) with the adapters its",
+    "URLs need: the production dependency tree, every package counted once. The adapters are optional peer",
+    "dependencies, so an application installs only its own: PGlite and Postgres need `@slowcall/adapter-postgres`",
+    "alone, without the Redis client or the AWS SDK. **Files** is the bytes of the files; **on disk** counts 4 KiB",
+    "blocks as `du -sh node_modules` does on ext4. Most of it is `effect` (which an Effect application already has)",
+    "and, for PGlite, its WebAssembly build of Postgres.",
+    "",
+    ...installTable,
+    "",
+    `Measured ${installed.date} with \`${installed.command}\` (Node ${installed.node}, npm ${installed.npm}): each set`,
+    "installed from the packed tarballs into an empty project outside the repository.",
+    "",
+    "## Bundle size of @slowcall/core",
     "",
     "What each entry point of `@slowcall/core` adds to an application bundle: the entry bundled alone with esbuild",
     "(ESM for Node 20, minified, tree-shaken, its dependencies bundled too; Node built-ins stay imports), then",

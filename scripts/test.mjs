@@ -27,6 +27,18 @@ const steps = [
     report: "test-output/vitest-restart.json"
   },
   { name: "examples", cmd: "npm run --silent examples" },
+  // The other Node lines `engines` names: core's unit suites and the conformance suites on the memory Store and PGlite.
+  { name: "node 22: unit + conformance", cmd: "node scripts/node-versions.mjs 22" },
+  { name: "node 24: unit + conformance", cmd: "node scripts/node-versions.mjs 24" },
+  // The shipped `serve` processes on real servers under seeded faults (kills, pauses, the database down, cut
+  // connections, the emulator restarted): nothing lost, stuck, doubled without excuse, under-counted or duplicated.
+  // Small runs (about a minute each); Redis with appendfsync always, the setting that loses nothing.
+  { name: "chaos: pg", cmd: "npm run --silent chaos -- --backend pg --jobs 40 --minutes 0.5 --seed 10 --json" },
+  {
+    name: "chaos: redis",
+    cmd: "npm run --silent chaos -- --backend redis --redis-fsync always --jobs 40 --minutes 0.5 --seed 3 --json"
+  },
+  { name: "chaos: pg+sqs", cmd: "npm run --silent chaos -- --backend pg+sqs --jobs 40 --minutes 0.5 --seed 6 --json" },
   // The acceptance run of the simulator: 2,000 plans, every invariant, every coverage counter above zero.
   { name: "simulator: 2,000 plans", cmd: "node scripts/simulate-ci.mjs --seed 1 --runs 2000" },
   // Every known-bug mutant must turn the simulator red on its named invariant; the clean tree passes the same budget.

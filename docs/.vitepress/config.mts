@@ -52,12 +52,16 @@ export default defineConfig({
             { text: "The job state machine", link: "/guide/state-machine" },
             { text: "Claim before call: leases and fencing", link: "/guide/leases" },
             { text: "Spend accounting and budgets", link: "/guide/spend" },
+            { text: "Staying within provider limits", link: "/guide/provider-limits" },
             { text: "Error classes and retries", link: "/guide/errors" },
             { text: "Provider SDKs: billed calls and prices", link: "/guide/providers" },
             { text: "Provider cases", link: "/guide/provider-cases" },
             { text: "Dead letters and replay", link: "/guide/dead-letters" },
+            { text: "Batches", link: "/guide/batches" },
             { text: "Delivering results", link: "/guide/delivery" },
-            { text: "Cancellation", link: "/guide/cancellation" }
+            { text: "Cancellation", link: "/guide/cancellation" },
+            { text: "Fair shares across tenants", link: "/guide/fairness" },
+            { text: "Schedules", link: "/guide/schedules" }
           ]
         },
         {
@@ -69,9 +73,11 @@ export default defineConfig({
             { text: "Redis adapter", link: "/adapters/redis" },
             { text: "SQS transport", link: "/adapters/sqs" },
             { text: "Serving the HTTP API safely", link: "/guide/http" },
+            { text: "The dashboard", link: "/guide/dashboard" },
             { text: "Observability: traces and /metrics", link: "/guide/observability" },
             { text: "The slowcall command", link: "/guide/cli" },
             { text: "The simulator in your CI", link: "/guide/simulator" },
+            { text: "Reliability and the chaos harness", link: "/guide/reliability" },
             { text: "Benchmarks", link: "/guide/benchmarks" },
             { text: "Package size", link: "/guide/package-size" },
             { text: "Packaging and releases", link: "/guide/packaging" },

@@ -17,7 +17,8 @@ const packages = [
   "promise",
   "providers",
   "simulator",
-  "http"
+  "http",
+  "schedules"
 ] as const
 
 export interface ReferenceModule {

@@ -1,4 +1,5 @@
 import * as Canonical from "@slowcall/core/Canonical"
+import * as DeadLetters from "@slowcall/core/DeadLetters"
 import * as Ids from "@slowcall/core/Ids"
 import * as Metrics from "@slowcall/core/Metrics"
 import * as Query from "@slowcall/core/Query"
@@ -37,7 +38,10 @@ const program = Effect.gen(function* () {
 
   // One query answers "what did this cost" and "which inputs caused it".
   const { groups, jobs } = yield* query.deadLetters({ queue: "docs" })
-  console.log(jobs.length, groups) // 3 [{ errorClass: "context_length", inputHash: "…", count: 3, costCents: 36 }]
+  console.log(jobs.length, groups) // 3 [{ errorClass: "context_length", inputHash: "…", count: 3, costCents: 36, … }]
+  // The view every screen shows: singletons collapsed per error class, the costliest first, a page at a time.
+  const page = DeadLetters.page(groups, { sort: "cost", limit: 20 })
+  console.log(page.totalGroups, page.groups[0]?.jobIds.length, page.next) // 1 3 null
 
   // Alert on the arrival rate into failed, not on depth: refresh the gauges from the Store.
   yield* Metrics.refresh({ queue: "docs", windowMs: 5 * 60_000 })
@@ -46,6 +50,9 @@ const program = Effect.gen(function* () {
 
   // Replay moves failed -> queued through one conditional write per job: a job in any other state is skipped,
   // so replaying a filter twice, or a list that contains a succeeded job, never re-runs anything twice.
+  // Ask first: a dry run counts the matches and estimates what re-running them once costs, changing nothing.
+  const ask = yield* Query.replay(store, query, { queue: "docs", errorClass: "context_length", dryRun: true })
+  console.log(ask.matched, ask.estimatedCents) // 3 36
   const first = yield* Query.replay(store, query, { queue: "docs", errorClass: "context_length" })
   const second = yield* Query.replay(store, query, { jobIds: first.replayed })
   console.log(first.replayed.length, second.replayed.length, second.skipped.length) // 3 0 3

@@ -17,8 +17,8 @@ const summarize = Handler.make({
   run: (input, ctx) =>
     ctx.call({
       estimateCents: 2,
-      // Stands in for the provider's SDK call.
-      run: Effect.succeed({ summary: input.text.slice(0, 40), costCents: 1.4 }),
+      // Your model call goes here: this stand-in answers after 100 ms so the file runs as it is.
+      run: Effect.succeed({ summary: input.text.slice(0, 40), costCents: 1.4 }).pipe(Effect.delay("100 millis")),
       cost: (reply) => reply.costCents
     })
 })
@@ -38,9 +38,9 @@ const program = Effect.gen(function* () {
     requestKey: "doc-42",
     budgetCents: 10
   })
-  // Follow the job record until it is terminal (polling the Store, the source of truth).
-  const final = yield* client.watch(job.id, { intervalMs: 50 }).pipe(Stream.runLast)
-  return final
+  // Follow the job record until it is terminal (polling the Store, the source of truth) while the worker runs it.
+  return yield* client.watch(job.id, { intervalMs: 50 }).pipe(Stream.runLast, Effect.flatten)
 })
 
-Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(App))).then((job) => console.log(job))
+const job = await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(App)))
+console.log(job.state, job.result, `${job.costCents} cents`)

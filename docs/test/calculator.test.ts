@@ -154,6 +154,40 @@ describe("docs calculator", () => {
     await page.close()
   })
 
+  it("a duration without a unit is refused with a question, in every duration field, never read as ms", async () => {
+    // Arrange
+    const page = await openCalculator()
+    await page.getByTestId("hop-preset-0").selectOption("managed")
+    // Act: 45 meant as seconds (async) would read as 45 ms (sync) if it were taken as milliseconds.
+    await page.getByTestId("p99").fill("45")
+    // Assert
+    await expect.poll(() => page.getByTestId("error").textContent()).toBe("p99: 45 what? (45s, 45000ms)")
+    expect(await page.getByTestId("mode").count()).toBe(0)
+    await page.screenshot({ path: join(shots, "calculator-unitless.png"), fullPage: true })
+
+    await page.getByTestId("p99").fill("45s")
+    await page.getByTestId("hop-timeout-0").fill("60")
+    await expect
+      .poll(() => page.getByTestId("error").textContent())
+      .toBe('hop "platform" timeout: 60 what? (60s, 60000ms)')
+    await page.getByTestId("hop-timeout-0").fill("60s")
+    await expect.poll(() => page.getByTestId("rule").textContent()).toBe("within-2x")
+
+    await page.getByTestId("source-samples").check()
+    await page.getByTestId("samples").fill("3000\n4000\n")
+    await page.getByTestId("timeout").fill("20")
+    await expect.poll(() => page.getByTestId("error").textContent()).toBe("timeout: 20 what? (20s, 20000ms)")
+    await page.getByTestId("timeout").fill("20s")
+    await page.getByTestId("backoff").fill("1")
+    await expect.poll(() => page.getByTestId("error").textContent()).toBe("backoff: 1 what? (1s, 1000ms)")
+    await page.getByTestId("backoff").fill("1s")
+    await page.getByTestId("fallback").fill("5")
+    await expect.poll(() => page.getByTestId("error").textContent()).toBe("fallback p99: 5 what? (5s, 5000ms)")
+    await page.getByTestId("fallback").fill("")
+    await expect.poll(() => page.getByTestId("mode").count()).toBe(1)
+    await page.close()
+  })
+
   it("raised no page errors", () => {
     expect(pageErrors).toEqual([])
   })

@@ -6,9 +6,12 @@
  *
  * @since 0.2.0
  */
+import { hostname } from "node:os"
+import { resolve } from "node:path"
 import type { PGlite } from "@electric-sql/pglite"
 import type { StoreError } from "@slowcall/core/Errors"
-import { Config, type ConfigError, Context, Effect, Layer, type Scope } from "effect"
+import { Config, type ConfigError, Context, Data, Effect, Layer, type Scope } from "effect"
+import * as DataDirLock from "./internal/dataDirLock.js"
 import * as internal from "./internal/driver.js"
 import { toStoreError } from "./internal/errors.js"
 
@@ -34,7 +37,8 @@ export type PgDriverOptions = internal.PgDriverOptions
 
 /**
  * Options of a PGlite driver: in memory without `dataDir`, on disk with it; `db` shares an instance the application
- * already uses (it stays the caller's to close).
+ * already uses (it stays the caller's to close). A `dataDir` on disk is this process's alone while the driver is
+ * open (see `DataDirLocked`).
  *
  * @since 0.2.0
  * @category models
@@ -66,16 +70,80 @@ export const acquire = (options: PgDriverOptions): Effect.Effect<Driver, never, 
   )
 
 /**
- * A PGlite driver for the scope, closed with it (unless the caller passed its own `db`).
+ * Another process holds the PGlite data directory. PGlite runs the database inside the process that opens it, so a
+ * second process on the same directory would keep a diverging copy and overwrite the first one's files: it is
+ * refused instead. The holder is named by `slowcall.lock` in the directory (its pid, host and start time); a lock
+ * whose process has ended, or whose pid now belongs to another process, is stale and taken over without a word.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class DataDirLocked extends Data.TaggedError("DataDirLocked")<{
+  readonly dataDir: string
+  readonly lockFile: string
+  readonly pid: number
+  readonly host: string
+  readonly since: string
+}> {
+  override get message() {
+    const where = this.host === hostname() ? "" : ` on ${this.host}`
+    return `data directory ${this.dataDir} is in use by process ${this.pid}${where} (see ${this.lockFile})`
+  }
+}
+
+/** A directory on disk, as opposed to PGlite's `memory://`, `idb://` and other storage URLs. */
+const onDisk = (dataDir: string): string | undefined =>
+  dataDir.startsWith("file://")
+    ? dataDir.slice("file://".length)
+    : /^[a-z][a-z0-9+.-]*:\/\//i.test(dataDir)
+      ? undefined
+      : dataDir
+
+/**
+ * The lock of a PGlite data directory for the scope: fails with `DataDirLocked` while another live process holds it,
+ * released when the scope closes (or the process exits). `acquirePglite` takes it before opening a directory on
+ * disk; use it directly for a directory opened some other way.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const lockDataDir = (dataDir: string): Effect.Effect<void, DataDirLocked | StoreError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.flatMap(
+      Effect.try({ try: () => DataDirLock.acquire(dataDir), catch: (error) => toStoreError("open", error) }),
+      (result) =>
+        result._tag === "Acquired"
+          ? Effect.succeed(result)
+          : Effect.fail(
+              new DataDirLocked({
+                dataDir: resolve(dataDir),
+                lockFile: result.file,
+                pid: result.holder.pid,
+                host: result.holder.host,
+                since: result.holder.since
+              })
+            )
+    ),
+    (held) => Effect.sync(() => held.release())
+  ).pipe(Effect.asVoid)
+
+/**
+ * A PGlite driver for the scope, closed with it (unless the caller passed its own `db`). A `dataDir` on disk is
+ * locked first (`lockDataDir`) and unlocked after the database has closed.
  *
  * @since 0.2.0
  * @category constructors
  */
-export const acquirePglite = (options: PgliteDriverOptions = {}): Effect.Effect<Driver, StoreError, Scope.Scope> =>
-  Effect.acquireRelease(
+export const acquirePglite = (
+  options: PgliteDriverOptions = {}
+): Effect.Effect<Driver, StoreError | DataDirLocked, Scope.Scope> => {
+  const open = Effect.acquireRelease(
     Effect.tryPromise({ try: () => internal.makePgliteDriver(options), catch: (error) => toStoreError("open", error) }),
     (driver) => Effect.promise(() => driver.close())
   )
+  const dir = options.db === undefined && options.dataDir !== undefined ? onDisk(options.dataDir) : undefined
+  return dir === undefined ? open : Effect.zipRight(lockDataDir(dir), open)
+}
 
 /**
  * A real Postgres server through a node-postgres pool.
@@ -105,5 +173,5 @@ export const layerConfig = (
  * @since 0.2.0
  * @category layers
  */
-export const layerPglite = (options: PgliteDriverOptions = {}): Layer.Layer<PgDriver, StoreError> =>
+export const layerPglite = (options: PgliteDriverOptions = {}): Layer.Layer<PgDriver, StoreError | DataDirLocked> =>
   Layer.scoped(PgDriver, acquirePglite(options))

@@ -7,27 +7,33 @@
  *
  * Layers, one per seam, composable with any other adapter's:
  * - `PgDriver.layer` / `layerPglite` / `layerConfig`: the shared connection (`PgDriver`).
- * - `layerFromDriver`: `PgStore`, `Store` and `Query` over the `PgDriver` in context (migrates on start).
+ * - `layerFromDriver`: `PgStore`, `Store`, `Query` and the `Limiter` over the `PgDriver` in context (migrates on
+ *   start). The Limiter keeps one row per resource in `limits` (migration 0008), each call one transaction that locks
+ *   the rows it names in sorted order and applies `@slowcall/core/Limits` to them (`makeLimiter`).
  * - `PgTransport.layerFromDriver`: `PgTransport` and `Transport` over the same `PgDriver`.
  * - `layerOutboxRelay`: the outbox relay to the `Transport` in context, as a scoped background loop.
- * - `layer` / `layerPglite` / `layerConfig`: the convenience of the whole adapter at once, driver, Store, Query and
- *   PgTransport, for an application that runs everything on Postgres.
+ * - `layer` / `layerPglite` / `layerConfig`: the convenience of the whole adapter at once, driver, Store, Query,
+ *   Limiter and PgTransport, for an application that runs everything on Postgres.
  *
  * @since 0.1.0
  */
 import type { PGlite } from "@electric-sql/pglite"
+import { BatchStore } from "@slowcall/core/Batch"
 import type { StoreError, TransportError } from "@slowcall/core/Errors"
 import type { JobId } from "@slowcall/core/Job"
+import { Limiter } from "@slowcall/core/Limiter"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import { Query } from "@slowcall/core/Query"
 import { type Reply, Store, type SubmitOutcome } from "@slowcall/core/Store"
 import { type Message, Transport } from "@slowcall/core/Transport"
 import { Config, type ConfigError, Context, Effect, Layer, Option, Runtime, type Scope } from "effect"
+import { makeBatchStore } from "./internal/batches.js"
 import { type Driver, fromSqlClient, type PgDriverOptions, type SqlClient } from "./internal/driver.js"
 import { toStoreError } from "./internal/errors.js"
+import { makeLimiter as internalMakeLimiter } from "./internal/limiter.js"
 import { makeQuery } from "./internal/query.js"
 import type { Row } from "./internal/rows.js"
-import { makeStatements, type Statements } from "./internal/statements.js"
+import { makeStatements, quoteSchema, type Statements } from "./internal/statements.js"
 import { makeProtocolStore } from "./internal/store.js"
 import * as PgDriver from "./PgDriver.js"
 import { type MigrateResult, migrate } from "./PgMigrator.js"
@@ -92,6 +98,11 @@ export interface PgStoreService extends StoreService, QueryService {
   }) => Effect.Effect<number, StoreError | E>
   /** Re-runs the migrations (a no-op on a current schema). */
   readonly migrate: Effect.Effect<MigrateResult, StoreError>
+  /**
+   * The batch verbs (`Batch.BatchStore`) over the same tables: the job verbs keep every batch in the same statement
+   * as its items' transitions (migration 0011's trigger).
+   */
+  readonly batches: BatchStore["Type"]
 }
 
 /**
@@ -153,7 +164,7 @@ const relayOn =
 export const make = (driver: Driver, options: { readonly schema?: string | undefined } = {}): PgStoreService => {
   const schema = options.schema ?? "slowcall"
   const st = makeStatements(schema)
-  const store = makeProtocolStore(driver, st)
+  const store = makeProtocolStore(driver, st, driver.transaction)
   const query = makeQuery(driver, st)
   return {
     ...store,
@@ -161,9 +172,22 @@ export const make = (driver: Driver, options: { readonly schema?: string | undef
     schema,
     submitInTransaction: (client, batch) => makeProtocolStore(fromSqlClient(client), st).submit(batch),
     relayOutbox: relayOn(driver, st),
-    migrate: migrate(driver, { schema })
+    migrate: migrate(driver, { schema }),
+    batches: makeBatchStore(driver, quoteSchema(schema), st)
   }
 }
+
+/**
+ * The Limiter on Postgres over a driver whose schema is already migrated (`schema`, default `slowcall`): one row per
+ * resource, each call one transaction that locks the rows it names in sorted order (no deadlocks between calls),
+ * applies the rules of `@slowcall/core/Limits` to their states and writes them back. Store time is the server's
+ * `now()`.
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const makeLimiter = (driver: Driver, options: { readonly schema?: string | undefined } = {}): Limiter["Type"] =>
+  internalMakeLimiter(driver, options.schema ?? "slowcall")
 
 /**
  * Options of the Store layers. `schema` (default `slowcall`) names the schema that holds the tables; `migrate`
@@ -189,26 +213,40 @@ export interface LayerOptions extends StoreLayerOptions {
 }
 
 /**
- * `PgStore`, `Store` and `Query` (one instance) over the `PgDriver` in context, no transport: compose it with
- * `PgTransport.layerFromDriver` on the same driver, or with any other package's Transport.
+ * `PgStore`, `Store` and `Query` (one instance) and the `Limiter` (`makeLimiter`) over the `PgDriver` in context, no
+ * transport: compose it with `PgTransport.layerFromDriver` on the same driver, or with any other package's
+ * Transport.
  *
  * @since 0.2.0
  * @category layers
  */
 export const layerFromDriver = (
   options: StoreLayerOptions = {}
-): Layer.Layer<PgStore | Store | Query, StoreError, PgDriver.PgDriver> =>
+): Layer.Layer<PgStore | Store | Query | BatchStore | Limiter, StoreError, PgDriver.PgDriver> =>
   Layer.effectContext(
     Effect.gen(function* () {
       const driver = yield* PgDriver.PgDriver
       if (options.migrate !== false) yield* migrate(driver, { schema: options.schema })
       const store = make(driver, { schema: options.schema })
-      return Context.make(PgStore, store).pipe(Context.add(Store, store), Context.add(Query, store))
+      return Context.make(PgStore, store).pipe(
+        Context.add(Store, store),
+        Context.add(Query, store),
+        Context.add(BatchStore, store.batches),
+        Context.add(Limiter, makeLimiter(driver, { schema: options.schema }))
+      )
     })
   )
 
 /** Everything the convenience layers provide. */
-type Everything = PgDriver.PgDriver | PgStore | Store | Query | PgTransport.PgTransport | Transport
+type Everything =
+  | PgDriver.PgDriver
+  | PgStore
+  | Store
+  | Query
+  | BatchStore
+  | Limiter
+  | PgTransport.PgTransport
+  | Transport
 
 /** Store, Query and PgTransport over one driver layer, the driver kept in the output. */
 const everything = <E>(driver: Layer.Layer<PgDriver.PgDriver, E>, options: LayerOptions) =>
@@ -218,8 +256,8 @@ const everything = <E>(driver: Layer.Layer<PgDriver.PgDriver, E>, options: Layer
   ).pipe(Layer.provideMerge(driver))
 
 /**
- * The whole adapter on a real Postgres server: the node-postgres `PgDriver`, `PgStore`/`Store`/`Query` and
- * `PgTransport`/`Transport`, all on one pool. Give a `connectionString` (or an existing `pool`, which stays the
+ * The whole adapter on a real Postgres server: the node-postgres `PgDriver`, `PgStore`/`Store`/`Query`, the
+ * `Limiter` and `PgTransport`/`Transport`, all on one pool. Give a `connectionString` (or an existing `pool`, which stays the
  * caller's to end); `queryTimeoutMs` (default 30 s) bounds every statement so a dead network fails instead of
  * hanging.
  *
@@ -257,7 +295,7 @@ export const layerConfig = (
  */
 export const layerPglite = (
   options: LayerOptions & { readonly dataDir?: string | undefined; readonly db?: PGlite | undefined } = {}
-): Layer.Layer<Everything, StoreError> => everything(PgDriver.layerPglite(options), options)
+): Layer.Layer<Everything, StoreError | PgDriver.DataDirLocked> => everything(PgDriver.layerPglite(options), options)
 
 /**
  * Acquires a node-postgres driver for the scope (the same as `PgDriver.acquire`).
@@ -275,7 +313,7 @@ export const acquirePgDriver: (options: PgDriverOptions) => Effect.Effect<Driver
  */
 export const acquirePgliteDriver: (
   options: PgDriver.PgliteDriverOptions
-) => Effect.Effect<Driver, StoreError, Scope.Scope> = PgDriver.acquirePglite
+) => Effect.Effect<Driver, StoreError | PgDriver.DataDirLocked, Scope.Scope> = PgDriver.acquirePglite
 
 /**
  * `submit` inside the caller's open transaction, for a schema given explicitly: usable without any layer, e.g.

@@ -64,7 +64,7 @@ describe("migrations", () => {
           { concurrency: 2 }
         )
         const versions = PgMigrator.migrations().map((migration) => migration.version)
-        expect([...first.applied, ...second.applied].sort()).toEqual(versions)
+        expect([...first.applied, ...second.applied].sort((x, y) => x - y)).toEqual(versions)
         const again = yield* PgMigrator.migrate(a, { schema: migratorSchema })
         expect(again.applied).toEqual([])
         const rows = yield* Effect.promise(() =>
@@ -77,7 +77,16 @@ describe("migrations", () => {
             [migratorSchema]
           )
         )
-        expect(tables.map((row) => row.name)).toEqual(["attempts", "charges", "jobs", "migrations"])
+        expect(tables.map((row) => row.name)).toEqual([
+          "attempts",
+          "batches",
+          "charges",
+          "fair_service",
+          "jobs",
+          "limits",
+          "migrations",
+          "schedules"
+        ])
       } finally {
         yield* Effect.promise(() => Promise.all([a.close(), b.close()]))
       }

@@ -22,13 +22,13 @@ holdServer()
 StoreConformance({
   name: "postgres server",
   layer: serverStoreLayer(uniqueSchema("conf")),
-  capabilities: { concurrent: true, sharedState: true }
+  capabilities: { concurrent: true, sharedState: true, batches: true }
 })
 
 StoreConformance({
   name: "pglite in memory",
   layer: pgliteStoreLayer(),
-  capabilities: { concurrent: true, sharedState: false }
+  capabilities: { concurrent: true, sharedState: false, batches: true }
 })
 
 /** PgStore (migrating the schema, and for `prepare`) and then PgTransport on the Clock, over one driver. */
@@ -62,6 +62,6 @@ TransportConformance({
 
 TransportConformance({
   name: "pglite in memory",
-  layer: transportLayer<StoreError>(PgDriver.layerPglite(), "slowcall"),
+  layer: transportLayer<StoreError | PgDriver.DataDirLocked>(PgDriver.layerPglite(), "slowcall"),
   prepare
 })

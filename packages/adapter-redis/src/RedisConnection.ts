@@ -9,7 +9,7 @@
  * safe: commands in flight when a connection closes fail at once as ambiguous writes, and commands issued while
  * it is down fail as soon as a reconnection attempt does (`maxRetriesPerRequest: 0`); a command that times out
  * drops its connection, so no later reply is matched to the wrong command; commands of one tick travel in one
- * write (auto-pipelining).
+ * write (auto-pipelining; on a Cluster, scripts are left out of it: the client would group them by their sha).
  *
  * @since 0.1.0
  */
@@ -84,6 +84,15 @@ export const makeClient = (options: ConnectionOptions): Redis | Cluster => {
     return new Cluster([...options.nodes], {
       ...options.clusterOptions,
       enableAutoPipelining: true,
+      // Auto-pipelining groups a command by the slot of its first argument, which for EVALSHA and EVAL is the
+      // script, not a key: scripts sent in one tick whose keys live on different nodes would share one pipeline,
+      // and the client refuses the whole of it ("All keys in the pipeline should belong to the same slots
+      // allocation group"), failing every command in it. Scripts therefore go out on their own.
+      autoPipeliningIgnoredCommands: [
+        ...(options.clusterOptions?.autoPipeliningIgnoredCommands ?? []),
+        "evalsha",
+        "eval"
+      ],
       lazyConnect: true,
       shardedSubscribers: true,
       redisOptions: { ...options.clusterOptions?.redisOptions, ...options.redisOptions, ...defaults(commandTimeoutMs) }

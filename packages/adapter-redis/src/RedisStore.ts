@@ -13,23 +13,34 @@
  * spend figures read them), while its input and result expire `dataRetentionMs` later (default 7 days; null keeps
  * them). Dead letters keep everything until they are replayed or purged.
  *
+ * Batches (`BatchStore`) live in the slot of their items' queue: every item and callback of a batch is of the queue
+ * named when it is opened (`BatchSpec.queue`), so each job script that writes an item writes its batch in the same
+ * script (counts, cost, finished once, callbacks once), and a claim refuses the items of a cancelled or spent batch.
+ *
+ * The Limiter (`makeLimiter`) lives beside them: one script per verb over keys that all share the `{%limits}` hash
+ * tag, so any call is one script in one slot (see `lua/includes/limits.lua`), time from the server's `TIME`.
+ *
  * Layers, one per seam:
  * - `RedisConnection.layer` / `layerFromClient`: the shared connection.
- * - `layerFromConnection`: `RedisStore`, `Store` and `Query` over the connection in context; warns at start when a
- *   server keeps nothing on disk or may evict keys.
+ * - `layerFromConnection`: `RedisStore`, `Store`, `Query`, `BatchStore` and the `Limiter` over the connection in context; warns at
+ *   start when a server keeps nothing on disk or may evict keys.
  * - `RedisTransport.layerFromConnection`: `RedisTransport` and `Transport` over the same connection.
- * - `layer`: the whole adapter at once (connection, Store, Query, Transport).
+ * - `layer`: the whole adapter at once (connection, Store, Query, Limiter, Transport).
  *
  * @since 0.1.0
  */
+import { BatchStore } from "@slowcall/core/Batch"
 import { JobNotFound, type StoreError } from "@slowcall/core/Errors"
 import { isTerminal, type Job, type JobId } from "@slowcall/core/Job"
+import { Limiter } from "@slowcall/core/Limiter"
 import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
 import type { Transport } from "@slowcall/core/Transport"
 import { Config, type ConfigError, Context, Effect, Layer, Option, Stream } from "effect"
+import { makeBatchStore } from "./internal/batches.js"
 import * as internalContext from "./internal/context.js"
 import { cue } from "./internal/events.js"
+import { makeLimiter as internalMakeLimiter } from "./internal/limiter.js"
 import { makeQuery } from "./internal/query.js"
 import * as Server from "./internal/server.js"
 import { makeStore } from "./internal/store.js"
@@ -50,7 +61,9 @@ export type ServerSettings = Server.NodeSettings
 
 /**
  * The settings of every server (every master of a Cluster) and the warnings they call for: a server that keeps
- * nothing on disk, or that may evict keys, is no Store for jobs that cost money.
+ * nothing on disk, or that may evict keys, is no Store for jobs that cost money. `durability` says, per server with
+ * an append-only file, what a crash of the machine still loses (`appendfsync everysec`: up to a second of
+ * acknowledged writes; `always`: nothing).
  *
  * @since 0.1.0
  * @category models
@@ -195,15 +208,26 @@ export const make = (
 }
 
 /**
- * `RedisStore`, `Store` and `Query` (one instance) over the `RedisConnection` in context. Logs a warning at start
- * for every server setting that can lose jobs (see `StoreOptions.checkServer`).
+ * The Limiter on Redis over a connection: one script per verb (`lua/limitApply.lua`, ...), every key under the
+ * `{%limits}` hash tag so a call over any resources runs in one slot, store time from the server's `TIME`. The
+ * scripts are a line-for-line version of the rules of `@slowcall/core/Limits`.
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const makeLimiter = (connection: RedisConnection.RedisConnectionService): Limiter["Type"] =>
+  internalMakeLimiter(internalContext.contextOf(connection, undefined))
+
+/**
+ * `RedisStore`, `Store` and `Query` (one instance), the `BatchStore` over the same records and the `Limiter`
+ * (`makeLimiter`) over the `RedisConnection` in context. Logs a warning at start for every server setting that can lose jobs (see `StoreOptions.checkServer`).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerFromConnection = (
   options: StoreOptions = {}
-): Layer.Layer<RedisStore | Store | Query, never, RedisConnection.RedisConnection> =>
+): Layer.Layer<RedisStore | Store | Query | BatchStore | Limiter, never, RedisConnection.RedisConnection> =>
   Layer.effectContext(
     Effect.gen(function* () {
       const connection = yield* RedisConnection.RedisConnection
@@ -214,7 +238,12 @@ export const layerFromConnection = (
           Effect.catchAll((error) => Effect.logWarning("could not read the Redis server's settings", error))
         )
       }
-      return Context.make(RedisStore, store).pipe(Context.add(Store, store), Context.add(Query, store))
+      return Context.make(RedisStore, store).pipe(
+        Context.add(Store, store),
+        Context.add(Query, store),
+        Context.add(BatchStore, makeBatchStore(internalContext.contextOf(connection, options.dataRetentionMs))),
+        Context.add(Limiter, makeLimiter(connection))
+      )
     })
   )
 
@@ -235,11 +264,13 @@ type Everything =
   | RedisStore
   | Store
   | Query
+  | BatchStore
+  | Limiter
   | RedisTransport.RedisTransport
   | Transport
 
 /**
- * The whole adapter on one connection: `RedisConnection`, `RedisStore`/`Store`/`Query` and
+ * The whole adapter on one connection: `RedisConnection`, `RedisStore`/`Store`/`Query`, the `Limiter` and
  * `RedisTransport`/`Transport`. Give a `url` (default `redis://127.0.0.1:6379`), Cluster `nodes`, or a `client` of
  * your own.
  *

@@ -266,9 +266,71 @@ describe("reads and sweeps over every queue", () => {
         expect(stats.oldestQueuedAt).toEqual({ "0": now })
         expect(stats.failedInWindow).toBe(1)
         expect(dead.jobs.map((j) => j.id)).toEqual([c.id])
-        expect(dead.groups).toEqual([{ errorClass: "timeout", inputHash: c.inputHash, count: 1, costCents: 0 }])
+        expect(dead.groups).toEqual([
+          {
+            errorClass: "timeout",
+            inputHash: c.inputHash,
+            count: 1,
+            costCents: 0,
+            lastFailedAt: now + 4,
+            jobIds: [c.id]
+          }
+        ])
         expect(swept.requeued.map((j) => j.id)).toEqual([b.id])
         expect(swept.stale.map((j) => j.id)).toEqual([a.id])
+      })
+    )
+  )
+
+  it.live("a dead-letter group of one input spans queues: counts add up, ids merge by latest failure", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter())
+        const store = Context.get(context, RedisStore.RedisStore)
+        const now = yield* store.now
+        const shared = { inputHash: "hash-shared", maxAttempts: 1 }
+        const jobs = [
+          yield* item("merge-b", shared),
+          yield* item("merge-a", shared),
+          yield* item("merge-b", shared),
+          yield* item("merge-a", { maxAttempts: 1 })
+        ]
+        // Fail each at its own time: the second and the third at the same instant.
+        const failAt = [now + 10, now + 20, now + 20, now + 30]
+        for (const [i, job] of jobs.entries()) {
+          yield* store.submit({ items: [job], now })
+          yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: 1_000 }], now: failAt[i]! })
+          yield* store.charge({
+            items: [{ jobId: job.id, callId: "c", token: 1, amountCents: i + 1, settled: true }],
+            now: failAt[i]!
+          })
+          yield* store.settle({
+            items: [{ jobId: job.id, token: 1, outcome: { _tag: "Fail", errorClass: "auth", error: "401" } }],
+            now: failAt[i]!
+          })
+        }
+
+        const dead = yield* store.deadLetters({})
+
+        expect(dead.groups).toEqual([
+          {
+            errorClass: "auth",
+            inputHash: "hash-shared",
+            count: 3,
+            costCents: 6,
+            lastFailedAt: now + 20,
+            // Equal failure times across queues go by queue name.
+            jobIds: [jobs[1]!.id, jobs[2]!.id, jobs[0]!.id]
+          },
+          {
+            errorClass: "auth",
+            inputHash: jobs[3]!.inputHash,
+            count: 1,
+            costCents: 4,
+            lastFailedAt: now + 30,
+            jobIds: [jobs[3]!.id]
+          }
+        ])
       })
     )
   )

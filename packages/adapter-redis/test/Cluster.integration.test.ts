@@ -2,14 +2,16 @@
  * The suites on a real Redis Cluster: three `redis-server --cluster-enabled yes` masters this file starts on free
  * ports in its own folder (and stops afterwards), joined by `redis-cli --cluster create`, driven through an ioredis
  * `Cluster` client. The Store and Transport conformance suites (the Transport waking on sharded pub/sub) and the
- * model-based property run unchanged; then the cases that only a Cluster has: a job whose queue lives on one node and whose route on another, seen by a submitter and a
- * worker on separate clients, and one batch whose items live on three nodes.
+ * model-based properties (sequential, and concurrent from eight Cluster clients) run unchanged; then the cases that only a Cluster has: a job whose queue lives on one node and whose route on another, seen by a submitter and a
+ * worker on separate clients, and one batch whose items live on three nodes. Batches (`BatchStore`) run in the
+ * conformance suite, the model-based property and the concurrent property here too.
  */
 import { expect, it } from "@effect/vitest"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Job"
 import type { Message } from "@slowcall/core/Transport"
 import { makeJobFactory } from "@slowcall/testing/JobFactory"
+import { StoreConcurrentProperty } from "@slowcall/testing/StoreConcurrentProperty"
 import { StoreConformance } from "@slowcall/testing/StoreConformance"
 import { StoreProperty } from "@slowcall/testing/StoreProperty"
 import { TransportConformance } from "@slowcall/testing/TransportConformance"
@@ -41,10 +43,21 @@ const clusterLayer = (prefix: string) =>
 StoreConformance({
   name: "redis cluster",
   layer: clusterLayer("conf"),
-  capabilities: { concurrent: true, sharedState: true }
+  capabilities: { concurrent: true, sharedState: true, batches: true }
 })
 
 StoreProperty({ name: "redis cluster", layer: clusterLayer("prop"), numRuns: 1000 })
+
+// Batches on a Cluster: each batch's record lives in its queue's slot, its route (like a job's) on another node.
+StoreProperty({ name: "redis cluster, with batches", layer: clusterLayer("bprop"), batches: true, numRuns: 1000 })
+
+// Eight clients, each a Cluster client of its own (connections to every node), under the property's one prefix.
+StoreConcurrentProperty({
+  name: "redis cluster",
+  layer: clusterLayer("cprop"),
+  clientLayer: clusterLayer("cprop"),
+  batches: true
+})
 
 const factory = makeJobFactory()
 
@@ -94,6 +107,39 @@ const item = (id: JobId, queue: string) => ({
 })
 
 describe("a Redis Cluster", () => {
+  it.live("scripts sent in one tick from one client of the adapter all run, their keys on different nodes", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        // The adapter's own client (auto-pipelining on). A script's first argument is its sha, not a key: grouped by
+        // the sha's slot, scripts whose keys live on other nodes once shared a pipeline the client then refused.
+        const { client } = yield* RedisConnection.acquire({ nodes: cluster!.nodes, prefix: "tick" })
+        const store = RedisStore.make({ client, prefix: "tick", cluster: true }, { dataRetentionMs: null })
+        const keys = Keys.make("tick")
+        const byNode = new Map<number, string>()
+        for (let i = 0; i < 200 && byNode.size < 3; i++) {
+          const queue = `tick-${i}`
+          const node = yield* Effect.promise(() => nodeOf(client as Cluster, keys.meta(queue)))
+          if (!byNode.has(node)) byNode.set(node, queue)
+        }
+        const queues = [...byNode.values()]
+        const ids = yield* Effect.all(queues.map(() => makeJobId))
+
+        const submitted = yield* Effect.all(
+          queues.map((queue, i) => store.submit({ items: [item(ids[i]!, queue)] })),
+          { concurrency: "unbounded" }
+        )
+        const listed = yield* Effect.all(
+          queues.map((queue) => store.list({ queue })),
+          { concurrency: "unbounded" }
+        )
+
+        expect(queues).toHaveLength(3)
+        expect(submitted.map((reply) => reply.results[0]!._tag)).toEqual(["Created", "Created", "Created"])
+        expect(listed.map((jobs) => jobs.map((job) => job.id))).toEqual(ids.map((id) => [id]))
+      })
+    )
+  )
+
   it.live(
     "a submitter and a worker on separate clients see one job whose queue and route live on different nodes",
     () =>

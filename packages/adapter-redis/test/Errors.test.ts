@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { classify, toStoreError, toTransportError } from "../src/internal/errors.js"
-import { warningsOf } from "../src/internal/server.js"
+import { durabilityOf, warningsOf } from "../src/internal/server.js"
 
 const replyError = (message: string) => Object.assign(new Error(message), { name: "ReplyError" })
 
@@ -76,5 +76,24 @@ describe("warningsOf", () => {
     expect(
       warningsOf({ ...node, appendonly: "yes", appendfsync: "always", save: "", maxmemoryPolicy: "noeviction" })
     ).toEqual([])
+  })
+})
+
+describe("durabilityOf", () => {
+  const node = { node: "127.0.0.1:6379", save: "", maxmemoryPolicy: "noeviction" }
+
+  it("everysec: a machine crash can lose up to a second of acknowledged jobs, and always is named as the cure", () => {
+    const [line] = durabilityOf({ ...node, appendonly: "yes", appendfsync: "everysec" })
+    expect(line).toContain("a crash of Redis alone loses nothing")
+    expect(line).toContain("up to a second of acknowledged jobs")
+    expect(line).toContain("appendfsync always loses none")
+  })
+
+  it("always loses nothing; without an append-only file the warnings speak instead", () => {
+    expect(durabilityOf({ ...node, appendonly: "yes", appendfsync: "always" })[0]).toContain(
+      "loses no acknowledged job"
+    )
+    expect(durabilityOf({ ...node, appendonly: "no", appendfsync: "everysec" })).toEqual([])
+    expect(durabilityOf({ ...node, appendonly: "yes", appendfsync: "no" })).toEqual([])
   })
 })

@@ -538,8 +538,15 @@ export const make = (
           const remaining = deadline - (yield* Clock.currentTimeMillis)
           const waitSeconds = Math.min(MAX_WAIT_SECONDS, Math.max(0, Math.floor(remaining / 1000)))
           const deliveries = yield* receiveOnce(info, max, visibilityMs, waitSeconds)
-          if (deliveries.length > 0 || waitSeconds === 0) return deliveries
-          if ((yield* Clock.currentTimeMillis) >= deadline) return deliveries
+          if (deliveries.length > 0) return deliveries
+          const left = deadline - (yield* Clock.currentTimeMillis)
+          if (left <= 0) return deliveries
+          // Less than SQS's one-second unit of wait is left (a long poll that came back early, or only messages set
+          // aside): wait it out here, then look once more, so an empty receive takes its whole waitMs.
+          if (waitSeconds === 0) {
+            yield* Effect.sleep(Duration.millis(left))
+            return yield* receiveOnce(info, max, visibilityMs, 0)
+          }
         }
       })
 

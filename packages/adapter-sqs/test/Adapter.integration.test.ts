@@ -80,6 +80,21 @@ layer(layerSqs, { excludeTestServices: true, timeout: 120_000 })("SqsTransport o
     })
   )
 
+  it.effect("an empty receive waits its whole waitMs, the part below SQS's one-second unit too", () =>
+    Effect.gen(function* () {
+      const sqs = yield* SqsServer
+      const queue = uniqueName("tail")
+      const transport = yield* SqsTransport.make(sqs.client, { queues: { q: sqs.createWithDlq(queue, 10).url } })
+      // SQS waits whole seconds: one second of long poll, then the last 500 ms is the transport's to wait.
+      const before = Date.now()
+      const deliveries = yield* transport.receive({ queue: "q", max: 1, visibilityMs: 30_000, waitMs: 1_500 })
+      const waited = Date.now() - before
+      expect(deliveries).toEqual([])
+      expect(waited).toBeGreaterThanOrEqual(1_450)
+      expect(waited).toBeLessThan(3_000)
+    })
+  )
+
   it.effect("a queue that cannot be read, or has no URL, is a typed TransportError", () =>
     Effect.gen(function* () {
       const sqs = yield* SqsServer

@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-// The `slowcall` executable of the published package: runs the build in dist/ (bin/slowcall.mjs runs the TypeScript
-// source in the monorepo).
+// The `slowcall` executable of the published package: runs the build in dist/ (in the monorepo, bin/slowcall.mjs
+// runs a bundle of the TypeScript source instead).
 await import("../dist/bin.js")

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Runs the TypeScript source of the slowcall command directly: packages export source, not builds.
-import { register } from "tsx/esm/api"
+// The `slowcall` executable in the monorepo: runs a bundle of the TypeScript source (scripts/cli-bundle.mjs), built
+// once and rebuilt whenever a source changes. The published package's executable is bin/slowcall-dist.mjs (the build
+// in dist/).
+import { runCli } from "../../../scripts/cli-bundle.mjs"
 
-register()
-await import("../src/bin.ts")
+await runCli(process.argv.slice(2))

@@ -53,7 +53,8 @@ export const toJson = (decision: Decide.Decision): AdviseJson => ({
 
 /**
  * Parses one `--hop` value, `name=duration` (`lb=60s`, `client=90000ms`), into a hop. Fails with the line to
- * print when the value has no name, no `=` or a duration that does not parse.
+ * print when the value has no name, no `=`, a duration that does not parse (`Decide.parseDuration`: a number
+ * without a unit is refused) or a zero timeout.
  *
  * @since 0.1.0
  * @category constructors
@@ -64,11 +65,13 @@ export const parseHop = (text: string): Either.Either<Decide.Hop, string> => {
   if (name.length === 0) {
     return Either.left(`--hop ${JSON.stringify(text)}: expected <name>=<duration>, for example lb=60s`)
   }
-  const timeoutMs = Decide.parseDuration(text.slice(eq + 1))
-  if (timeoutMs === undefined || timeoutMs <= 0) {
-    return Either.left(`--hop ${name}: ${JSON.stringify(text.slice(eq + 1))} is not a positive duration like 60s`)
-  }
-  return Either.right({ name, timeoutMs })
+  return Either.match(Decide.parseDuration(text.slice(eq + 1)), {
+    onLeft: (error) => Either.left(`--hop ${name}: ${error.message}`),
+    onRight: (timeoutMs) =>
+      timeoutMs > 0
+        ? Either.right({ name, timeoutMs })
+        : Either.left(`--hop ${name}: the timeout must be more than 0, for example ${name}=60s`)
+  })
 }
 
 /**
@@ -93,29 +96,30 @@ export const parseSamples = (file: string, text: string): Either.Either<Readonly
   return samples.length === 0 ? Either.left(`--samples ${file}: no latencies in the file`) : Either.right(samples)
 }
 
-const duration = (flag: string, text: string): Either.Either<number, string> => {
-  const ms = Decide.parseDuration(text)
-  return ms === undefined
-    ? Either.left(`--${flag}: ${JSON.stringify(text)} is not a duration (use 45s, 1500ms or 2m)`)
-    : Either.right(ms)
-}
+const duration = (flag: string, text: string): Either.Either<number, string> =>
+  Either.mapLeft(Decide.parseDuration(text), (error) => `--${flag}: ${error.message}`)
 
 const optionalDuration = (flag: string, text: Option.Option<string>): Either.Either<number | undefined, string> =>
   Option.match(text, { onNone: () => Either.right(undefined), onSome: (t) => duration(flag, t) })
 
 const options = {
   p99: Options.text("p99").pipe(
-    Options.withDescription("p99 of the whole operation including retries and fallbacks (45s, 1500ms, 2m)"),
+    Options.withPseudoName("DURATION"),
+    Options.withDescription(
+      "the p99 of the whole operation, retries and fallbacks included, with its unit (45s, 1500ms, 2m); " +
+        "or give --samples"
+    ),
     Options.optional
   ),
   hops: Options.text("hop").pipe(
+    Options.withPseudoName("NAME=DURATION"),
     Options.withDescription(
-      "required: a hop on the request path and its timeout, <name>=<duration> (lb=60s); repeat it for each hop"
+      "a hop on the request path and its timeout (lb=60s); one --hop per hop, the shortest decides"
     ),
     Options.atLeast(1)
   ),
   userWaiting: Options.boolean("no-user-waiting", { ifPresent: false, negationNames: ["user-waiting"] }).pipe(
-    Options.withDescription("whether a person waits on the response (default: --user-waiting)")
+    Options.withDescription("whether a person waits on the response (default: one does, --user-waiting)")
   ),
   outlivesSession: Options.boolean("outlives-session").pipe(
     Options.withDescription("the work continues after the session: a batch or a fan-out")
@@ -123,29 +127,38 @@ const options = {
   resultLater: Options.boolean("result-later").pipe(
     Options.withDescription("the result is needed, but not in this interaction (enrichment, embeddings)")
   ),
-  json: Options.boolean("json").pipe(Options.withDescription("print the decision as JSON")),
+  json: Options.boolean("json").pipe(
+    Options.withDescription("print the decision as JSON: mode, rule, p99Ms, shortestHop, ratio, reasons")
+  ),
   samples: Options.text("samples").pipe(
-    Options.withDescription("file of single-attempt latencies in ms, one per line: computes the effective p99"),
+    Options.withPseudoName("FILE"),
+    Options.withDescription(
+      "instead of --p99: a file of single-attempt latencies in milliseconds, one per line, from which the " +
+        "effective p99 is simulated (needs --timeout)"
+    ),
     Options.optional
   ),
   timeout: Options.text("timeout").pipe(
-    Options.withDescription("with --samples: the per-attempt timeout"),
+    Options.withPseudoName("DURATION"),
+    Options.withDescription("with --samples: the timeout of each attempt, for example 20s"),
     Options.optional
   ),
   retries: Options.integer("retries").pipe(
-    Options.withDescription("with --samples: retries after the first attempt (default 0)"),
+    Options.withDescription("with --samples: retries after the first attempt"),
     Options.withDefault(0)
   ),
   backoff: Options.text("backoff").pipe(
-    Options.withDescription("with --samples: base of the full-jitter backoff between attempts"),
+    Options.withPseudoName("DURATION"),
+    Options.withDescription("with --samples: base of the full-jitter backoff between attempts (default none)"),
     Options.optional
   ),
   fallbackP99: Options.text("fallback-p99").pipe(
-    Options.withDescription("with --samples: p99 of the fallback used when retries run out"),
+    Options.withPseudoName("DURATION"),
+    Options.withDescription("with --samples: p99 of the fallback used when retries run out (default none)"),
     Options.optional
   ),
   seed: Options.integer("seed").pipe(
-    Options.withDescription("with --samples: seed of the Monte Carlo run (same seed, same answer)"),
+    Options.withDescription("with --samples: seed of the simulation (same seed, same answer)"),
     Options.withDefault(1)
   )
 }
@@ -237,7 +250,7 @@ const run = (input: Parsed) =>
  */
 export const adviseCommand = Command.make("advise", options, run).pipe(
   Command.withDescription(
-    "Should this slow call be a background job, or inline with streaming? Applies the decision rule to a p99 and " +
-      "the hop timeouts on the request path."
+    "say whether a slow call should run as a background job or inline with streaming, from its p99 and the " +
+      "timeouts of the hops on the request path. Durations need a unit: 45s, 1500ms, 2m."
   )
 )

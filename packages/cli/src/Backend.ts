@@ -4,18 +4,22 @@
  * With an SQS queue URL the Transport is SQS instead of the Store's own (the Store stays the truth; on Postgres the
  * outbox relay publishes every committed job, transactional enqueues included).
  *
+ * Each adapter is imported when its layer is built, not with this module: a server on Redis never loads PGlite or
+ * node-postgres, one on PGlite never loads ioredis or the AWS SDK.
+ *
  * @since 0.1.0
  */
 import { mkdirSync } from "node:fs"
-import * as PgDriver from "@slowcall/adapter-postgres/PgDriver"
-import * as PgStore from "@slowcall/adapter-postgres/PgStore"
-import * as RedisConnection from "@slowcall/adapter-redis/RedisConnection"
-import * as RedisStore from "@slowcall/adapter-redis/RedisStore"
-import * as SqsTransport from "@slowcall/adapter-sqs/SqsTransport"
+import * as Limiter from "@slowcall/core/Limiter"
 import type * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
-import { Layer } from "effect"
+import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
+import { Effect, Layer } from "effect"
+
+/** A layer made from a module imported when the layer is built. */
+const lazily = <M, A, E, R>(load: () => Promise<M>, make: (module: M) => Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.unwrapEffect(Effect.map(Effect.promise(load), make))
 
 /**
  * Where the data lives. `memory` wins over everything, then `redisUrl`, then `databaseUrl`, then `dataDir`.
@@ -69,7 +73,7 @@ const redactUrl = (url: string): string => {
 }
 
 /**
- * The protocol Store, its Query and a Transport over the same data for the options; migrations run when it is
+ * The protocol Store, its Query, a Transport, the Limiter and the ScheduleStore over the same data for the options; migrations run when it is
  * built. On Postgres (a server or PGlite) this is the adapter's whole-adapter layer: Store, Query and the
  * table-backed transport on one connection; on Redis the same on one client (the `schema` is the key prefix), with
  * a warning at start when the server keeps nothing on disk or may evict keys.
@@ -79,15 +83,36 @@ const redactUrl = (url: string): string => {
  */
 export const layer = (
   options: BackendOptions
-): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
-  if (options.memory) return Layer.merge(Store.layerMemory, Transport.layerMemory())
+): Layer.Layer<
+  Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore,
+  unknown
+> => {
+  if (options.memory)
+    return Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
   if (options.sqs !== undefined) return withSqs(options, options.sqs)
-  if (options.redisUrl) return RedisStore.layer({ url: options.redisUrl, prefix: options.schema })
-  if (options.databaseUrl) {
-    return PgStore.layer({ connectionString: options.databaseUrl, schema: options.schema })
+  const { redisUrl, databaseUrl } = options
+  if (redisUrl) {
+    return lazily(
+      () =>
+        Promise.all([import("@slowcall/adapter-redis/RedisStore"), import("@slowcall/schedules/RedisScheduleStore")]),
+      ([RedisStore, RedisScheduleStore]) =>
+        RedisScheduleStore.layer.pipe(Layer.provideMerge(RedisStore.layer({ url: redisUrl, prefix: options.schema })))
+    )
   }
-  mkdirSync(options.dataDir, { recursive: true })
-  return PgStore.layerPglite({ dataDir: options.dataDir, schema: options.schema })
+  return lazily(
+    () => Promise.all([import("@slowcall/adapter-postgres/PgStore"), import("@slowcall/schedules/PgScheduleStore")]),
+    ([PgStore, PgScheduleStore]) =>
+      PgScheduleStore.layer({ schema: options.schema }).pipe(
+        Layer.provideMerge(
+          databaseUrl
+            ? PgStore.layer({ connectionString: databaseUrl, schema: options.schema })
+            : Layer.suspend(() => {
+                mkdirSync(options.dataDir, { recursive: true })
+                return PgStore.layerPglite({ dataDir: options.dataDir, schema: options.schema })
+              })
+        )
+      )
+  )
 }
 
 /**
@@ -98,22 +123,60 @@ export const layer = (
 const withSqs = (
   options: BackendOptions,
   sqs: NonNullable<BackendOptions["sqs"]>
-): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
-  const transport = SqsTransport.layer({
-    queues: { [sqs.queue]: sqs.queueUrl },
-    ...(sqs.endpoint === undefined ? {} : { client: { endpoint: sqs.endpoint } })
-  })
-  if (options.redisUrl) {
-    return Layer.merge(RedisStore.layerFromConnection(), transport).pipe(
-      Layer.provideMerge(RedisConnection.layer({ url: options.redisUrl, prefix: options.schema }))
-    )
-  }
-  const driver = options.databaseUrl
-    ? PgDriver.layer({ connectionString: options.databaseUrl })
-    : Layer.suspend(() => {
-        mkdirSync(options.dataDir, { recursive: true })
-        return PgDriver.layerPglite({ dataDir: options.dataDir })
+): Layer.Layer<
+  Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore,
+  unknown
+> =>
+  lazily(
+    () => import("@slowcall/adapter-sqs/SqsTransport"),
+    (
+      SqsTransport
+    ): Layer.Layer<
+      Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore,
+      unknown
+    > => {
+      const transport = SqsTransport.layer({
+        queues: { [sqs.queue]: sqs.queueUrl },
+        ...(sqs.endpoint === undefined ? {} : { client: { endpoint: sqs.endpoint } })
       })
-  const seams = Layer.merge(PgStore.layerFromDriver({ schema: options.schema }), transport)
-  return Layer.merge(seams, PgStore.layerOutboxRelay().pipe(Layer.provide(seams))).pipe(Layer.provideMerge(driver))
-}
+      const { redisUrl, databaseUrl } = options
+      if (redisUrl) {
+        return lazily(
+          () =>
+            Promise.all([
+              import("@slowcall/adapter-redis/RedisStore"),
+              import("@slowcall/adapter-redis/RedisConnection"),
+              import("@slowcall/schedules/RedisScheduleStore")
+            ]),
+          ([RedisStore, RedisConnection, RedisScheduleStore]) =>
+            Layer.mergeAll(RedisStore.layerFromConnection(), RedisScheduleStore.layer, transport).pipe(
+              Layer.provideMerge(RedisConnection.layer({ url: redisUrl, prefix: options.schema }))
+            )
+        )
+      }
+      return lazily(
+        () =>
+          Promise.all([
+            import("@slowcall/adapter-postgres/PgStore"),
+            import("@slowcall/adapter-postgres/PgDriver"),
+            import("@slowcall/schedules/PgScheduleStore")
+          ]),
+        ([PgStore, PgDriver, PgScheduleStore]) => {
+          const driver = databaseUrl
+            ? PgDriver.layer({ connectionString: databaseUrl })
+            : Layer.suspend(() => {
+                mkdirSync(options.dataDir, { recursive: true })
+                return PgDriver.layerPglite({ dataDir: options.dataDir })
+              })
+          const seams = Layer.mergeAll(
+            PgStore.layerFromDriver({ schema: options.schema }),
+            PgScheduleStore.layer({ schema: options.schema }),
+            transport
+          )
+          return Layer.merge(seams, PgStore.layerOutboxRelay().pipe(Layer.provide(seams))).pipe(
+            Layer.provideMerge(driver)
+          )
+        }
+      )
+    }
+  )

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 
-import { ErrorClass } from "@slowcall/core/ErrorClass"
+import { ErrorClass, isRetryable } from "@slowcall/core/ErrorClass"
 import * as Handler from "@slowcall/core/Handler"
 import { Duration, Effect, Random, Schema } from "effect"
 
@@ -155,6 +155,11 @@ const simulatedCall = <A>(options: ModelCall, reply: () => A): Effect.Effect<A, 
 
 const billedOnError = (error: SimulatedModelError) => (error.billedCents > 0 ? error.billedCents : undefined)
 
+/** The classes a `failWith` job is retried for, as the policy table says (`lease_expired` is simulated as `unknown`). */
+const retriedClasses = ErrorClass.literals.filter(
+  (errorClass) => isRetryable(errorClass) && errorClass !== "lease_expired"
+)
+
 /**
  * `demo.echo`: input `{ text, latencyMs?, failWith?, failTimes?, costCents? }`, result `{ echo: text }`. It fails
  * with `failWith` on the first `failTimes` attempts of the job (counted over its whole life, so a replayed dead
@@ -169,11 +174,42 @@ export const echo = Handler.make({
   type: "demo.echo",
   version: 1,
   input: Schema.Struct({
-    text: Schema.String,
-    latencyMs: Schema.optional(Schema.Int.pipe(Schema.between(0, 600_000))),
-    failWith: Schema.optional(ErrorClass),
-    failTimes: Schema.optional(Schema.Int.pipe(Schema.nonNegative())),
-    costCents: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+    text: Schema.String.annotations({ description: "the text the result echoes" }),
+    latencyMs: Schema.optional(
+      Schema.Int.pipe(Schema.between(0, 600_000)).annotations({
+        description: "how long the call takes, in ms (default: a heavy-tailed draw around 200 ms)"
+      })
+    ),
+    failWith: Schema.optional(
+      ErrorClass.annotations({
+        description:
+          "make the call fail with an error of this class, shaped like a provider's. Retried up to maxAttempts: " +
+          `${retriedClasses.join(", ")}; any other class ends the job in failed at once (lease_expired is ` +
+          "simulated as an unknown failure)"
+      })
+    ),
+    failTimes: Schema.optional(
+      Schema.Int.pipe(Schema.nonNegative()).annotations({
+        description:
+          "fail only the first N attempts of the job, counted over its whole life (a replayed dead letter can " +
+          "then succeed); without it every attempt fails"
+      })
+    ),
+    costCents: Schema.optional(
+      Schema.Number.pipe(Schema.nonNegative()).annotations({
+        description:
+          "what a successful call costs in cents, also its estimate (default 1); a failed call is charged as " +
+          "its error class says (nothing for rate_limited or auth, the estimate for timeout)"
+      })
+    )
+  }).annotations({
+    description: "demo.echo: echoes `text`, and fails on purpose as `failWith` and `failTimes` say",
+    examples: [
+      { text: "hello" },
+      { text: "rate limited twice, then succeeds", failWith: "rate_limited", failTimes: 2 },
+      { text: "a dead letter: refused credentials are not retried", failWith: "auth" },
+      { text: "slow and dear", latencyMs: 5_000, costCents: 25 }
+    ]
   }),
   result: Schema.Struct({ echo: Schema.String }),
   estimateCents: (input) => input.costCents ?? 1,
@@ -209,8 +245,15 @@ export const summarize = Handler.make({
   type: "demo.summarize",
   version: 1,
   input: Schema.Struct({
-    text: Schema.String,
-    maxWords: Schema.optional(Schema.Int.pipe(Schema.between(1, 500)))
+    text: Schema.String.annotations({
+      description: "the text to summarise; the call costs 2 cents plus 1 per 2,000 characters"
+    }),
+    maxWords: Schema.optional(
+      Schema.Int.pipe(Schema.between(1, 500)).annotations({ description: "the most words in the summary (default 12)" })
+    )
+  }).annotations({
+    description: "demo.summarize: a slow call (median 1.5 s) with 5% rate limits and 3% billed timeouts",
+    examples: [{ text: "The quick brown fox jumps over the lazy dog.", maxWords: 4 }]
   }),
   result: Schema.Struct({ summary: Schema.String, words: Schema.Int }),
   estimateCents: (input) => summarizeCost(input.text),
@@ -257,7 +300,14 @@ const embedOne = (text: string): Array<number> => {
 export const embed = Handler.make({
   type: "demo.embed",
   version: 1,
-  input: Schema.Struct({ texts: Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(256)) }),
+  input: Schema.Struct({
+    texts: Schema.Array(Schema.String)
+      .pipe(Schema.minItems(1), Schema.maxItems(256))
+      .annotations({ description: "1 to 256 texts to embed; the call costs 1 cent per 4 texts" })
+  }).annotations({
+    description: "demo.embed: a fast call (median 150 ms) with 3% rate limits and 1% billed timeouts",
+    examples: [{ texts: ["first", "second"] }]
+  }),
   result: Schema.Struct({ dimensions: Schema.Int, vectors: Schema.Array(Schema.Array(Schema.Number)) }),
   estimateCents: (input) => embedCost(input.texts),
   attempt: { timeoutMs: 5_000 },
@@ -286,3 +336,91 @@ export const embed = Handler.make({
  * @category handlers
  */
 export const handlers = [echo, summarize, embed] as const
+
+/**
+ * The reply of the model server `demo.model` calls: what it billed for the call.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export const ModelReply = Schema.Struct({ costCents: Schema.Number.pipe(Schema.nonNegative()) })
+
+/**
+ * The result of `demo.model`: what the call cost, and the lease token of the attempt that made it (so a result
+ * written under a stale lease can be told from the last holder's).
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export const ModelResult = Schema.Struct({ costCents: Schema.Number, token: Schema.Int })
+
+/**
+ * `demo.model`: input `{ text, costCents? }`, result `{ costCents, token }`. Each attempt makes one call to the model
+ * server at `url` (`serve --demo --demo-model-url URL`): a `POST` of `{ jobId, token, attempt, pid, text,
+ * costCents }` that the server bills on receipt and answers with what it billed. The call is reserved at its
+ * estimate (`costCents`, default 1) before it is sent and settled at the billed amount; a call that fails after it
+ * was sent (a timeout, a reset) is charged its estimate, since the server may have billed it. This is the job type
+ * the chaos harness runs, so that the server's ledger, keyed by job and lease token, can be set against the Store's
+ * spend.
+ *
+ * @since 0.6.0
+ * @category handlers
+ */
+export const model = (url: string) =>
+  Handler.make({
+    type: "demo.model",
+    version: 1,
+    input: Schema.Struct({
+      text: Schema.String.annotations({ description: "the prompt sent to the model server" }),
+      costCents: Schema.optional(
+        Schema.Int.pipe(Schema.between(0, 10_000)).annotations({
+          description: "what the model server bills for one call, also its estimate (default 1)"
+        })
+      )
+    }).annotations({
+      description: "demo.model: one billed call to the model server of --demo-model-url per attempt",
+      examples: [{ text: "hello", costCents: 2 }]
+    }),
+    result: ModelResult,
+    estimateCents: (input) => input.costCents ?? 1,
+    attempt: { timeoutMs: 5_000 },
+    run: (input, ctx) =>
+      ctx
+        .call({
+          estimateCents: input.costCents ?? 1,
+          cost: (reply) => reply.costCents,
+          costOnError: () => input.costCents ?? 1,
+          run: Effect.tryPromise({
+            try: async (signal) => {
+              const response = await fetch(url, {
+                method: "POST",
+                headers: { "content-type": "application/json" },
+                body: JSON.stringify({
+                  jobId: ctx.jobId,
+                  token: ctx.token,
+                  attempt: ctx.attempt,
+                  pid: process.pid,
+                  text: input.text,
+                  costCents: input.costCents ?? 1
+                }),
+                signal: AbortSignal.any([signal, AbortSignal.timeout(5_000)])
+              })
+              if (!response.ok) {
+                throw new SimulatedModelError({
+                  message: `model server answered ${response.status}`,
+                  status: response.status
+                })
+              }
+              return Schema.decodeUnknownSync(ModelReply)(await response.json())
+            },
+            catch: (error) =>
+              error instanceof SimulatedModelError
+                ? error
+                : new SimulatedModelError({
+                    message: `the model call failed: ${(error as Error).message}`,
+                    code: (error as Error).name === "TimeoutError" ? "ETIMEDOUT" : "ECONNRESET"
+                  })
+          })
+        })
+        .pipe(Effect.map((reply) => ({ costCents: reply.costCents, token: ctx.token })))
+  })

@@ -1,6 +1,7 @@
 /**
  * `slowcall serve`: the HTTP API and dashboard over a Store and its Query, and with `--demo` the demo job types with an
- * in-process worker and sweeper. This is what `npm start` runs.
+ * in-process worker and sweeper. This is what `npm start` runs. This module is the command (its options, parsed
+ * without loading anything heavy); what it starts is `Serving.ts`, imported when the command runs.
  *
  * Safe to expose: with `--tokens-file` (or `SLOWCALL_TOKENS`) every `/v1` request needs a bearer token, kept only as
  * its sha-256 and mapped to a tenant; without tokens the server binds only to a loopback address unless
@@ -11,16 +12,11 @@
  */
 import { readFileSync } from "node:fs"
 import { Command, Options } from "@effect/cli"
-import { HttpServer } from "@effect/platform"
-import * as Metrics from "@slowcall/core/Metrics"
-import * as Sweeper from "@slowcall/core/Sweeper"
-import * as Worker from "@slowcall/core/Worker"
 import * as Auth from "@slowcall/http/Auth"
-import * as Server from "@slowcall/http/Server"
-import { Config, Console, Effect, Either, Layer, Option } from "effect"
-import * as Backend from "./Backend.js"
+import { Config, Console, Effect, Either, Option } from "effect"
+import type * as Backend from "./Backend.js"
 import { CliError } from "./CliError.js"
-import * as Demo from "./Demo.js"
+import * as Log from "./internal/log.js"
 
 /**
  * What `serve` runs.
@@ -30,6 +26,10 @@ import * as Demo from "./Demo.js"
  */
 export interface ServeOptions extends Backend.BackendOptions {
   readonly demo: boolean
+  /** Run a Scheduler in this process: the due ticks of the store's schedules become jobs. */
+  readonly schedules?: boolean | undefined
+  /** With `demo`: the model server `demo.model` calls (`Demo.model`); without it there is no `demo.model`. */
+  readonly demoModelUrl?: string | undefined
   readonly port: number
   readonly host: string
   readonly queue: string
@@ -38,124 +38,18 @@ export interface ServeOptions extends Backend.BackendOptions {
   readonly maxBodyBytes?: number | undefined
   /** Accepted tokens (`Auth.parseTokens`); none: the API is open. */
   readonly tokens?: Auth.TokenTable | undefined
+  /** With tokens: the tenants whose tokens may change resources (`Server.Options.operators`). */
+  readonly operators?: ReadonlyArray<string> | undefined
   /** Serve without authentication on an address other than loopback. */
   readonly allowUnauthenticated?: boolean | undefined
-  /** `Host` names answered besides the defaults (see `allowedHostsFor`); `*` for any. */
+  /** `Host` names answered besides the defaults (see `Serving.allowedHostsFor`); `*` for any. */
   readonly allowedHosts?: ReadonlyArray<string> | undefined
   readonly metrics?: "public" | "tenant" | undefined
   readonly maxQueued?: number | undefined
   readonly maxQueuedPerTenant?: number | undefined
+  /** `json`: the start is announced by a log entry instead of text on stdout. */
+  readonly logFormat?: "text" | "json" | undefined
 }
-
-const loopbackAddresses = new Set(["127.0.0.1", "::1", "localhost", "[::1]"])
-
-/**
- * Whether a bind address is reachable only from this machine.
- *
- * @since 0.3.0
- * @category combinators
- */
-export const isLoopback = (host: string): boolean => loopbackAddresses.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host)
-
-/**
- * The `Host` names the server answers: the loopback names, the bind address itself when it is a specific one, and
- * every `--allowed-host` (`*` alone: any).
- *
- * @since 0.3.0
- * @category combinators
- */
-export const allowedHostsFor = (options: Pick<ServeOptions, "host" | "allowedHosts">): ReadonlyArray<string> | "*" => {
-  const extra = options.allowedHosts ?? []
-  if (extra.includes("*")) return "*"
-  const bound =
-    options.host === "0.0.0.0" || options.host === "::"
-      ? []
-      : [options.host.includes(":") ? `[${options.host}]` : options.host]
-  return [...new Set([...Server.defaultAllowedHosts, ...bound, ...extra])]
-}
-
-/**
- * Refuses a configuration that would expose an open API: no tokens, an address other than loopback, and no
- * `--allow-unauthenticated`.
- *
- * @since 0.3.0
- * @category combinators
- */
-export const exposure = (options: ServeOptions): Either.Either<void, CliError> =>
-  options.tokens === undefined && !isLoopback(options.host) && options.allowUnauthenticated !== true
-    ? Either.left(
-        new CliError({
-          message:
-            `refusing to serve ${options.host} without authentication: give --tokens-file (or SLOWCALL_TOKENS), ` +
-            "or --allow-unauthenticated to open the API to anyone who can reach it"
-        })
-      )
-    : Either.right(undefined)
-
-/**
- * Everything `serve` starts, as one layer: the server, and in demo mode a worker, a sweeper and the metrics poll,
- * all closed gracefully with the scope (the worker hands back its leases).
- *
- * @since 0.1.0
- * @category layers
- */
-export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer, unknown> => {
-  const server = Server.layerNode({
-    jobTypes: options.jobTypes,
-    // The demo's handlers run in this process, so the server checks their versions and inputs at submit.
-    handlers: options.demo ? [...Demo.handlers] : [],
-    queue: options.queue,
-    port: options.port,
-    host: options.host,
-    maxBodyBytes: options.maxBodyBytes,
-    tokens: options.tokens,
-    allowedHosts: allowedHostsFor(options),
-    metrics: options.metrics,
-    maxQueued: options.maxQueued,
-    maxQueuedPerTenant: options.maxQueuedPerTenant
-  })
-  const background = options.demo
-    ? Layer.mergeAll(
-        Worker.layer({ queue: options.queue, handlers: [...Demo.handlers], concurrency: options.concurrency }),
-        Sweeper.layer({ queue: options.queue, intervalMs: 2_000, republishAfterMs: 10_000 }),
-        Layer.scopedDiscard(Metrics.poll({ queue: options.queue, intervalMs: 5_000 }))
-      )
-    : Layer.empty
-  return Layer.merge(server, background).pipe(Layer.provide(Backend.layer(options)))
-}
-
-/**
- * Starts everything, prints the URL, and runs until interrupted (Ctrl-C closes it gracefully).
- *
- * @since 0.1.0
- * @category constructors
- */
-export const run = (options: ServeOptions) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      yield* exposure(options)
-      const context = yield* Layer.build(layer(options))
-      const server = yield* Effect.provide(HttpServer.HttpServer, context)
-      const address = server.address
-      const url =
-        address._tag === "TcpAddress"
-          ? `http://${address.hostname === "0.0.0.0" || address.hostname === "::" ? "127.0.0.1" : address.hostname}:${address.port}`
-          : `unix:${address.path}`
-      yield* Console.log(`slowcall is serving ${url}/ on ${Backend.describe(options)}`)
-      yield* Console.log(
-        options.tokens === undefined
-          ? "authentication: off (anyone who can reach this address can use the API)"
-          : `authentication: bearer tokens for ${new Set(options.tokens.map((entry) => entry.tenant)).size} tenant(s)`
-      )
-      if (options.demo) {
-        yield* Console.log(
-          `demo job types: ${Demo.handlers.map((h) => h.type).join(", ")}. Try:\n` +
-            `  curl -s -X POST ${url}/v1/jobs -H 'content-type: application/json' -d '{"type":"demo.echo","input":{"text":"hello"}}'`
-        )
-      }
-      return yield* Effect.never
-    })
-  )
 
 /**
  * The token table of `--tokens-file` or `SLOWCALL_TOKENS` (the file wins), or none; a malformed one is a `CliError`.
@@ -190,10 +84,12 @@ export const loadTokens = (
 }
 
 /**
- * `slowcall serve [--demo] [--port N] [--host H] [--redis-url URL | --database-url URL | --data-dir DIR | --memory]
- * [--sqs-queue-url URL [--sqs-endpoint URL]] [--tokens-file F]
+ * `slowcall serve [--demo [--demo-model-url URL]] [--schedules] [--port N] [--host H] [--redis-url URL |
+ * --database-url URL | --data-dir DIR | --memory] [--sqs-queue-url URL [--sqs-endpoint URL]] [--tokens-file F]
+ * [--operator TENANT]...
  * [--allowed-host H]... [--allow-unauthenticated] [--metrics public|tenant] [--max-queued N]
- * [--max-queued-per-tenant N] [--job-type T]... [--queue Q] [--concurrency N] [--max-body-bytes N]`.
+ * [--max-queued-per-tenant N] [--job-type T]... [--queue Q] [--concurrency N] [--max-body-bytes N]
+ * [--log-level debug|info|warn|error] [--log-format text|json]`. Runs `Serving.run`, loaded when the command runs.
  *
  * @since 0.1.0
  * @category commands
@@ -202,10 +98,21 @@ export const serveCommand = Command.make(
   "serve",
   {
     demo: Options.boolean("demo").pipe(Options.withDescription("run the demo job types with a worker in-process")),
+    schedules: Options.boolean("schedules").pipe(
+      Options.withDescription(
+        "run a scheduler: due ticks of the store's schedules become jobs (any number of processes may; one job a tick)"
+      )
+    ),
+    demoModelUrl: Options.text("demo-model-url").pipe(
+      Options.optional,
+      Options.withDescription(
+        "with --demo: add demo.model, one billed call per attempt to the model server at this URL"
+      )
+    ),
     port: Options.integer("port").pipe(
       Options.withFallbackConfig(Config.integer("PORT")),
       Options.withDefault(8787),
-      Options.withDescription("port to listen on (PORT; 0 picks a free one)")
+      Options.withDescription("port to listen on; 0 picks a free one")
     ),
     host: Options.text("host").pipe(
       Options.withDefault("127.0.0.1"),
@@ -214,7 +121,7 @@ export const serveCommand = Command.make(
     databaseUrl: Options.text("database-url").pipe(
       Options.withFallbackConfig(Config.string("DATABASE_URL")),
       Options.optional,
-      Options.withDescription("Postgres server (DATABASE_URL); without it, embedded PGlite")
+      Options.withDescription("Postgres server; without it (and without --redis-url), embedded PGlite")
     ),
     redisUrl: Options.text("redis-url").pipe(
       Options.optional,
@@ -235,15 +142,15 @@ export const serveCommand = Command.make(
     ),
     jobTypes: Options.text("job-type").pipe(
       Options.repeated,
-      Options.withDescription("a job type the API accepts (repeatable; --demo adds the demo types)")
+      Options.withDescription("a job type the API accepts, run by workers elsewhere; --demo adds the demo types")
     ),
     concurrency: Options.integer("concurrency").pipe(
       Options.withDefault(8),
       Options.withDescription("with --demo: jobs the worker runs at once")
     ),
     maxBodyBytes: Options.integer("max-body-bytes").pipe(
-      Options.withDefault(Server.defaultMaxBodyBytes),
-      Options.withDescription("largest accepted request body; larger ones get 413")
+      Options.optional,
+      Options.withDescription("largest accepted request body in bytes (default 1 MiB); larger ones get 413")
     ),
     tokensFile: Options.file("tokens-file").pipe(
       Options.optional,
@@ -253,7 +160,14 @@ export const serveCommand = Command.make(
     ),
     allowedHosts: Options.text("allowed-host").pipe(
       Options.repeated,
-      Options.withDescription("a Host name to answer besides loopback and the bind address (repeatable; * for any)")
+      Options.withDescription("a Host name to answer besides loopback and the bind address; * for any")
+    ),
+    operators: Options.text("operator").pipe(
+      Options.withPseudoName("TENANT"),
+      Options.repeated,
+      Options.withDescription(
+        "with tokens: a tenant whose tokens may change resources and schedules (repeat for several)"
+      )
     ),
     allowUnauthenticated: Options.boolean("allow-unauthenticated").pipe(
       Options.withDescription("serve a non-loopback address without tokens: anyone who reaches it can use the API")
@@ -279,6 +193,23 @@ export const serveCommand = Command.make(
     sqsEndpoint: Options.text("sqs-endpoint").pipe(
       Options.optional,
       Options.withDescription("with --sqs-queue-url: the SQS endpoint, for an emulator (default: the region's)")
+    ),
+    logLevel: Options.choiceWithValue("log-level", [
+      ["debug", "debug"],
+      ["info", "info"],
+      ["warn", "warn"],
+      ["warning", "warn"],
+      ["error", "error"]
+    ] as const).pipe(
+      Options.withDefault("info" as const),
+      Options.withDescription(
+        "least severe line logged to stderr: error (dead letters), warn (also failed attempts, recovered leases), " +
+          "info (the default), debug (also every request)"
+      )
+    ),
+    logFormat: Options.choice("log-format", ["text", "json"]).pipe(
+      Options.withDefault("text" as const),
+      Options.withDescription("log lines as text, or one JSON object per line (the start announced as one too)")
     )
   },
   (options) =>
@@ -291,9 +222,15 @@ export const serveCommand = Command.make(
       if (sqsQueueUrl !== undefined && options.memory) {
         return yield* new CliError({ message: "--sqs-queue-url needs a Store that outlives the process, not --memory" })
       }
-      const { sqsEndpoint, sqsQueueUrl: _url, ...rest } = options
-      return yield* run({
+      const { demoModelUrl, logLevel, maxBodyBytes, sqsEndpoint, sqsQueueUrl: _url, ...rest } = options
+      if (Option.isSome(demoModelUrl) && !options.demo) {
+        return yield* new CliError({ message: "--demo-model-url adds a demo job type: give --demo with it" })
+      }
+      const Serving = yield* Effect.promise(() => import("./Serving.js"))
+      return yield* Serving.run({
         ...rest,
+        maxBodyBytes: Option.getOrUndefined(maxBodyBytes),
+        demoModelUrl: Option.getOrUndefined(demoModelUrl),
         sqs:
           sqsQueueUrl === undefined
             ? undefined
@@ -304,7 +241,7 @@ export const serveCommand = Command.make(
         metrics: Option.getOrUndefined(options.metrics),
         maxQueued: Option.getOrUndefined(options.maxQueued),
         maxQueuedPerTenant: Option.getOrUndefined(options.maxQueuedPerTenant)
-      })
+      }).pipe(Effect.provide(Log.layer({ format: options.logFormat, level: logLevel })))
     })
 ).pipe(Command.withDescription("serve the HTTP API and the dashboard"))
 

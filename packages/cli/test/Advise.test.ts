@@ -145,8 +145,9 @@ describe("slowcall advise", () => {
 
   it.effect.each([
     [["--p99", "45s", "--hop", "60s"], /expected <name>=<duration>/],
-    [["--p99", "45s", "--hop", "lb=soon"], /not a positive duration/],
-    [["--p99", "fast", "--hop", "lb=60s"], /--p99: "fast" is not a duration/],
+    [["--p99", "45s", "--hop", "lb=soon"], /^--hop lb: "soon" is not a duration \(45s, 1500ms, 2m, 1m30s\)$/],
+    [["--p99", "45s", "--hop", "lb=0s"], /^--hop lb: the timeout must be more than 0, for example lb=60s$/],
+    [["--p99", "fast", "--hop", "lb=60s"], /^--p99: "fast" is not a duration/],
     [["--hop", "lb=60s"], /needs --p99/]
   ] as const)("bad input %j fails with a one-line AdviseError and prints nothing itself", ([args, message]) =>
     Effect.gen(function* () {
@@ -159,6 +160,32 @@ describe("slowcall advise", () => {
       })
       expect(r.errLines).toEqual([])
       expect(r.out).toBe("")
+    })
+  )
+
+  it.effect.each([
+    [["--p99", "45", "--hop", "lb=60s"], "--p99: 45 what? (45s, 45000ms)"],
+    [["--p99", "45s", "--hop", "lb=60"], "--hop lb: 60 what? (60s, 60000ms)"],
+    [["--p99", "45s", "--hop", "cdn=100s", "--hop", "lb=60"], "--hop lb: 60 what? (60s, 60000ms)"],
+    [["--samples", "SAMPLES", "--timeout", "20", "--hop", "lb=60s"], "--timeout: 20 what? (20s, 20000ms)"],
+    [
+      ["--samples", "SAMPLES", "--timeout", "20s", "--backoff", "1", "--hop", "lb=60s"],
+      "--backoff: 1 what? (1s, 1000ms)"
+    ],
+    [
+      ["--samples", "SAMPLES", "--timeout", "20s", "--fallback-p99", "2.5", "--hop", "lb=60s"],
+      "--fallback-p99: 2.5 what? (2.5s, 2500ms)"
+    ]
+  ] as const)("a duration without a unit, %j, is refused with a question: nothing is decided", ([args, message]) =>
+    Effect.gen(function* () {
+      // Arrange: 45 read as milliseconds would advise the opposite of 45 seconds.
+      const file = samplesFile("unitless.txt", "3000\n")
+      // Act
+      const r = yield* advise(...args.map((arg) => (arg === "SAMPLES" ? file : arg)))
+      // Assert
+      expect(failureOf(r.exit)).toMatchObject({ _tag: "AdviseError", message })
+      expect(r.out).toBe("")
+      expect(r.errLines).toEqual([])
     })
   )
 

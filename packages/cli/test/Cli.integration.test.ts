@@ -4,16 +4,20 @@
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { JobId } from "@slowcall/core/Job"
+import * as Limiter from "@slowcall/core/Limiter"
 import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
+import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
 import { Effect, Layer } from "effect"
 import { DATABASE_URL, dropSchema, uniqueSchema } from "../../adapter-postgres/test/support.js"
-import { failJob, post } from "../../http/test/contract.js"
+import { completeJob, failJob, post } from "../../http/test/contract.js"
 import { type Running, start } from "../../http/test/harness.js"
 
 const bin = new URL("../bin/slowcall.mjs", import.meta.url).pathname
@@ -34,7 +38,12 @@ describe("slowcall jobs and dlq against a running server", () => {
   let server: Running
   let url: string
   beforeAll(async () => {
-    server = await start(Layer.merge(Store.layerMemory, Transport.layerMemory()), { queue: "cli" })
+    server = await start(
+      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
+      {
+        queue: "cli"
+      }
+    )
     url = server.url
   })
   afterAll(async () => {
@@ -54,11 +63,45 @@ describe("slowcall jobs and dlq against a running server", () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ id: job.id, state: "queued", type: "test.work" })
   })
 
+  it("jobs get prints the input: pretty and redacted, its first 300 characters when large, or its reference", async () => {
+    const job = await submit({ text: "summarise", provider: { api_key: "sk-abcdefghijklmnop0123" } })
+    const text = await slowcall(["jobs", "get", job.id, "--url", url])
+    expect(text.code, text.stderr).toBe(0)
+    const lines = text.stdout.split("\n")
+    const at = lines.findIndex((line) => line.startsWith("input "))
+    expect(lines.slice(at, at + 6)).toEqual([
+      "input        {",
+      '               "text": "summarise",',
+      '               "provider": {',
+      '                 "api_key": "[redacted]"',
+      "               }",
+      "             }"
+    ])
+    expect(text.stdout).not.toContain("abcdefghijklmnop0123")
+
+    const large = await submit({ text: "x".repeat(10_000) })
+    const cut = await slowcall(["jobs", "get", large.id, "--url", url])
+    expect(cut.stdout).toMatch(/^input {8}\{"text":"x{280,}… \(over 8 KB: first 300 characters\)$/m)
+
+    const byRef = (await (
+      await post(url, "/v1/jobs", { type: "test.work", inputRef: "s3://inputs/doc-42.json" })
+    ).json()) as any
+    const ref = await slowcall(["jobs", "get", byRef.id, "--url", url])
+    expect(ref.stdout).toMatch(/^input ref {4}s3:\/\/inputs\/doc-42\.json$/m)
+  })
+
   it("jobs list and jobs cancel", async () => {
     const job = await submit({ text: "cancel me" })
     const list = await slowcall(["jobs", "list", "--state", "queued", "--json", "--url", url])
     expect(list.code, list.stderr).toBe(0)
-    expect(JSON.parse(list.stdout).map((j: any) => j.id)).toContain(job.id)
+    // --json prints the API's body exactly as GET /v1/jobs answers it.
+    const api = (await (await fetch(`${url}/v1/jobs?state=queued&limit=20`)).json()) as Record<string, unknown>
+    // Two reads, so the store time each was answered at (`now`) differs; everything else is the same body.
+    const { now: _cliNow, ...printed } = JSON.parse(list.stdout)
+    const { now: _apiNow, ...answered } = api
+    expect(printed).toEqual(answered)
+    expect(Object.keys(JSON.parse(list.stdout))).toEqual(Object.keys(api))
+    expect(JSON.parse(list.stdout).jobs.map((j: any) => j.id)).toContain(job.id)
     const table = await slowcall(["jobs", "list", "--url", url])
     expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+TYPE\s+STATE/)
     const cancel = await slowcall(["jobs", "cancel", job.id, "--url", url])
@@ -68,6 +111,49 @@ describe("slowcall jobs and dlq against a running server", () => {
     expect(again.code).not.toBe(0)
     expect(again.stderr.trim().split("\n")).toHaveLength(1)
     expect(again.stderr).toContain("already_terminal")
+  })
+
+  it("attempts read as the dashboard writes them: this run against its cap, then the lifetime count", async () => {
+    // Arrange: one attempt allowed; it fails, the dead letter is replayed, and the new run's attempt fails too.
+    const { id } = (await (
+      await post(url, "/v1/jobs", { type: "test.work", maxAttempts: 1, input: { text: "twice" } })
+    ).json()) as any
+    await server.run(failJob(id, "auth", 1))
+    expect((await post(url, "/v1/dead-letters/replay", { ids: [id] })).status).toBe(200)
+    await server.run(failJob(id, "auth", 1))
+    // Act
+    const table = await slowcall(["jobs", "list", "--state", "failed", "--url", url])
+    const one = await slowcall(["jobs", "get", id, "--url", url])
+    // Assert
+    expect(table.code, table.stderr).toBe(0)
+    expect(table.stdout.split("\n").find((line) => line.startsWith(id))).toMatch(/\sfailed\s+1\/1 \(2 in all\)\s/)
+    expect(one.stdout).toContain("attempts     1/1 (2 in all)\n")
+    // Leave no dead letter behind for the dlq test.
+    await post(url, "/v1/dead-letters/replay", { ids: [id] })
+    await server.run(completeJob(id))
+  })
+
+  it("jobs list finds a job by its idempotency key and pages with --after", async () => {
+    // Arrange
+    const keyed = await post(
+      url,
+      "/v1/jobs",
+      { type: "test.work", input: { text: "keyed" } },
+      { "idempotency-key": "cli-key-1" }
+    )
+    const { id } = (await keyed.json()) as any
+    await submit({ text: "page 1" })
+    await submit({ text: "page 2" })
+    // Act
+    const byKey = await slowcall(["jobs", "list", "--idempotency-key", "cli-key-1", "--json", "--url", url])
+    const first = await slowcall(["jobs", "list", "--limit", "1", "--url", url])
+    const next = /^next page: --after (\S+)$/m.exec(first.stdout)?.[1]
+    const second = await slowcall(["jobs", "list", "--limit", "1", "--after", next ?? "", "--json", "--url", url])
+    // Assert
+    expect(JSON.parse(byKey.stdout).jobs.map((j: any) => j.id)).toEqual([id])
+    expect(next).toBeDefined()
+    expect(JSON.parse(second.stdout).jobs).toHaveLength(1)
+    expect(JSON.parse(second.stdout).jobs[0].id).not.toBe(next)
   })
 
   it("errors are one line on stderr with a non-zero exit", async () => {
@@ -82,32 +168,130 @@ describe("slowcall jobs and dlq against a running server", () => {
     )
   })
 
-  it("dlq list groups dead letters; dlq replay replays them in batches with progress", async () => {
-    const jobs = await Promise.all([1, 2, 3, 4, 5].map(() => submit({ text: "poison" })))
-    for (const job of jobs) await server.run(failJob(job.id, "auth", 1))
-    const list = await slowcall(["dlq", "list", "--error-class", "auth", "--url", url])
-    expect(list.code, list.stderr).toBe(0)
-    expect(list.stdout).toMatch(/^auth\s+[0-9a-f]{16}\s+5\s+5¢$/m)
-    const json = await slowcall(["dlq", "list", "--json", "--url", url])
-    expect(JSON.parse(json.stdout).groups[0]).toMatchObject({ errorClass: "auth", count: 5 })
-
-    const replay = await slowcall(["dlq", "replay", "--error-class", "auth", "--batch", "2", "--url", url])
-    expect(replay.code, replay.stderr).toBe(0)
-    expect(replay.stdout.trim()).toBe("replayed 5 dead letters, skipped 0")
-    // Three batches of at most two, each drawn as a progress bar.
-    expect(replay.stderr.trim().split("\n")).toEqual([
-      expect.stringMatching(/^\[#+\.*\] 2\/5 replayed 2, skipped 0$/),
-      expect.stringMatching(/^\[#+\.*\] 4\/5 replayed 4, skipped 0$/),
-      expect.stringMatching(/^\[#{30}\] 5\/5 replayed 5, skipped 0$/)
-    ])
-    const states = await server.run(
-      Effect.flatMap(Query.Query, (query) =>
-        Effect.forEach(jobs, (job) => Effect.map(query.get({ jobId: job.id as JobId }), (j) => j.state))
-      )
+  it("dlq list shows each group's count, cost, sample input and last error, most costly first, and pages", async () => {
+    const own = await start(
+      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
+      {
+        queue: "cli-dlq-list"
+      }
     )
-    expect(states).toEqual(["queued", "queued", "queued", "queued", "queued"])
-    const none = await slowcall(["dlq", "replay", "--id", jobs[0].id, "--json", "--url", url])
-    expect(JSON.parse(none.stdout)).toEqual({ replayed: 0, skipped: 1 })
+    try {
+      const failWith = async (input: unknown, errorClass: "auth" | "rate_limited", cents: number) => {
+        const job = (await (await post(own.url, "/v1/jobs", { type: "test.work", input })).json()) as any
+        await own.run(failJob(job.id, errorClass, cents))
+        return job
+      }
+      await failWith({ doc: "poison", token: "tok_0123456789abcdef" }, "rate_limited", 2)
+      await failWith({ doc: "poison", token: "tok_0123456789abcdef" }, "rate_limited", 2)
+      await failWith({ doc: "alone" }, "auth", 9)
+
+      const list = await slowcall(["dlq", "list", "--url", own.url])
+      expect(list.code, list.stderr).toBe(0)
+      const [header, first, second, ...rest] = list.stdout.trimEnd().split("\n")
+      expect(header).toMatch(/^ERROR CLASS\s+INPUT\s+JOBS\s+COST\s+LAST FAILED\s+SAMPLE INPUT\s+LAST ERROR$/)
+      expect(first).toMatch(/^auth\s+\(each once\)\s+1\s+9¢\s+\S+Z\s+\{"doc":"alone"\}\s+HTTP 401 from provider/)
+      expect(second).toMatch(/^rate_limited\s+[0-9a-f]{12}\s+2\s+4¢\s/)
+      expect(second).toContain('{"doc":"poison","token":"[redacted]"}')
+      expect(list.stdout).not.toContain("0123456789abcdef")
+      expect(rest).toEqual(["2 groups, 3 dead letters, 13¢ in all; arrivals 0.60/min"])
+
+      const page = await slowcall(["dlq", "list", "--limit", "1", "--sort", "count", "--url", own.url])
+      expect(page.stdout).toMatch(/^rate_limited\s/m)
+      const next = /^next page: --cursor (\S+)$/m.exec(page.stdout)![1]!
+      const after = await slowcall([
+        "dlq",
+        "list",
+        "--limit",
+        "1",
+        "--sort",
+        "count",
+        "--cursor",
+        next,
+        "--url",
+        own.url
+      ])
+      expect(after.stdout).toMatch(/^auth\s+\(each once\)/m)
+      expect(after.stdout).not.toContain("next page")
+      const json = await slowcall(["dlq", "list", "--json", "--url", own.url])
+      expect(JSON.parse(json.stdout).groups[0]).toMatchObject({ errorClass: "auth", count: 1, collapsed: true })
+    } finally {
+      await own.close()
+    }
+  })
+
+  it("dlq replay replays only what it is told, in one HTTP call; --all says how many and what it costs first", async () => {
+    const own = await start(
+      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
+      {
+        queue: "cli-dlq-replay"
+      }
+    )
+    // Every request the CLI makes passes this counting proxy on its way to the server.
+    const calls: Array<string> = []
+    const proxy = createServer(async (req, res) => {
+      calls.push(`${req.method} ${req.url}`)
+      const chunks: Array<Buffer> = []
+      for await (const chunk of req) chunks.push(chunk as Buffer)
+      const answer = await fetch(own.url + req.url, {
+        method: req.method!,
+        headers: { "content-type": "application/json" },
+        ...(req.method === "POST" ? { body: Buffer.concat(chunks) } : {})
+      })
+      res.writeHead(answer.status, { "content-type": "application/json" })
+      res.end(await answer.text())
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+    try {
+      const jobs: Array<{ readonly id: string }> = []
+      for (let i = 0; i < 6; i++) {
+        const job = (await (await post(own.url, "/v1/jobs", { type: "test.work", input: { i } })).json()) as any
+        await own.run(failJob(job.id, i < 5 ? "auth" : "rate_limited", 2))
+        jobs.push(job)
+      }
+      const states = () =>
+        own.run(
+          Effect.flatMap(Query.Query, (query) =>
+            Effect.forEach(jobs, (job) => Effect.map(query.get({ jobId: job.id as JobId }), (j) => j.state))
+          )
+        )
+
+      // Nothing named: one line, exit 1, no request at all, nothing moves.
+      const refused = await slowcall(["dlq", "replay", "--url", proxyUrl])
+      expect(refused.code).toBe(1)
+      expect(refused.stderr.trim()).toBe(
+        "slowcall: name what to replay: --id <job-id>, a filter (--error-class, --type, --input-hash) or --all"
+      )
+      expect(calls).toEqual([])
+
+      const dry = await slowcall(["dlq", "replay", "--error-class", "auth", "--dry-run", "--url", proxyUrl])
+      expect(dry.code, dry.stderr).toBe(0)
+      expect(dry.stdout.trim()).toBe("would replay 5 dead letters, estimated spend 10¢ (one attempt each)")
+      expect(await states()).toEqual(["failed", "failed", "failed", "failed", "failed", "failed"])
+
+      calls.length = 0
+      const replay = await slowcall(["dlq", "replay", "--error-class", "auth", "--url", proxyUrl])
+      expect(replay.code, replay.stderr).toBe(0)
+      expect(replay.stdout.trim()).toBe("replayed 5 dead letters, skipped 0, estimated spend 10¢")
+      expect(replay.stderr).toBe("")
+      expect(calls).toEqual(["POST /v1/dead-letters/replay"])
+      expect(await states()).toEqual(["queued", "queued", "queued", "queued", "queued", "failed"])
+
+      calls.length = 0
+      const all = await slowcall(["dlq", "replay", "--all", "--url", proxyUrl])
+      expect(all.code, all.stderr).toBe(0)
+      expect(all.stderr.trim()).toBe("replaying 1 dead letter, estimated spend 2¢ (one attempt each)")
+      expect(all.stdout.trim()).toBe("replayed 1 dead letter, skipped 0, estimated spend 2¢")
+      // The count first (a dry run), then the one replay.
+      expect(calls).toEqual(["POST /v1/dead-letters/replay", "POST /v1/dead-letters/replay"])
+      expect(await states()).toEqual(["queued", "queued", "queued", "queued", "queued", "queued"])
+
+      const none = await slowcall(["dlq", "replay", "--id", jobs[0]!.id, "--json", "--url", proxyUrl])
+      expect(JSON.parse(none.stdout)).toEqual({ matched: 0, replayed: 0, skipped: 1, estimatedCents: 0, capped: false })
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve))
+      await own.close()
+    }
   })
 
   it("conventions: no colour when piped, one prefixed error line for every kind of failure", async () => {
@@ -116,7 +300,7 @@ describe("slowcall jobs and dlq against a running server", () => {
     expect(help.code, help.stderr).toBe(0)
     expect(help.stdout).toContain("--hop")
     expect(help.stdout).not.toContain("\u001b[")
-    expect(help.stdout).toMatch(/--hop text 1\+[\s\S]*required: a hop[\s\S]*must be repeated at least 1 times/)
+    expect(help.stdout).toMatch(/--hop NAME=DURATION +a hop on the request path[\s\S]*\(required;\s+repeatable\)/)
     const failures: Array<[ReadonlyArray<string>, RegExp]> = [
       [["advise", "--p99", "45s"], /^slowcall: Expected at least 1 value\(s\) for option: '--hop'$/],
       [["advise", "--p99", "fast", "--hop", "lb=60s"], /^slowcall: --p99: "fast" is not a duration/],
@@ -133,6 +317,15 @@ describe("slowcall jobs and dlq against a running server", () => {
       expect(result.stderr).not.toContain("\u001b[")
     })
   })
+
+  it("refuses --wizard and a duration without a unit with one line each", async () => {
+    const [wizard, unitless] = await Promise.all([
+      slowcall(["token", "--wizard"]),
+      slowcall(["advise", "--p99", "45", "--hop", "lb=60s"])
+    ])
+    expect(wizard).toEqual({ code: 1, stdout: "", stderr: "slowcall: Unknown option --wizard (see --help)\n" })
+    expect(unitless).toEqual({ code: 1, stdout: "", stderr: "slowcall: --p99: 45 what? (45s, 45000ms)\n" })
+  }, 120_000)
 
   it("usage errors exit non-zero", async () => {
     const bad = await slowcall(["jobs", "list", "--state", "bogus", "--url", url])

@@ -1,8 +1,13 @@
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { ErrorClass } from "@slowcall/core/ErrorClass"
+import type * as Handler from "@slowcall/core/Handler"
+import type { JobId } from "@slowcall/core/Job"
 import { normalize } from "@slowcall/core/Normalize"
 import { Effect, Random } from "effect"
 import * as Demo from "../src/Demo.js"
+import { demoHandlers } from "../src/Serving.js"
 
 describe("Demo", () => {
   it("failWith produces an error that normalises to the requested class", () => {
@@ -40,5 +45,77 @@ describe("Demo", () => {
     expect(typeof embed.estimateCents === "function" && embed.estimateCents({ texts: ["a", "b", "c", "d", "e"] })).toBe(
       2
     )
+  })
+})
+
+describe("demo.model", () => {
+  it.effect("posts the job id, lease token and cost to the model server and costs what the server billed", () =>
+    Effect.gen(function* () {
+      const received: Array<Record<string, unknown>> = []
+      const server = createServer((request, response) => {
+        let body = ""
+        request.on("data", (chunk) => {
+          body += chunk
+        })
+        request.on("end", () => {
+          received.push(JSON.parse(body))
+          response.writeHead(200, { "content-type": "application/json" })
+          response.end(JSON.stringify({ costCents: 3 }))
+        })
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))),
+        () => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/call`
+      const handler = Demo.model(url)
+      expect(handler.type).toBe("demo.model")
+      // A 5 s call timeout and the 1 s margin.
+      expect(handler.leaseMs).toBe(6_000)
+      const costs: Array<number> = []
+      const ctx = {
+        jobId: "job-1" as JobId,
+        token: 4,
+        attempt: 1,
+        traceId: null,
+        progress: () => Effect.void,
+        checkpoint: Effect.void,
+        call: (options: Handler.CallOptions<any, any, any>) =>
+          Effect.tap(options.run, (result) => Effect.sync(() => costs.push(options.cost(result))))
+      } as unknown as Handler.HandlerContext
+      const result = yield* handler.run({ text: "hi", costCents: 3 }, ctx)
+      // The result names the lease token it was made under.
+      expect(result).toEqual({ costCents: 3, token: 4 })
+      expect(costs).toEqual([3])
+      expect(received).toEqual([{ jobId: "job-1", token: 4, attempt: 1, pid: process.pid, text: "hi", costCents: 3 }])
+    }).pipe(Effect.scoped)
+  )
+
+  it.effect("a call the server refuses, or no server at all, fails as a provider error charged its estimate", () =>
+    Effect.gen(function* () {
+      const charged: Array<number | undefined> = []
+      const ctx = {
+        jobId: "job-2" as JobId,
+        token: 1,
+        attempt: 1,
+        traceId: null,
+        progress: () => Effect.void,
+        checkpoint: Effect.void,
+        call: (options: Handler.CallOptions<any, any, any>) =>
+          Effect.tapError(options.run, (error) => Effect.sync(() => charged.push(options.costOnError?.(error))))
+      } as unknown as Handler.HandlerContext
+      const error = yield* Effect.flip(Demo.model("http://127.0.0.1:9/call").run({ text: "x", costCents: 2 }, ctx))
+      expect(error).toBeInstanceOf(Demo.SimulatedModelError)
+      expect(normalize(error).errorClass).toBe("network")
+      expect(charged).toEqual([2])
+    })
+  )
+
+  it("serve registers it only with --demo and a model URL", () => {
+    expect(demoHandlers({ demo: true }).map((h) => h.type)).toEqual(["demo.echo", "demo.summarize", "demo.embed"])
+    expect(demoHandlers({ demo: true, demoModelUrl: "http://127.0.0.1:1/call" }).map((h) => h.type)).toContain(
+      "demo.model"
+    )
+    expect(demoHandlers({ demo: false, demoModelUrl: "http://127.0.0.1:1/call" })).toEqual([])
   })
 })

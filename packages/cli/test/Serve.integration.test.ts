@@ -101,7 +101,8 @@ describe("slowcall serve --demo", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ ids: [job.id] })
     })
-    expect(await replay.json()).toEqual({ replayed: 1, skipped: 0 })
+    // The failed call was charged nothing, so re-running it once is estimated at nothing.
+    expect(await replay.json()).toEqual({ matched: 1, replayed: 1, skipped: 0, estimatedCents: 0, capped: false })
     const done = await waitForState(url, job.id, ["succeeded", "abandoned"])
     expect(done).toMatchObject({ state: "succeeded", attempts: 2, costCents: 1, result: { echo: "second time lucky" } })
   })

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Auth from "@slowcall/http/Auth"
 import { Either, Option } from "effect"
-import { allowedHostsFor, exposure, isLoopback, loadTokens, type ServeOptions } from "../src/Serve.js"
+import { loadTokens, type ServeOptions } from "../src/Serve.js"
+import { allowedHostsFor, exposure, isLoopback } from "../src/Serving.js"
 
 const base: ServeOptions = {
   demo: false,

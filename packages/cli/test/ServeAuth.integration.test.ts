@@ -1,7 +1,7 @@
 /**
  * `slowcall serve` with tokens, run as a user runs it: a tokens file of two tenants (hashes only), the memory store.
  * An unauthenticated request gets 401, a tenant reading another tenant's job 404, and the CLI's `jobs` commands
- * work with `SLOWCALL_TOKEN`. Without tokens, a non-loopback address is refused before anything binds.
+ * work with `SLOWCALL_TOKEN`; only the `--operator` tenant changes a resource. Without tokens, a non-loopback address is refused before anything binds.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -37,7 +37,19 @@ describe("slowcall serve --tokens-file", () => {
     writeFileSync(tokensFile, `# tenant  hash\nacme ${Auth.hashToken(tokenA)}\nbeta ${Auth.hashToken(tokenB)}\n`)
     child = spawn(
       process.execPath,
-      [bin, "serve", "--memory", "--port", "0", "--job-type", "test.work", "--tokens-file", tokensFile],
+      [
+        bin,
+        "serve",
+        "--memory",
+        "--port",
+        "0",
+        "--job-type",
+        "test.work",
+        "--tokens-file",
+        tokensFile,
+        "--operator",
+        "acme"
+      ],
       { stdio: ["ignore", "pipe", "pipe"] }
     )
     child.stderr!.on("data", (chunk) => {
@@ -74,6 +86,26 @@ describe("slowcall serve --tokens-file", () => {
       headers: { "content-type": "application/json", ...headers },
       body: JSON.stringify({ type: "test.work", input: { n: 1 } })
     })
+
+  it("--operator: only the operator tenant's token changes a resource; the CLI sends it from SLOWCALL_TOKEN", async () => {
+    const refused = await slowcall(
+      ["resources", "set", "openai:gpt-4.1:key-a", "--max-concurrent", "3", "--url", url],
+      { SLOWCALL_TOKEN: tokenB, NO_COLOR: "1" }
+    )
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.trim()).toBe(
+      "slowcall: PUT /v1/resources/openai%3Agpt-4.1%3Akey-a/limits failed: operator_required"
+    )
+    const set = await slowcall(
+      ["resources", "set", "openai:gpt-4.1:key-a", "--max-concurrent", "3", "--json", "--url", url],
+      { SLOWCALL_TOKEN: tokenA }
+    )
+    expect(set.code, set.stderr).toBe(0)
+    expect(JSON.parse(set.stdout).resource.limits).toEqual({ maxConcurrent: 3 })
+    // Every tenant reads.
+    const list = await slowcall(["resources", "list", "--json", "--url", url], { SLOWCALL_TOKEN: tokenB })
+    expect(JSON.parse(list.stdout).resources.map((r: any) => r.resource)).toEqual(["openai:gpt-4.1:key-a"])
+  })
 
   it("says authentication is on, answers 401 without a valid token, 404 for another tenant's job", async () => {
     expect(output).toContain("authentication: bearer tokens for 2 tenant(s)")

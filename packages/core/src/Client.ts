@@ -16,15 +16,18 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Either, Layer, Schedule, Stream, type Tracer } from "effect"
+import { Context, Duration, Effect, Either, Layer, Option, Schedule, Stream, type Tracer } from "effect"
+import * as Batch from "./Batch.js"
 import * as Canonical from "./Canonical.js"
+import * as DeadLetters from "./DeadLetters.js"
 import {
   AlreadyTerminal,
+  BatchNotFound,
   IdempotencyKeyReused,
   InvalidInput,
   JobNotFound,
   QueueFull,
-  type StoreError
+  StoreError
 } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import { catchFailure, inOrder } from "./internal/steps.js"
@@ -33,7 +36,14 @@ import { type Attempt, type Charge, isTerminal, type Job, type JobId, type Json 
 import type { SubmitItem } from "./Protocol.js"
 import * as Protocol from "./Protocol.js"
 import * as QueryModule from "./Query.js"
-import { type DeadLetterOptions, type DeadLetters, type ListOptions, Query, type StoreStats } from "./Query.js"
+import {
+  type CountOptions,
+  type DeadLetterOptions,
+  type DeadLetters as DeadLettersRead,
+  type ListOptions,
+  Query,
+  type StoreStats
+} from "./Query.js"
 import { Store, type SubmitError, type SubmitOutcome } from "./Store.js"
 import { messageOf, type PublishItem, Transport } from "./Transport.js"
 
@@ -151,6 +161,98 @@ export interface StatsResult {
 }
 
 /**
+ * What `deadLetterPage` shows: the filters of `Query.deadLetters`, then the view's sort, page size (default 50; also
+ * how many recent failed jobs come with it) and cursor (a `DeadLetters.decodeCursor` key).
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface DeadLetterPageOptions extends Omit<DeadLetterOptions, "limit"> {
+  readonly sort?: DeadLetters.Sort | undefined
+  readonly limit?: number | undefined
+  readonly cursor?: DeadLetters.Cursor | undefined
+}
+
+/**
+ * A page of the dead-letter view with each group's most recent job, and the most recent failed jobs.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface DeadLetterPage extends Omit<DeadLetters.Page, "groups"> {
+  readonly groups: ReadonlyArray<DeadLetters.Summary & { readonly latest: Job | null }>
+  readonly jobs: ReadonlyArray<Job>
+}
+
+/**
+ * A batch callback: the job to enqueue when the batch finishes. Its input is `{ batchId, input }` (the given input,
+ * or null), its tenant the batch's, its request key `Batch.callbackKey(batchId, kind)`; the options are a submit's.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface CallbackOptions {
+  readonly queue: string
+  readonly type: string
+  readonly version?: number | undefined
+  readonly input?: unknown
+  readonly maxAttempts?: number | undefined
+  readonly priority?: number | undefined
+  readonly budgetCents?: number | undefined
+}
+
+/**
+ * What `submitBatch` asks for: the items (each a submit without a request key or tenant of its own: the batch's key
+ * vouches for them and the batch's tenant is theirs), and the batch's options. `requestKey` makes the call
+ * idempotent: repeated with the same items and options it returns the same batch (and lands any items a cut-off
+ * earlier call did not), with anything different it fails with `IdempotencyKeyReused` naming the batch.
+ * `chunkSize` (default 500) is how many items one atomic write lands.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface SubmitBatchOptions {
+  readonly items: ReadonlyArray<Omit<SubmitOptions, "requestKey" | "tenant">>
+  readonly requestKey?: string | undefined
+  readonly tenant?: string | undefined
+  /** The batch's spend cap: no item is claimed once the batch has spent it. */
+  readonly budgetCents?: number | undefined
+  /** Every item's deadline at the latest (store-time epoch ms). */
+  readonly deadlineAt?: number | undefined
+  /** Enqueued once, when every item is terminal. */
+  readonly onComplete?: CallbackOptions | undefined
+  /** Enqueued once, when every item has succeeded. */
+  readonly onSuccess?: CallbackOptions | undefined
+  /** The job whose handler makes this batch (fan-out), kept for display. */
+  readonly parentJobId?: JobId | undefined
+  readonly chunkSize?: number | undefined
+}
+
+/**
+ * A `submitBatch` result: the batch as the last write left it, whether this call opened it (false: the request key
+ * named it already), and how many items this call landed.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface SubmitBatchResult {
+  readonly batch: Batch.Batch
+  readonly created: boolean
+  readonly landed: number
+}
+
+/**
+ * Options of `watchBatch`: how often the batch is read (default 1 s), and the tenant it must belong to.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface WatchBatchOptions {
+  readonly intervalMs?: number | undefined
+  readonly tenant?: string | undefined
+}
+
+/**
  * The client operations.
  *
  * @since 0.1.0
@@ -183,8 +285,16 @@ export interface ClientService {
   ) => Effect.Effect<Job, JobNotFound | AlreadyTerminal | StoreError>
   /** Jobs matching every given filter (`Query.list`). */
   readonly list: (options?: ListOptions) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /** How many jobs `list` would give for the same filters, at most `upTo` (`Query.count`). */
+  readonly count: (options: CountOptions) => Effect.Effect<number, StoreError>
   /** Failed jobs and their groups (`Query.deadLetters`). */
-  readonly deadLetters: (options?: DeadLetterOptions) => Effect.Effect<DeadLetters, StoreError>
+  readonly deadLetters: (options?: DeadLetterOptions) => Effect.Effect<DeadLettersRead, StoreError>
+  /**
+   * One page of the dead-letter view (`DeadLetters.page`: singletons collapsed per error class, sorted, paged by
+   * cursor), each shown group with its most recent job (`null` when that job is gone), and the most recent failed
+   * jobs, at most `limit` of them.
+   */
+  readonly deadLetterPage: (options?: DeadLetterPageOptions) => Effect.Effect<DeadLetterPage, StoreError>
   /** The job's attempt rows in token order. */
   readonly attempts: (jobId: JobId) => Effect.Effect<ReadonlyArray<Attempt>, StoreError>
   /** The job's charge rows in insertion order. */
@@ -197,6 +307,60 @@ export interface ClientService {
   readonly replay: (options: QueryModule.ReplayOptions) => Effect.Effect<QueryModule.ReplayResult, StoreError>
   /** The current job, then every change (by `updatedAt`); ends after the first terminal state it emits. */
   readonly watch: (jobId: JobId, options?: WatchOptions) => Stream.Stream<Job, JobNotFound | StoreError>
+  /**
+   * Validate every item and callback (one bad one fails the call with `InvalidInput`, its path starting with
+   * `items[i]`, `onComplete` or `onSuccess`, before anything is written), open the batch, then land its items in
+   * chunks, each one atomic write, publishing each chunk's jobs. A call cut off between chunks leaves a batch that
+   * is not complete (its `added` is below its `size`); repeating it with the same `requestKey` lands the rest. Needs
+   * a Store with batch verbs (`Batch.BatchStore`); without one it fails with `StoreError` (`Constraint`).
+   */
+  readonly submitBatch: (
+    options: SubmitBatchOptions
+  ) => Effect.Effect<SubmitBatchResult, InvalidInput | IdempotencyKeyReused | StoreError>
+  /** The batch (its counts, cost and times are kept by the Store, never counted), or `BatchNotFound`. */
+  readonly getBatch: (
+    batchId: Batch.BatchId,
+    options?: { readonly tenant?: string | undefined }
+  ) => Effect.Effect<Batch.Batch, BatchNotFound | StoreError>
+  /**
+   * Cancel the batch: sealed at the items that have landed, queued items abandoned at once, running ones asked to
+   * stop (each worker sees it at its next heartbeat), no item claimed afterwards. A finished batch is returned as it
+   * is.
+   */
+  readonly cancelBatch: (
+    batchId: Batch.BatchId,
+    options?: { readonly tenant?: string | undefined }
+  ) => Effect.Effect<Batch.Batch, BatchNotFound | StoreError>
+  /**
+   * Move the batch's failed items back to queued (the replay of dead letters: never a succeeded item), in one write,
+   * and publish them. A finished batch becomes unfinished until they end; a callback it already enqueued is not
+   * enqueued again.
+   */
+  readonly replayBatch: (
+    batchId: Batch.BatchId,
+    options?: { readonly tenant?: string | undefined }
+  ) => Effect.Effect<{ readonly batch: Batch.Batch; readonly replayed: ReadonlyArray<Job> }, BatchNotFound | StoreError>
+  /**
+   * The batch's items in the order they landed, those in `state` only when given, one page of `limit` (default 50)
+   * after the item `after`; none for another tenant's batch.
+   */
+  readonly batchJobs: (
+    batchId: Batch.BatchId,
+    options?: {
+      readonly tenant?: string | undefined
+      readonly state?: Job["state"] | undefined
+      readonly after?: JobId | undefined
+      readonly limit?: number | undefined
+    }
+  ) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * The current batch, then every change of it (landed items, counts, cost, times, cancel), read by polling; ends
+   * after the first finished batch it emits.
+   */
+  readonly watchBatch: (
+    batchId: Batch.BatchId,
+    options?: WatchBatchOptions
+  ) => Stream.Stream<Batch.Batch, BatchNotFound | StoreError>
 }
 
 /**
@@ -343,6 +507,157 @@ const prepare = <E>(
     : Effect.flatMap(Ids.makeJobId, (id) => Effect.map(storeNow, (now) => item(id, Math.max(0, runAfter - now))))
 }
 
+/** What `watchBatch` tells apart: every field an item write or a batch verb moves. */
+const batchShown = (batch: Batch.Batch): string =>
+  JSON.stringify([
+    batch.added,
+    batch.size,
+    batch.counts,
+    batch.costCents,
+    batch.updatedAt,
+    batch.finishedAt,
+    batch.cancelRequestedAt
+  ])
+
+/** `prepare` whose `InvalidInput` paths start with `prefix.` (an item or a callback of a batch). */
+const prepareIn = <E>(
+  options: SubmitOptions,
+  storeNow: Effect.Effect<number, E>,
+  span: Tracer.AnySpan | undefined,
+  prefix: string
+): Effect.Effect<SubmitItem, InvalidInput | E> =>
+  Effect.mapError(prepare(options, storeNow, span), (error) =>
+    error instanceof InvalidInput
+      ? new InvalidInput({ path: `${prefix}.${error.path}`, message: error.message })
+      : error
+  )
+
+/** The batch's own options that `prepare` does not see: anything else is checked item by item. */
+const batchProblem = (options: SubmitBatchOptions): InvalidInput | undefined => {
+  if (options.items.length === 0) return new InvalidInput({ path: "items", message: "a batch holds at least one item" })
+  if (options.requestKey !== undefined) {
+    if (typeof options.requestKey !== "string" || options.requestKey.length === 0) {
+      return new InvalidInput({ path: "requestKey", message: "must be a non-empty string" })
+    }
+    const problem = Canonical.unstorable(options.requestKey)
+    if (problem !== undefined) return new InvalidInput({ path: "requestKey", message: problem })
+  }
+  const budget = options.budgetCents
+  if (budget !== undefined && !(typeof budget === "number" && Number.isFinite(budget) && budget >= 0)) {
+    return new InvalidInput({ path: "budgetCents", message: "must be a finite number of cents, at least 0" })
+  }
+  const deadline = options.deadlineAt
+  if (deadline !== undefined && !(typeof deadline === "number" && isTime(deadline))) {
+    return new InvalidInput({ path: "deadlineAt", message: "must be an epoch-ms time from 1970 to the end of 9999" })
+  }
+  const chunk = options.chunkSize
+  if (chunk !== undefined && !(Number.isInteger(chunk) && chunk >= 1)) {
+    return new InvalidInput({ path: "chunkSize", message: "must be an integer of at least 1" })
+  }
+  return undefined
+}
+
+/**
+ * `submitBatch` over the Store's batch verbs: validate and prepare every item and callback, open the batch, land
+ * its items chunk by chunk from where it stands, publishing each chunk.
+ */
+const submitBatchWith = Effect.fnUntraced(function* (
+  env: {
+    readonly verbs: Batch.BatchStore["Type"]
+    readonly now: Effect.Effect<number, StoreError>
+    readonly publish: (jobs: ReadonlyArray<Job>, now: number) => Effect.Effect<void>
+  },
+  options: SubmitBatchOptions,
+  span: Tracer.AnySpan | undefined
+) {
+  const { publish, verbs } = env
+  const problem = batchProblem(options)
+  if (problem !== undefined) return yield* problem
+  const storeNow = yield* Effect.cached(env.now)
+  const tenant = options.tenant
+  const items: Array<SubmitItem> = []
+  for (const [index, item] of options.items.entries()) {
+    if ((item as SubmitOptions).requestKey !== undefined) {
+      return yield* new InvalidInput({
+        path: `items[${index}].requestKey`,
+        message: "items of a batch have no key of their own: the batch's requestKey vouches for them"
+      })
+    }
+    items.push(yield* prepareIn({ ...item, tenant }, storeNow, span, `items[${index}]`))
+  }
+  const batchId = Batch.BatchId.make(yield* Ids.makeJobId, { disableValidation: true })
+  const onComplete = yield* callbackOf(options.onComplete, "onComplete", batchId, tenant, storeNow)
+  const onSuccess = yield* callbackOf(options.onSuccess, "onSuccess", batchId, tenant, storeNow)
+  // The queue every item and callback shares, if one: a Store that keeps a batch beside its items needs it.
+  const queues = new Set([
+    ...items.map((item) => item.queue),
+    ...[onComplete, onSuccess].flatMap((c) => (c === undefined ? [] : [c.callback.queue]))
+  ])
+  const spec: Batch.BatchSpec = {
+    id: batchId,
+    queue: queues.size === 1 ? [...queues][0]! : null,
+    requestKey: options.requestKey ?? null,
+    tenant: tenant ?? null,
+    fingerprint: Batch.fingerprint({
+      itemFingerprints: items.map((item) => item.fingerprint ?? item.inputHash),
+      budgetCents: options.budgetCents ?? null,
+      deadlineAt: options.deadlineAt ?? null,
+      onComplete: onComplete?.fingerprint ?? null,
+      onSuccess: onSuccess?.fingerprint ?? null,
+      parentJobId: options.parentJobId ?? null
+    }),
+    size: items.length,
+    budgetCents: options.budgetCents ?? null,
+    deadlineAt: options.deadlineAt ?? null,
+    onComplete: onComplete?.callback ?? null,
+    onSuccess: onSuccess?.callback ?? null,
+    parentJobId: options.parentJobId ?? null
+  }
+  const opened = (yield* verbs.open({ spec })).result
+  if (opened._tag === "KeyReused") {
+    return yield* new IdempotencyKeyReused({
+      requestKey: opened.requestKey,
+      existingJobId: opened.existingBatchId as string as JobId
+    })
+  }
+  let batch = opened.batch
+  let landed = 0
+  const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? 500))
+  // Each chunk lands at the batch's landed items; a resumed call starts where the earlier one stopped.
+  while (batch.added < batch.size && batch.cancelRequestedAt === null) {
+    const offset = batch.added
+    const reply = yield* verbs.add({ batchId: batch.id, offset, items: items.slice(offset, offset + chunkSize) })
+    const result = reply.result
+    if (result._tag === "NotFound") return yield* Effect.die(new Error(`batch ${batch.id} vanished while filled`))
+    batch = result.batch
+    if (result._tag === "Added") {
+      landed += result.jobs.length
+      yield* publish(result.jobs, reply.now)
+    }
+  }
+  return { batch, created: opened._tag === "Created", landed } satisfies SubmitBatchResult
+})
+
+/** A callback's stored spec and the fingerprint of what the caller gave (the batch id is not part of it). */
+const callbackOf = Effect.fnUntraced(function* (
+  options: CallbackOptions | undefined,
+  kind: Batch.CallbackKind,
+  batchId: Batch.BatchId,
+  tenant: string | undefined,
+  storeNow: Effect.Effect<number, StoreError>
+) {
+  if (options === undefined) return undefined
+  const given = yield* prepareIn({ ...options, tenant }, storeNow, undefined, kind)
+  const wrapped = yield* prepareIn(
+    { ...options, tenant, input: { batchId, input: options.input === undefined ? null : options.input } },
+    storeNow,
+    undefined,
+    kind
+  )
+  const { requestKey: _key, tenant: _tenant, ...callback } = wrapped
+  return { callback: callback satisfies Batch.Callback, fingerprint: given.fingerprint ?? given.inputHash }
+})
+
 /**
  * How a Client bounds the backlog it adds to. `maxQueued` is the most queued jobs (due or not) one queue may hold,
  * `maxQueuedPerTenant` the most one tenant may hold in a queue; a submit that would go past either fails with
@@ -426,6 +741,7 @@ export const makeWith: (
   const store = yield* Store
   const query = yield* Query
   const transport = yield* Transport
+  const batchStore = Option.getOrUndefined(yield* Effect.serviceOption(Batch.BatchStore))
   const maxDelayMs = transport.capabilities.maxDelayMs
   const maxBatch = Math.max(1, transport.capabilities.maxBatch)
   const retryAfterMs = clientOptions.queueFullRetryAfterMs ?? 5_000
@@ -576,8 +892,11 @@ export const makeWith: (
 
   const replay = (options: QueryModule.ReplayOptions): Effect.Effect<QueryModule.ReplayResult, StoreError> =>
     // `Query.replay` does not return the store time of its writes; each write bumped the job's `updatedAt` to at
-    // least that time, so it stands in (a replayed job is due at its write).
-    Effect.tap(QueryModule.replay(store, query, options), (result) => publish(result.jobs))
+    // least that time, so it stands in (a replayed job is due at its write). Each page is published as it moves.
+    QueryModule.replay(store, query, options, (jobs) => publish(jobs))
+
+  const deadLetterPage = (options: DeadLetterPageOptions = {}): Effect.Effect<DeadLetterPage, StoreError> =>
+    deadLetterPageOf(query, options)
 
   const stats = (options: StatsOptions = {}): Effect.Effect<StatsResult, StoreError> =>
     Effect.flatMap(store.now, (now) => {
@@ -603,13 +922,107 @@ export const makeWith: (
       Stream.takeUntil((job) => isTerminal(job.state))
     )
 
+  /** The Store's batch verbs, or the error of a Store that has none. */
+  const batches: Effect.Effect<Batch.BatchStore["Type"], StoreError> =
+    batchStore === undefined
+      ? Effect.fail(
+          new StoreError({
+            reason: "Constraint",
+            operation: "batch",
+            detail: "this Store has no batch verbs (Batch.BatchStore is not provided)"
+          })
+        )
+      : Effect.succeed(batchStore)
+
+  const submitBatch = (
+    options: SubmitBatchOptions
+  ): Effect.Effect<SubmitBatchResult, InvalidInput | IdempotencyKeyReused | StoreError> =>
+    Effect.flatMap(batches, (verbs) =>
+      traced({ "slowcall.batch_size": options.items.length }, undefined, (span) =>
+        submitBatchWith({ verbs, now: store.now, publish }, options, span)
+      )
+    )
+
+  const batchResult = <A>(
+    batchId: Batch.BatchId,
+    result: { readonly _tag: string; readonly batch?: Batch.Batch } & A
+  ): Effect.Effect<A & { readonly batch: Batch.Batch }, BatchNotFound> =>
+    result.batch === undefined
+      ? Effect.fail(new BatchNotFound({ batchId }))
+      : Effect.succeed(result as A & { readonly batch: Batch.Batch })
+
+  const getBatch = (
+    batchId: Batch.BatchId,
+    options?: { readonly tenant?: string | undefined }
+  ): Effect.Effect<Batch.Batch, BatchNotFound | StoreError> =>
+    Effect.flatMap(batches, (verbs) =>
+      Effect.flatMap(verbs.get({ batchId, tenant: options?.tenant }), (batch) =>
+        batch === undefined ? Effect.fail(new BatchNotFound({ batchId })) : Effect.succeed(batch)
+      )
+    )
+
+  const cancelBatch = (
+    batchId: Batch.BatchId,
+    options?: { readonly tenant?: string | undefined }
+  ): Effect.Effect<Batch.Batch, BatchNotFound | StoreError> =>
+    Effect.flatMap(batches, (verbs) =>
+      Effect.flatMap(verbs.cancel({ batchId, tenant: options?.tenant }), (reply) =>
+        Effect.map(batchResult(batchId, reply.result), (result) => result.batch)
+      )
+    )
+
+  const replayBatch = (
+    batchId: Batch.BatchId,
+    options?: { readonly tenant?: string | undefined }
+  ): Effect.Effect<
+    { readonly batch: Batch.Batch; readonly replayed: ReadonlyArray<Job> },
+    BatchNotFound | StoreError
+  > =>
+    Effect.flatMap(batches, (verbs) =>
+      Effect.flatMap(verbs.replay({ batchId, tenant: options?.tenant }), (reply) =>
+        Effect.flatMap(batchResult(batchId, reply.result), (result) => {
+          const replayed = result._tag === "Replayed" ? (result as { readonly jobs: ReadonlyArray<Job> }).jobs : []
+          return Effect.as(publish(replayed, reply.now), { batch: result.batch, replayed })
+        })
+      )
+    )
+
+  const watchBatch = (
+    batchId: Batch.BatchId,
+    options: WatchBatchOptions = {}
+  ): Stream.Stream<Batch.Batch, BatchNotFound | StoreError> =>
+    Stream.repeatEffectWithSchedule(
+      getBatch(batchId, { tenant: options.tenant }),
+      Schedule.spaced(Duration.millis(options.intervalMs ?? 1_000))
+    ).pipe(
+      Stream.changesWith((a, b) => batchShown(a) === batchShown(b)),
+      Stream.takeUntil((batch) => batch.finishedAt !== null)
+    )
+
   return {
+    submitBatch,
+    getBatch,
+    cancelBatch,
+    replayBatch,
+    batchJobs: (batchId, options) =>
+      Effect.flatMap(batches, (verbs) =>
+        verbs.jobs({
+          batchId,
+          tenant: options?.tenant,
+          state: options?.state,
+          after: options?.after,
+          limit: options?.limit
+        })
+      ),
+    watchBatch,
     submit,
     submitMany,
     get: (jobId, options) => query.get({ jobId, tenant: options?.tenant }),
     cancel,
     list: (options) => query.list(options ?? {}),
+    count: (options) => query.count(options),
     deadLetters: (options) => query.deadLetters(options ?? {}),
+    deadLetterPage,
     attempts: (jobId) => query.attempts({ jobId }),
     charges: (jobId) => query.charges({ jobId }),
     stats,
@@ -617,6 +1030,34 @@ export const makeWith: (
     replay,
     watch
   }
+})
+
+/** `ClientService.deadLetterPage` over `query`: the groups read once, the view, each shown group's latest job. */
+const deadLetterPageOf = Effect.fnUntraced(function* (query: Query["Type"], options: DeadLetterPageOptions) {
+  const limit = options.limit ?? DeadLetters.defaultLimit
+  const read = yield* query.deadLetters({
+    queue: options.queue,
+    tenant: options.tenant,
+    errorClass: options.errorClass,
+    type: options.type,
+    limit
+  })
+  const page = DeadLetters.page(read.groups, { sort: options.sort, limit, cursor: options.cursor })
+  const groups = yield* Effect.forEach(
+    page.groups,
+    (group) => {
+      const latest = group.jobIds[0]
+      return latest === undefined
+        ? Effect.succeed({ ...group, latest: null })
+        : query.get({ jobId: latest, tenant: options.tenant }).pipe(
+            Effect.map((job): Job | null => job),
+            Effect.catchTag("JobNotFound", () => Effect.succeed(null)),
+            Effect.map((job) => ({ ...group, latest: job }))
+          )
+    },
+    { concurrency: 8 }
+  )
+  return { ...page, groups, jobs: read.jobs } satisfies DeadLetterPage
 })
 
 /**

@@ -126,20 +126,45 @@ const round = (n: number, digits: number): number => {
 
 const units: { readonly [unit: string]: number } = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }
 
+const bareNumber = /^\d+(?:\.\d+)?$/
+
 /**
- * Parses a duration such as `45s`, `1500ms`, `2m`, `1.5s`, `1m30s` or a bare number of milliseconds into
- * milliseconds. Returns `undefined` for anything else (including negative values), never a guess.
+ * Text that is not a duration. A bare number is one of them: it has no unit, and reading `45` as milliseconds when
+ * seconds were meant gives the opposite advice, so the reader is asked instead. `message` is the one line to show:
+ * `45 what? (45s, 45000ms)` for a bare number, the accepted forms otherwise.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class InvalidDuration extends Data.TaggedError("InvalidDuration")<{
+  readonly text: string
+  /** `no-unit`: a number without a unit; `malformed`: anything else that is not a duration. */
+  readonly reason: "no-unit" | "malformed"
+}> {
+  override get message() {
+    const text = this.text.trim()
+    return this.reason === "no-unit"
+      ? `${text} what? (${text}s, ${round(Number(text) * 1_000, 3)}ms)`
+      : `${JSON.stringify(text)} is not a duration (45s, 1500ms, 2m, 1m30s)`
+  }
+}
+
+/**
+ * Parses a duration such as `45s`, `1500ms`, `2m`, `1.5s`, `1m30s` or `1h` into milliseconds. Every duration the
+ * CLI and the calculator read goes through here. A number without a unit fails with `InvalidDuration` (reason
+ * `no-unit`), never a guess; so does anything else that is not a non-negative duration.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const parseDuration = (text: string): number | undefined => {
+export const parseDuration = (text: string): Either.Either<number, InvalidDuration> => {
   const t = text.trim().toLowerCase()
-  if (/^\d+(?:\.\d+)?$/.test(t)) return Number(t)
-  if (!/^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(t)) return undefined
+  if (bareNumber.test(t)) return Either.left(new InvalidDuration({ text, reason: "no-unit" }))
+  if (!/^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/.test(t))
+    return Either.left(new InvalidDuration({ text, reason: "malformed" }))
   let total = 0
   for (const m of t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * units[m[2]!]!
-  return total
+  return Either.right(total)
 }
 
 const isLatency = (n: number): boolean => Number.isFinite(n) && n >= 0

@@ -89,6 +89,18 @@ export class JobNotFound extends Schema.TaggedError<JobNotFound>()("JobNotFound"
 }
 
 /**
+ * No batch with this id (or not visible to this tenant).
+ *
+ * @since 0.7.0
+ * @category errors
+ */
+export class BatchNotFound extends Schema.TaggedError<BatchNotFound>()("BatchNotFound", { batchId: Schema.String }) {
+  override get message() {
+    return `batch ${this.batchId} not found`
+  }
+}
+
+/**
  * An operation that only applies to live jobs (cancel) hit a terminal one. Nothing changed.
  *
  * @since 0.1.0

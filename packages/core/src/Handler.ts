@@ -7,10 +7,11 @@
  *
  * @since 0.1.0
  */
-import { Data, type Effect, type Schema } from "effect"
+import { Data, Effect, type Exit, Fiber, Runtime, type Schema } from "effect"
 import type { StoreError } from "./Errors.js"
 import type { JobId } from "./Job.js"
 import { type AttemptPolicy, leaseFor } from "./Lease.js"
+import type { RateLimitInfo } from "./RateLimit.js"
 
 /**
  * A model call whose estimate would take the job's spend past its budget. Nothing was reserved and nothing was
@@ -57,7 +58,15 @@ export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{
  * they may have billed (timeouts, lost connections, unknown failures). When `run` is interrupted after it started
  * (cancel, deadline, lost lease, shutdown), `costOnInterrupt` may give what was consumed up to the cut (a stream
  * settles at the tokens it received); absent, or giving `undefined`, the reservation stays as the record. A call
- * interrupted before `run` started (a gate or an admission wait) never asks `costOnInterrupt`: nothing was consumed.
+ * interrupted before `run` started (a gate or an admission wait) never asks `costOnInterrupt`: nothing was consumed, and its reservation is settled at 0.
+ *
+ * `resource`, `tokens`, `usage` and `rateLimit` are what the worker's fleet limiter reads (see "Staying within provider
+ * limits" in the docs): the call is admitted against its resource's limits before `run` starts, taking one request
+ * and the `tokens` reservation; after the call the reservation is corrected by `usage`, and `rateLimit` tells the
+ * limiter what the provider said about its limits. A call that must wait does not start: its job goes back to the
+ * queue until the wait ends, its attempt not used and its reservation given back. A call without `resource` (its own
+ * or its handler's) is not limited and pays nothing for it.
+ * `@slowcall/providers` fills all four from the request and the reply.
  *
  * @since 0.1.0
  * @category models
@@ -76,6 +85,54 @@ export interface CallOptions<A, E, R> {
   readonly span?: CallSpan<A> | undefined
   /** @since 0.4.0 */
   readonly costOnInterrupt?: (() => number | undefined) | undefined
+  /**
+   * The provider resource the call uses, named `provider:model-class:credential` (e.g. `openai:gpt-4.1:key-a`; the
+   * credential is a label for the key, never the key): 1..200 characters of `[A-Za-z0-9._:/@+-]`. Every call naming
+   * the same resource shares its limits across the whole fleet. Absent: the handler's `resource`; absent too, the
+   * call is not limited.
+   *
+   * @since 0.4.0
+   */
+  readonly resource?: string | undefined
+  /**
+   * The reservation the call takes from its resource's token buckets before it starts: `input`, the estimated input
+   * tokens (the providers' wrappers count the prompt's characters / 4), and `maxOutput`, the request's cap on output
+   * tokens (`max_tokens`), which providers count against output limits when they admit a request. Absent fields
+   * reserve nothing in that dimension. Read only when `resource` is set.
+   *
+   * @since 0.4.0
+   */
+  readonly tokens?: CallTokens | undefined
+  /**
+   * The token usage the provider reported for this call, as it counts against the provider's limits: the limiter
+   * corrects the reservation by it once the call returned (absent or `undefined`: the reservation stands). It is also
+   * the default of `span.usage`: write the usage here once and the span reports it too; give `span.usage` only when
+   * the span should count differently (every input token, cached or not, where the provider's limit leaves cache
+   * reads out). A throwing `usage` counts as `undefined`.
+   *
+   * @since 0.4.0
+   */
+  readonly usage?: ((result: A) => CallUsage | undefined) | undefined
+  /**
+   * What the successful reply said about the resource's rate limits (its headers, read with
+   * `RateLimit.fromHeaders`): the limiter learns limits from it and pauses the resource when a dimension is
+   * exhausted until its reset. A failed call's facts come from its error (`Normalize.normalize(error).rateLimit`).
+   *
+   * @since 0.4.0
+   */
+  readonly rateLimit?: ((result: A) => RateLimitInfo | undefined) | undefined
+}
+
+/**
+ * A call's token reservation (see `CallOptions.tokens`): estimated input tokens and the request's output cap, each a
+ * finite count >= 0.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface CallTokens {
+  readonly input?: number | undefined
+  readonly maxOutput?: number | undefined
 }
 
 /**
@@ -87,11 +144,12 @@ export interface CallOptions<A, E, R> {
 export interface CallSpan<A> {
   readonly system?: string | undefined
   readonly model?: string | undefined
+  /** The span's token counts; absent, the call's own `usage` (`CallOptions.usage`) gives them. */
   readonly usage?: ((result: A) => CallUsage | undefined) | undefined
 }
 
 /**
- * Token usage of one model call as the provider reported it.
+ * Token usage of one model call as the provider reported it (see `CallOptions.usage`).
  *
  * @since 0.4.0
  * @category models
@@ -136,6 +194,80 @@ export interface HandlerContext {
 }
 
 /**
+ * One billed call of Promise code (see `fromPromise`): the `CallOptions` of `ctx.call`, with the call itself given as
+ * a function of an AbortSignal instead of `run`, and `cost` optional (absent: the call costs its estimate).
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface PromiseCallOptions<A> extends Omit<CallOptions<A, unknown, never>, "run" | "cost"> {
+  readonly cost?: ((result: A) => number) | undefined
+}
+
+/**
+ * What Promise code inside a handler gets from `fromPromise`. `signal` aborts when the handler's effect is
+ * interrupted (the attempt stopped: cancel, deadline, lost lease, shutdown). `call` makes one `ctx.call` of `fn`,
+ * whose own signal aborts when the call is cut, and cuts it when `signal` aborts; it resolves with the call's `Exit`
+ * and never rejects, so each caller turns a failure into its own errors. `run` runs an effect of the handler's
+ * context (such as `ctx.progress`) as a Promise.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export interface PromiseScope {
+  readonly signal: AbortSignal
+  readonly call: <A>(
+    fn: (signal: AbortSignal) => Promise<A>,
+    options: PromiseCallOptions<A>
+  ) => Promise<Exit.Exit<A, unknown>>
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+}
+
+/**
+ * Runs Promise code as a handler's effect: `f` gets a `PromiseScope` over `ctx`, and the effect fails with what `f`
+ * rejected with. Every call made through the scope is a `ctx.call` (reserved, gated, limited and settled by the
+ * core), and once the effect is interrupted it ends only after every call it started has settled its charge, as a
+ * handler written in Effect does. The Promise facade's handlers and `@slowcall/providers`' `tryPromise` both run
+ * through it.
+ *
+ * @since 0.5.0
+ * @category combinators
+ */
+export const fromPromise = <A>(
+  ctx: HandlerContext,
+  f: (scope: PromiseScope) => Promise<A>
+): Effect.Effect<A, unknown> =>
+  Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+    const calls = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+    const scope = (signal: AbortSignal): PromiseScope => ({
+      signal,
+      run: (effect) => Runtime.runPromise(runtime, effect),
+      call: async (fn, options) => {
+        const fiber = Runtime.runFork(
+          runtime,
+          ctx.call({
+            ...options,
+            run: Effect.tryPromise({ try: (callSignal) => fn(callSignal), catch: (error) => error }),
+            cost: options.cost ?? (() => options.estimateCents)
+          })
+        )
+        calls.add(fiber)
+        const cut = () => fiber.unsafeInterruptAsFork(fiber.id())
+        signal.addEventListener("abort", cut, { once: true })
+        try {
+          return await Runtime.runPromise(runtime, Fiber.await(fiber))
+        } finally {
+          signal.removeEventListener("abort", cut)
+          calls.delete(fiber)
+        }
+      }
+    })
+    return Effect.tryPromise({ try: (signal) => f(scope(signal)), catch: (error) => error }).pipe(
+      Effect.onInterrupt(() => Effect.forEach([...calls], Fiber.await, { discard: true }))
+    )
+  })
+
+/**
  * What `make` takes. `estimateCents` (fixed or from the input) is the expected spend of one attempt, used to
  * refuse an attempt the budget cannot cover before any model call.
  *
@@ -149,6 +281,13 @@ export interface HandlerOptions<I, IE, O, OE, R> {
   readonly result: Schema.Schema<O, OE>
   readonly estimateCents?: number | ((input: I) => number) | undefined
   readonly attempt: AttemptPolicy
+  /**
+   * The provider resource of every model call this handler makes that names none itself (`CallOptions.resource`):
+   * one declaration for a handler that always calls the same model with the same key.
+   *
+   * @since 0.4.0
+   */
+  readonly resource?: string | undefined
   readonly run: (input: I, ctx: HandlerContext) => Effect.Effect<O, unknown, R>
 }
 
@@ -167,6 +306,8 @@ export interface Handler<in out I = any, in out O = any, out R = never> {
   readonly estimateCents: number | ((input: I) => number) | undefined
   readonly attempt: AttemptPolicy
   readonly leaseMs: number
+  /** The resource of the handler's calls that name none (`HandlerOptions.resource`). @since 0.4.0 */
+  readonly resource?: string | undefined
   readonly run: (input: I, ctx: HandlerContext) => Effect.Effect<O, unknown, R>
 }
 
@@ -184,6 +325,7 @@ export const make = <I, IE, O, OE, R = never>(options: HandlerOptions<I, IE, O, 
   estimateCents: options.estimateCents,
   attempt: options.attempt,
   leaseMs: leaseFor(options.attempt),
+  ...(options.resource === undefined ? {} : { resource: options.resource }),
   run: options.run
 })
 

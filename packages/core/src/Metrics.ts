@@ -2,13 +2,27 @@
  * Operational metrics, as Effect `Metric`s named `slowcall_*`. Counters are incremented where the event happens
  * (worker, sweeper); gauges of the job population are refreshed from `Query.stats` by `poll`, because the Store is
  * the truth and no process sees every job. Alert on `slowcall_dead_letter_rate_per_minute` (the arrival rate into
- * failed), not on the dead-letter depth.
+ * failed), not on the dead-letter depth. While the Store cannot be read the population gauges keep their last
+ * values, so every refresh also says whether its read succeeded (`slowcall_store_up`) and how old the values are
+ * (`slowcall_stats_age_seconds`): an alert on a gauge pairs with one on those.
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Metric, MetricBoundaries, MetricState, Option, Schedule, type Scope } from "effect"
+import {
+  Clock,
+  Duration,
+  Effect,
+  Either,
+  Metric,
+  MetricBoundaries,
+  MetricState,
+  Option,
+  Schedule,
+  type Scope
+} from "effect"
 import type { StoreError } from "./Errors.js"
 import type { JobState } from "./Job.js"
+import type { PauseKind, ResourceState } from "./Limiter.js"
 import { Query, type StoreStats } from "./Query.js"
 import { Store } from "./Store.js"
 
@@ -37,7 +51,9 @@ export const oldestQueuedAgeSeconds = Metric.gauge("slowcall_oldest_queued_age_s
  * @since 0.1.0
  * @category metrics
  */
-export const costCents = Metric.gauge("slowcall_cost_cents", { description: "recorded spend per error class" })
+export const costCents = Metric.gauge("slowcall_cost_cents", {
+  description: "spend of the attempts that ended with each error class"
+})
 
 /**
  * Spend in cents over the spend window (`PollOptions.spendWindowMs`), per queue, tenant (`none` without one), job
@@ -70,6 +86,29 @@ export const waitingJobs = Metric.gauge("slowcall_waiting_jobs", {
  */
 export const oldestWaitingAgeSeconds = Metric.gauge("slowcall_oldest_waiting_age_seconds", {
   description: "age of the oldest due queued job, per type and version, in seconds"
+})
+
+/**
+ * 1 when this process's last read of the Store's stats (`refresh`) succeeded, 0 when it failed: while it is 0 the
+ * population gauges are the values of the last read that succeeded.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const storeUp = Metric.gauge("slowcall_store_up", {
+  description: "1 if the last read of the store's stats succeeded, 0 if it failed"
+})
+
+/**
+ * Seconds since this process last read the Store's stats successfully, on its own clock (the Store's clock cannot be
+ * read while it is away), set by every `refresh`: 0 after a read that succeeded, growing while reads fail. Before a
+ * first success it counts from the first attempt.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const statsAgeSeconds = Metric.gauge("slowcall_stats_age_seconds", {
+  description: "seconds since the population gauges were last read from the store"
 })
 
 /**
@@ -248,6 +287,8 @@ export interface Sample {
   readonly name: string
   readonly tags: Readonly<Record<string, string>>
   readonly value: number
+  /** How the exposition format types it: a gauge unless it says `counter` (a count that only grows). */
+  readonly type?: "gauge" | "counter" | undefined
 }
 
 /**
@@ -300,11 +341,85 @@ export const samples = (read: {
   return out
 }
 
+/**
+ * The `# HELP` text of every per-resource metric `resourceSamples` gives, by name: what the provider-limits guide's
+ * metrics table lists.
+ *
+ * @since 0.4.0
+ * @category metrics
+ */
+export const resourceHelp: Readonly<Record<string, string>> = {
+  slowcall_resource_permits_in_use: "calls holding a live permit of the resource, across the fleet",
+  slowcall_resource_max_concurrent: "the resource's cap on concurrent calls (absent: no cap)",
+  slowcall_resource_bucket_level:
+    "what the resource's bucket holds now, per dimension (requests, input or output tokens); negative is debt",
+  slowcall_resource_bucket_capacity: "the most the resource's bucket holds, per dimension",
+  slowcall_resource_paused: "1 while a pause of this kind is in force on the resource, else 0",
+  slowcall_resource_half_open: "1 while the resource admits one probe call after a timed pause, else 0",
+  slowcall_resource_grants_total: "calls the resource admitted",
+  slowcall_resource_waits_total: "calls told to wait for capacity (throttled), per reason",
+  slowcall_resource_paused_acquires_total: "calls refused because the resource was paused",
+  slowcall_resource_pauses_total:
+    "pauses of the resource per kind: rate_limited and quota_exhausted are the 429s the fleet reported"
+}
+
+const pauseKinds: ReadonlyArray<PauseKind> = ["rate_limited", "quota_exhausted", "manual"]
+
+/**
+ * The per-resource metrics of one `Limiter.read`, as samples (tag `resource` on each): permits in use and the cap,
+ * each bucket's level and capacity (tag `dimension`), whether a pause of each kind is in force (tag `kind`, 1 or 0)
+ * and the half-open state, and the resource's counters as counters (grants, waits per `reason`, acquires refused
+ * while paused, pauses per `kind`). The store keeps the counters for the whole fleet, so they only grow whichever
+ * process renders them. What `/metrics` adds at scrape time; the help texts are `resourceHelp`.
+ *
+ * @since 0.4.0
+ * @category combinators
+ */
+export const resourceSamples = (read: {
+  readonly now: number
+  readonly resources: ReadonlyArray<ResourceState>
+}): ReadonlyArray<Sample> => {
+  const out: Array<Sample> = []
+  for (const state of read.resources) {
+    const resource = state.resource
+    const view = state.view
+    out.push({ name: "slowcall_resource_permits_in_use", tags: { resource }, value: view.permits })
+    if (view.maxConcurrent !== null) {
+      out.push({ name: "slowcall_resource_max_concurrent", tags: { resource }, value: view.maxConcurrent })
+    }
+    for (const [dimension, bucket] of Object.entries(view.buckets)) {
+      if (bucket === null) continue
+      out.push({ name: "slowcall_resource_bucket_level", tags: { resource, dimension }, value: bucket.level })
+      out.push({ name: "slowcall_resource_bucket_capacity", tags: { resource, dimension }, value: bucket.capacity })
+    }
+    for (const kind of pauseKinds) {
+      const inForce = state.pause !== null && state.pause.kind === kind ? 1 : 0
+      out.push({ name: "slowcall_resource_paused", tags: { resource, kind }, value: inForce })
+    }
+    out.push({ name: "slowcall_resource_half_open", tags: { resource }, value: view.halfOpen ? 1 : 0 })
+    const counters = state.counters
+    const counter = (name: string, tags: Record<string, string>, value: number): Sample => ({
+      name,
+      tags: { resource, ...tags },
+      value,
+      type: "counter"
+    })
+    out.push(counter("slowcall_resource_grants_total", {}, counters.grants))
+    for (const [reason, n] of Object.entries(counters.waits)) {
+      out.push(counter("slowcall_resource_waits_total", { reason }, n))
+    }
+    out.push(counter("slowcall_resource_paused_acquires_total", {}, counters.paused))
+    for (const kind of pauseKinds) out.push(counter("slowcall_resource_pauses_total", { kind }, counters.pauses[kind]))
+  }
+  return out
+}
+
 /** The `# HELP` text of each population gauge, the same as its metric's description. */
 const sampleHelp: Readonly<Record<string, string>> = {
+  ...resourceHelp,
   slowcall_jobs: "jobs per state, from the store",
   slowcall_oldest_queued_age_seconds: "age of the oldest due queued job, per priority, in seconds",
-  slowcall_cost_cents: "recorded spend per error class",
+  slowcall_cost_cents: "spend of the attempts that ended with each error class",
   slowcall_dead_letter_rate_per_minute: "arrivals into failed per minute over the window",
   slowcall_spend_cents: "spend over the spend window, per queue, tenant, type and state",
   slowcall_waiting_jobs: "due queued jobs per type and version",
@@ -328,13 +443,39 @@ const gauges: Readonly<Record<string, Metric.Metric.Gauge<number>>> = {
 const lastSet = new Map<string, Sample>()
 
 /**
+ * When this process last read the Store's stats successfully (or first tried, before any success), on its own clock:
+ * what `slowcall_stats_age_seconds` counts from.
+ */
+const lastRead = { at: undefined as number | undefined }
+
+/**
  * Read `Query.stats` once and set every population gauge from it (`samples`). Ages and windows use store time.
+ * Either way sets `slowcall_store_up` (1 or 0) and `slowcall_stats_age_seconds`; a failed read leaves the population
+ * gauges as they were and fails with its `StoreError`.
  *
  * @since 0.1.0
  * @category combinators
  */
 export const refresh: (options?: PollOptions) => Effect.Effect<void, StoreError, Store | Query> = Effect.fnUntraced(
   function* (options: PollOptions = {}) {
+    const startedAt = yield* Clock.currentTimeMillis
+    lastRead.at ??= startedAt
+    const read = yield* Effect.either(readStats(options))
+    if (Either.isLeft(read)) {
+      const now = yield* Clock.currentTimeMillis
+      yield* Metric.set(storeUp, 0)
+      yield* Metric.set(statsAgeSeconds, Math.max(0, now - lastRead.at) / 1_000)
+      return yield* Effect.fail(read.left)
+    }
+    // A slower read that started earlier must not make the values look older than they are.
+    lastRead.at = Math.max(lastRead.at, startedAt)
+    yield* Metric.set(storeUp, 1)
+    yield* Metric.set(statsAgeSeconds, 0)
+  }
+)
+
+const readStats: (options: PollOptions) => Effect.Effect<void, StoreError, Store | Query> = Effect.fnUntraced(
+  function* (options: PollOptions) {
     const store = yield* Store
     const query = yield* Query
     const windowMs = options.windowMs ?? 300_000
@@ -404,23 +545,28 @@ const render = (name: string, tags: ReadonlyArray<{ readonly key: string; readon
         .join(",")}}`
 
 /**
- * Samples in the Prometheus text exposition format, a `# HELP` and a `# TYPE ... gauge` line per metric name: the population of a
- * stats read without the process's counters (what a tenant's `/metrics` shows).
+ * Samples in the Prometheus text exposition format, a `# HELP` and a `# TYPE` line per metric name (a gauge unless
+ * the samples say `counter`): the population of a stats read without the process's counters (what a tenant's
+ * `/metrics` shows), or the per-resource metrics of `resourceSamples`.
  *
  * @since 0.3.0
  * @category combinators
  */
 export const renderSamples = (list: ReadonlyArray<Sample>): string => {
-  const byName = new Map<string, Array<string>>()
+  const byName = new Map<string, { type: string; lines: Array<string> }>()
   for (const sample of list) {
-    const lines = byName.get(sample.name) ?? []
-    lines.push(`${render(sample.name, tagList(sample.tags))} ${sample.value}`)
-    byName.set(sample.name, lines)
+    const entry = byName.get(sample.name) ?? { type: sample.type ?? "gauge", lines: [] }
+    entry.lines.push(`${render(sample.name, tagList(sample.tags))} ${sample.value}`)
+    byName.set(sample.name, entry)
   }
   return [...byName.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([name, lines]) =>
-      [`# HELP ${name} ${helpText(sampleHelp[name] ?? name)}`, `# TYPE ${name} gauge`, ...lines.sort()].join("\n")
+    .map(([name, entry]) =>
+      [
+        `# HELP ${name} ${helpText(sampleHelp[name] ?? name)}`,
+        `# TYPE ${name} ${entry.type}`,
+        ...entry.lines.sort()
+      ].join("\n")
     )
     .join("\n")
     .concat("\n")

@@ -9,6 +9,7 @@ import { Cause, Effect } from "effect"
 import type { ErrorClass } from "./ErrorClass.js"
 import { policy } from "./ErrorClass.js"
 import { withNow } from "./internal/now.js"
+import * as RateLimit from "./RateLimit.js"
 import * as Redact from "./Redact.js"
 
 /**
@@ -24,6 +25,14 @@ export interface Normalized {
   readonly retryable: boolean
   readonly retryAfterMs?: number
   readonly status?: number
+  /**
+   * What the failed reply said about the caller's rate limits (its `retry-after`, and per dimension the limit, what
+   * remains and when it resets: see `RateLimit`), when it said anything: the response headers of OpenAI and
+   * Anthropic errors, the error details of Gemini's.
+   *
+   * @since 0.4.0
+   */
+  readonly rateLimit?: RateLimit.RateLimitInfo
   readonly evidence: string
 }
 
@@ -47,7 +56,6 @@ export interface NormalizeOptions {
 export const maxEvidenceLength = 2_000
 
 type Rec = { readonly [key: string]: unknown }
-type HeaderGet = (name: string) => string | undefined
 
 const isRecord = (u: unknown): u is Rec => typeof u === "object" && u !== null
 const str = (u: unknown): string | undefined => (typeof u === "string" && u.length > 0 ? u : undefined)
@@ -77,96 +85,32 @@ export const truncate = (s: string, max: number = maxEvidenceLength): string =>
   s.length <= max ? s : `${s.slice(0, Math.max(0, max - 1))}…`
 
 // ---------------------------------------------------------------------------------------------------------------
-// Retry-After
-// ---------------------------------------------------------------------------------------------------------------
-
-const headerGetter = (h: unknown): HeaderGet | undefined => {
-  if (!isRecord(h)) return undefined
-  const get = (h as { get?: unknown }).get
-  if (typeof get === "function") {
-    return (name) => {
-      const v = get.call(h, name) ?? get.call(h, name.toLowerCase())
-      return typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined
-    }
-  }
-  const lower = new Map<string, unknown>()
-  for (const [k, v] of Object.entries(h)) lower.set(k.toLowerCase(), Array.isArray(v) ? v[0] : v)
-  return (name) => {
-    const v = lower.get(name.toLowerCase())
-    return typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined
-  }
-}
-
-const numeric = /^\s*\d+(?:\.\d+)?\s*$/
-
-/** Go-style durations as OpenAI's `x-ratelimit-reset-*` headers send them ("1s", "6m0s", "1.5s", "20ms"). */
-const goDuration = /^\s*(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?\s*$/
-
-const parseGoDuration = (s: string): number | undefined => {
-  const m = goDuration.exec(s)
-  if (!m || (m[1] ?? m[2] ?? m[3] ?? m[4]) === undefined) return undefined
-  const part = (x: string | undefined, scale: number) => (x === undefined ? 0 : Number(x) * scale)
-  return Math.round(part(m[1], 3_600_000) + part(m[2], 60_000) + part(m[3], 1_000) + part(m[4], 1))
-}
-
-/** The limits whose rate-limit headers say how long until they reset, per provider's naming. */
-const rateLimitHeaders: ReadonlyArray<{ readonly remaining: string; readonly reset: string }> = [
-  { remaining: "x-ratelimit-remaining-requests", reset: "x-ratelimit-reset-requests" },
-  { remaining: "x-ratelimit-remaining-tokens", reset: "x-ratelimit-reset-tokens" },
-  ...["requests", "tokens", "input-tokens", "output-tokens"].map((kind) => ({
-    remaining: `anthropic-ratelimit-${kind}-remaining`,
-    reset: `anthropic-ratelimit-${kind}-reset`
-  }))
-]
-
-const retryAfterFromHeaders = (get: HeaderGet, nowMs: number | undefined): number | undefined => {
-  const ms = get("retry-after-ms")
-  if (ms !== undefined && numeric.test(ms)) return Math.max(0, Math.round(Number(ms)))
-  const dateHeader = get("date")
-  const now = () => nowMs ?? (dateHeader !== undefined ? Date.parse(dateHeader) : Number.NaN)
-  const ra = get("retry-after")
-  if (ra !== undefined) {
-    if (numeric.test(ra)) return Math.max(0, Math.round(Number(ra) * 1000))
-    const at = Date.parse(ra)
-    if (Number.isNaN(at) || Number.isNaN(now())) return undefined
-    return Math.max(0, at - now())
-  }
-  // No Retry-After: an exhausted limit (remaining 0) says when it resets, as a duration (OpenAI) or an RFC 3339
-  // time (Anthropic). The longest wait among the exhausted limits is the one that matters.
-  let wait: number | undefined
-  for (const h of rateLimitHeaders) {
-    const reset = get(h.reset)
-    if (get(h.remaining)?.trim() !== "0" || reset === undefined) continue
-    let ms = parseGoDuration(reset)
-    if (ms === undefined) {
-      const at = Date.parse(reset)
-      if (!Number.isNaN(at) && !Number.isNaN(now())) ms = Math.max(0, at - now())
-    }
-    if (ms !== undefined && (wait === undefined || ms > wait)) wait = ms
-  }
-  return wait
-}
-
-/** Parses protobuf-JSON durations as used by Google's RetryInfo ("37s", "1.5s", "250ms"). */
-const parseGoogleDuration = (s: string): number | undefined => {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s)\s*$/.exec(s)
-  if (!m) return undefined
-  return Math.round(Number(m[1]) * (m[2] === "ms" ? 1 : 1000))
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // Vendor bodies
 // ---------------------------------------------------------------------------------------------------------------
 
 interface Verdict {
   readonly errorClass: ErrorClass
   readonly detail: string
-  readonly retryAfterMs?: number
+  /** What the body says about rate limits (Gemini's `RetryInfo` and `QuotaFailure` details). */
+  readonly rateLimit?: RateLimit.RateLimitInfo
   readonly status?: number
 }
 
-/** Anthropic answers an account without credit with a 400 invalid_request_error and this message. */
-const creditMessage = /credit balance is too low|purchase credits|billing details/i
+/**
+ * Anthropic answers an account without credit with a 400 invalid_request_error and the first messages; an account at
+ * a spend limit its owner set with a 400 invalid_request_error "You have reached your specified (workspace) API usage
+ * limits"; an organisation at its tier's monthly cap with a 429 rate_limit_error "You have reached your API usage
+ * limits" (with `details.error_code`, below).
+ */
+const creditMessage =
+  /credit balance is too low|purchase credits|billing details|reached your (?:specified (?:workspace )?)?API usage limits/i
+
+/**
+ * Anthropic's spend caps, named by `error.details.error_code` on a 429 whose type is `rate_limit_error` and which
+ * carries no `retry-after`: access is paused until the month ends or an operator raises the limit, so it is
+ * `quota_exhausted`, never a rate limit to wait out.
+ */
+const spendCapCodes: ReadonlySet<string> = new Set(["enforced_spend_limit_reached", "contract_spend_limit_reached"])
 
 const contextLengthMessage =
   /prompt is too long|maximum context length|context[ _-]length|context window|too many (?:input )?tokens|exceeds the maximum number of tokens|input token count|reduce the length of the messages/i
@@ -184,6 +128,9 @@ const openAiCodes: { readonly [code: string]: ErrorClass } = {
   requests: "rate_limited",
   insufficient_quota: "quota_exhausted",
   billing_hard_limit_reached: "quota_exhausted",
+  // Hard spend limits an organisation or project owner set: a 429 with one of these codes.
+  organization_spend_limit_exceeded: "quota_exhausted",
+  project_spend_limit_exceeded: "quota_exhausted",
   context_length_exceeded: "context_length",
   string_above_max_length: "context_length",
   content_filter: "content_filtered",
@@ -283,19 +230,16 @@ const googleVerdict = (x: Rec): Verdict | undefined => {
   return undefined
 }
 
-const googleDetails = (details: unknown): { retryAfterMs?: number; reasons: ReadonlyArray<string> } => {
+/** The `ErrorInfo` reasons of a Google error's details (`API_KEY_INVALID`, ...). */
+const googleReasons = (details: unknown): ReadonlyArray<string> => {
   const reasons: Array<string> = []
-  let retryAfterMs: number | undefined
   if (Array.isArray(details)) {
     for (const d of details) {
-      if (!isRecord(d)) continue
-      const delay = str(d.retryDelay)
-      if (delay !== undefined) retryAfterMs = parseGoogleDuration(delay)
-      const reason = str(d.reason)
+      const reason = isRecord(d) ? str(d.reason) : undefined
       if (reason !== undefined) reasons.push(reason)
     }
   }
-  return retryAfterMs === undefined ? { reasons } : { retryAfterMs, reasons }
+  return reasons
 }
 
 /**
@@ -316,14 +260,19 @@ const vendorVerdict = (body: unknown): Verdict | undefined => {
   const numericCode = typeof inner.code === "number" ? inner.code : undefined
   const label = [type, code, gStatus].filter((s) => s !== undefined).join("/")
   const detail = label.length > 0 ? `${label}: ${message}` : message
-  const { reasons, retryAfterMs } = googleDetails(inner.details)
+  const reasons = googleReasons(inner.details)
+  const rateLimit = RateLimit.fromGoogleDetails(inner.details)
   const extra = {
-    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    ...(rateLimit === undefined ? {} : { rateLimit }),
     ...(numericCode !== undefined && numericCode >= 100 && numericCode < 600 ? { status: numericCode } : {})
   }
 
-  if (type === "invalid_request_error" && creditMessage.test(message)) {
+  if ((type === "invalid_request_error" || type === "rate_limit_error") && creditMessage.test(message)) {
     return { errorClass: "quota_exhausted", detail, ...extra }
+  }
+  const errorCode = isRecord(inner.details) ? str(inner.details.error_code) : undefined
+  if (errorCode !== undefined && spendCapCodes.has(errorCode)) {
+    return { errorClass: "quota_exhausted", detail: `${detail} (${errorCode})`, ...extra }
   }
   const byCode = code !== undefined ? lookup(openAiCodes, code) : undefined
   if (byCode !== undefined && byCode !== "invalid_request") return { errorClass: byCode, detail, ...extra }
@@ -432,7 +381,7 @@ const ownTags: { readonly [tag: string]: ErrorClass } = {
 interface Facts {
   status: number | undefined
   statusText: string | undefined
-  headers: Array<HeaderGet>
+  headers: Array<unknown>
   bodies: Array<unknown>
   codes: Array<string>
   names: Array<string>
@@ -494,13 +443,15 @@ const collect = (root: unknown): Facts => {
     const status = statusOf(u.status) ?? statusOf(u.statusCode)
     if (facts.status === undefined && status !== undefined) facts.status = status
     if (facts.statusText === undefined) facts.statusText = str(u.statusText)
-    const h = headerGetter(u.headers)
-    if (h) facts.headers.push(h)
+    // SDK errors keep the response headers as `headers`; the AI SDK's `APICallError` as `responseHeaders`.
+    for (const h of [u.headers, u.responseHeaders]) if (isRecord(h)) facts.headers.push(h)
     const line = [name, code !== undefined && !message?.includes(code) ? `[${code}]` : undefined, message]
       .filter((s) => s !== undefined)
       .join(" ")
     if (line.length > 0 && (message !== undefined || code !== undefined || depth === 0)) facts.lines.push(line)
-    for (const key of ["body", "data", "error", "responseBody"] as const) {
+    // The raw `responseBody` (the AI SDK's `APICallError`) before `data`, its parse, which may have dropped fields
+    // such as Anthropic's `error.details`.
+    for (const key of ["body", "responseBody", "data", "error"] as const) {
       const b = u[key]
       if (b === undefined || b === null) continue
       facts.bodies.push(b)
@@ -518,11 +469,18 @@ const collect = (root: unknown): Facts => {
   return facts
 }
 
-const result = (errorClass: ErrorClass, evidence: string, retryAfterMs?: number, status?: number): Normalized => ({
+const result = (
+  errorClass: ErrorClass,
+  evidence: string,
+  retryAfterMs?: number,
+  status?: number,
+  rateLimit?: RateLimit.RateLimitInfo
+): Normalized => ({
   errorClass,
   retryable: policy(errorClass).retryable,
   ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
   ...(status === undefined ? {} : { status }),
+  ...(rateLimit === undefined ? {} : { rateLimit }),
   evidence: truncate(redact(evidence))
 })
 
@@ -533,10 +491,12 @@ const causeEvidence = (cause: Cause.Cause<unknown>): string => Cause.pretty(caus
  * anything unrecognised is `unknown`. The most specific signal wins, in this order:
  *
  * 1. an Effect `Cause` made only of interruptions -> `cancelled` (other causes are squashed and classified);
- * 2. a vendor error body (OpenAI, Anthropic, Gemini; from `body`, `data`, `error`, a JSON `message` as the Gemini
- *    SDK keeps it, or the value itself, as a string or parsed) -> its class, so a 429 `insufficient_quota` is
- *    `quota_exhausted`, not `rate_limited`; a generic invalid-request body on 401/403 is `auth`; a response the
- *    provider withheld (content filter, refusal, safety) is `content_filtered`;
+ * 2. a vendor error body (OpenAI, Anthropic, Gemini; from `body`, `responseBody`, `data`, `error`, a JSON `message`
+ *    as the Gemini SDK keeps it, or the value itself, as a string or parsed) -> its class, so a spend cap is
+ *    `quota_exhausted`, never `rate_limited`, although its status is 429 (OpenAI `insufficient_quota`,
+ *    `billing_hard_limit_reached`, `organization_spend_limit_exceeded`, `project_spend_limit_exceeded`; Anthropic
+ *    `rate_limit_error` with `details.error_code` `enforced_spend_limit_reached`); a generic invalid-request body on
+ *    401/403 is `auth`; a response the provider withheld (content filter, refusal, safety) is `content_filtered`;
  * 3. the HTTP status (`status`, `statusCode`, `response.status`);
  * 4. timeouts anywhere in the `cause` / `errors` chain (ETIMEDOUT, undici timeouts, TimeoutError,
  *    TimeoutException) -> `timeout`;
@@ -546,9 +506,11 @@ const causeEvidence = (cause: Cause.Cause<unknown>): string => Cause.pretty(caus
  *
  * Names are read from `_tag`, `name` and the error's class, since some SDKs (OpenAI) leave `name` as "Error".
  *
- * `retryAfterMs` comes from `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`), the
- * reset headers of an exhausted rate limit (`x-ratelimit-reset-*`, `anthropic-ratelimit-*-reset`, where the matching
- * `remaining` is 0), or a vendor retry delay in the body.
+ * `rateLimit` is what the reply said about rate limits (`RateLimit.fromHeaders` of the error's `headers` or
+ * `responseHeaders`, completed by Gemini's `RetryInfo` and `QuotaFailure` details). `retryAfterMs` is its wait
+ * (`RateLimit.waitMs`): `retry-after-ms`, `Retry-After` (seconds or HTTP-date, see `NormalizeOptions`), else the
+ * reset of an exhausted limit (`x-ratelimit-reset-*`, `anthropic-ratelimit-*-reset`, where the matching `remaining` is
+ * 0), else the vendor retry delay in the body.
  *
  * @since 0.1.0
  * @category constructors
@@ -568,10 +530,10 @@ const classifyError = (error: unknown, options: NormalizeOptions): Normalized =>
     return normalize(Cause.squash(error), options)
   }
   const facts = collect(error)
-  let retryAfterMs: number | undefined
+  let fromHeaders: RateLimit.RateLimitInfo | undefined
   for (const h of facts.headers) {
-    retryAfterMs = retryAfterFromHeaders(h, options.nowMs)
-    if (retryAfterMs !== undefined) break
+    fromHeaders = RateLimit.fromHeaders(h, { nowMs: options.nowMs })
+    if (fromHeaders !== undefined) break
   }
   let verdict: Verdict | undefined
   for (const b of facts.bodies) {
@@ -579,7 +541,8 @@ const classifyError = (error: unknown, options: NormalizeOptions): Normalized =>
     if (verdict) break
   }
   const status = facts.status ?? verdict?.status
-  retryAfterMs ??= verdict?.retryAfterMs
+  const rateLimit = RateLimit.merge(fromHeaders, verdict?.rateLimit)
+  const retryAfterMs = RateLimit.waitMs(fromHeaders) ?? verdict?.rateLimit?.retryAfterMs
   const evidenceParts: Array<string> = []
   if (status !== undefined) evidenceParts.push(`HTTP ${status}${facts.statusText ? ` ${facts.statusText}` : ""}`)
   if (verdict && verdict.detail.length > 0) evidenceParts.push(verdict.detail)
@@ -614,7 +577,7 @@ const classifyError = (error: unknown, options: NormalizeOptions): Normalized =>
     if (/\btimed? ?out\b/i.test(first)) return "timeout"
     return "unknown"
   }
-  return result(classify(), evidence, retryAfterMs, status)
+  return result(classify(), evidence, retryAfterMs, status, rateLimit)
 }
 
 const describe = (u: unknown): string => {

@@ -536,7 +536,12 @@ export const heartbeatTransition = (
  *   deadline: a retry that could not start in time is not worth queueing);
  * - `Fail`: failed, a dead letter;
  * - `Abandon`: given up for `reason`;
- * - `Release`: handed back untouched, due now, the attempt not counted (a graceful shutdown is not a failure).
+ * - `Release`: handed back untouched, due now, the attempt not counted (a graceful shutdown is not a failure);
+ * - `Throttle`: queued again, due `delayMs` after the write, the attempt not counted and no money charged: the
+ *   job's model call had to wait for its provider resource (no capacity, a paused resource, a 429). The record shows
+ *   why until it runs again: `errorClass` `rate_limited`, `lastError` the worker's `error` (which resource, what for,
+ *   until when), `runAfter` the end of the wait. Abandoned(deadline) instead when the wait reaches the deadline,
+ *   as a retry is.
  *
  * @since 0.2.0
  * @category models
@@ -557,6 +562,48 @@ export type Outcome =
       readonly error?: string | null | undefined
     }
   | { readonly _tag: "Release" }
+  | { readonly _tag: "Throttle"; readonly delayMs: number; readonly error: string }
+
+/**
+ * What a throttled job waits for: its provider resource, why (the limiter's wait reason, such as `requests` or
+ * `concurrency`, or the pause it found), and the store time the wait ends.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface ThrottleNote {
+  readonly resource: string
+  readonly why: string
+  readonly until: number
+}
+
+const throttlePattern = /^throttled: waiting for (\S+) \((.*)\) until (\S+)$/
+
+/**
+ * The `error` of a `Throttle` outcome, which the record keeps as its `lastError`:
+ * `throttled: waiting for <resource> (<why>) until <ISO 8601 store time>`. `throttleOf` reads it back.
+ *
+ * @since 0.4.0
+ * @category rules
+ */
+export const throttleEvidence = (note: ThrottleNote): string =>
+  `throttled: waiting for ${note.resource} (${note.why}) until ${new Date(note.until).toISOString()}`
+
+/**
+ * What a job is throttled by, when it is: queued after a `Throttle` settlement (error class `rate_limited` and a
+ * `lastError` written by `throttleEvidence`), until its `runAfter`. `undefined` for every other record.
+ *
+ * @since 0.4.0
+ * @category rules
+ */
+export const throttleOf = (
+  job: Pick<Job, "state" | "errorClass" | "lastError" | "runAfter">
+): ThrottleNote | undefined => {
+  if (job.state !== "queued" || job.errorClass !== "rate_limited" || job.lastError === null) return undefined
+  const match = throttlePattern.exec(job.lastError)
+  if (match === null) return undefined
+  return { resource: match[1]!, why: match[2]!, until: job.runAfter }
+}
 
 /**
  * The write of a settle under the current token: the new record with the lease cleared, and the attempt row of the
@@ -634,6 +681,30 @@ export const settleTransition = (job: Job, now: number, outcome: Outcome): Trans
         { state: step(job.state, "release"), runAfter: now, attemptsBase: job.attemptsBase + 1, ...leaseCleared },
         end("released")
       )
+    case "Throttle": {
+      const runAfter = now + Math.max(0, outcome.delayMs)
+      if (job.deadlineAt !== null && runAfter >= job.deadlineAt) {
+        return settleTransition(job, now, {
+          _tag: "Abandon",
+          reason: "deadline",
+          errorClass: "rate_limited",
+          error: outcome.error
+        })
+      }
+      return transition(
+        job,
+        now,
+        {
+          state: step(job.state, "release"),
+          runAfter,
+          attemptsBase: job.attemptsBase + 1,
+          errorClass: "rate_limited",
+          lastError: outcome.error,
+          ...leaseCleared
+        },
+        end("released", "rate_limited", outcome.error)
+      )
+    }
   }
 }
 
@@ -670,7 +741,8 @@ export const cancelTransition = (job: Job, now: number, verdict: "Abandon" | "Re
     : transition(job, now, { state: step(job.state, "cancel"), cancelRequestedAt: now })
 
 /**
- * Which failed jobs a filtered replay may touch: every given filter must match.
+ * Which failed jobs a filtered replay may touch: every given filter must match. `inputHash` names one input (a
+ * dead-letter group's hash).
  *
  * @since 0.2.0
  * @category models
@@ -680,6 +752,7 @@ export interface ReplayFilter {
   readonly tenant?: string | undefined
   readonly errorClass?: ErrorClass | undefined
   readonly type?: string | undefined
+  readonly inputHash?: string | undefined
 }
 
 /**
@@ -694,7 +767,8 @@ export const replayable = (job: Job, filter: ReplayFilter = {}): boolean =>
   (filter.queue === undefined || job.queue === filter.queue) &&
   (filter.tenant === undefined || job.tenant === filter.tenant) &&
   (filter.errorClass === undefined || job.errorClass === filter.errorClass) &&
-  (filter.type === undefined || job.type === filter.type)
+  (filter.type === undefined || job.type === filter.type) &&
+  (filter.inputHash === undefined || job.inputHash === filter.inputHash)
 
 /**
  * The write of a replay: failed -> queued, due now, a fresh run of `maxAttempts` (`attemptsBase = attempts`), no

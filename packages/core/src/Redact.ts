@@ -27,6 +27,7 @@
  * @since 0.3.0
  */
 import { Logger } from "effect"
+import type { Json } from "./Job.js"
 
 /**
  * The text that stands where a secret was.
@@ -45,6 +46,15 @@ const headerLine =
   /((?:proxy-)?authorization|x-api-key|x-goog-api-key|api-key|openai-api-key|anthropic-api-key|x-auth-token|cookie|set-cookie)(["']?\s*[:=]\s*["']?)[^"'\r\n,;}]+/gi
 
 /**
+ * A secret field's name: a whole identifier (letters, digits, `_`, `-`, `.`) that ends in a secret word. The text rule
+ * (`secretField`) and the JSON rule (`redactJson`) both use it.
+ */
+const secretNamePattern =
+  "[A-Za-z0-9_.-]*?(?:key|secret|password|passwd|passphrase|pwd|token|auth|authorization|credentials?|cookie|session[_-]?id|signature)"
+
+const secretName = new RegExp(`^${secretNamePattern}$`, "i")
+
+/**
  * A field whose name says its value is secret, then its value. The name is a whole identifier (letters, digits,
  * `_`, `-`, `.`) that ends in a secret word, so `access_token`, `apiKey`, `x-api-key` and `db.password` are secret
  * names and `max_tokens` or `author` are not. The name may be quoted (also with escaped quotes, however deep, as in
@@ -52,8 +62,10 @@ const headerLine =
  * bare word. An escaped string ends only at a quote with exactly its opening's backslashes, so a quote inside the
  * value (more backslashes: `\\\"` one level down) does not end it early and leave the rest of the secret behind.
  */
-const secretField =
-  /(\\*["']?)((?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*?(?:key|secret|password|passwd|passphrase|pwd|token|auth|authorization|credentials?|cookie|session[_-]?id|signature))\1(\s*[:=]\s*)((?<esc>\\+)"(?:(?!(?<!\\)\k<esc>")[^\n])*(?<!\\)\k<esc>"|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[^\s,;&}"'\\]+)/gi
+const secretField = new RegExp(
+  `(\\\\*["']?)((?<![A-Za-z0-9_.-])${secretNamePattern})\\1(\\s*[:=]\\s*)((?<esc>\\\\+)"(?:(?!(?<!\\\\)\\k<esc>")[^\\n])*(?<!\\\\)\\k<esc>"|"(?:[^"\\\\\\n]|\\\\.)*"|'(?:[^'\\\\\\n]|\\\\.)*'|[^\\s,;&}"'\\\\]+)`,
+  "gi"
+)
 
 const schemeCredential = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}/gi
 
@@ -108,9 +120,38 @@ export const redact = (text: string): string =>
     .replace(queryKey, `$1${marker}`)
 
 /**
+ * Removes secrets from a JSON value, keeping it JSON: every string (object keys too) passes `redact`, and the value of
+ * a field whose name says it is secret (the names of the text rule: `apiKey`, `access_token`, `password`, ...)
+ * becomes `[redacted]` whatever it holds (a number, an object; `null`, `true`, `false` and `""` are kept). Redacting its JSON
+ * text with `redact` afterwards changes nothing. Used wherever a job's input is shown.
+ *
+ * @since 0.5.0
+ * @category combinators
+ */
+export const redactJson = (value: Json): Json => {
+  if (typeof value === "string") return redact(value)
+  if (value === null || typeof value !== "object") return value
+  if (Array.isArray(value)) return value.map(redactJson)
+  const out: Record<string, Json> = {}
+  for (const [key, field] of Object.entries(value as { readonly [key: string]: Json })) {
+    const kept = field === null || typeof field === "boolean" || field === ""
+    // Defined, not assigned: a `__proto__` key of parsed JSON stays a plain field.
+    Object.defineProperty(out, redact(key), {
+      value: secretName.test(key) && !kept ? marker : redactJson(field),
+      enumerable: true,
+      writable: true,
+      configurable: true
+    })
+  }
+  return out
+}
+
+/**
  * A logger that formats each entry as logfmt (message, cause, spans and annotations), redacts the whole line and
- * writes it to the console: no secret in a logged error, cause or annotation reaches the log. `Serve` installs it
- * with `layerLogger`; an application may wrap its own formatting the same way (`Logger.map(format, redact)`).
+ * writes it to the console: no secret in a logged error, cause or annotation reaches the log. An application installs
+ * it with `layerLogger` (under `NodeRuntime.runMain`, pass `disablePrettyLogger: true`, or the pretty logger it adds
+ * writes every line a second time, unredacted), or wraps its own formatting the same way (`Logger.map(format,
+ * redact)`), as the `slowcall` executable does.
  *
  * @since 0.3.0
  * @category constructors

@@ -22,7 +22,9 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer } from "effect"
+import { type Batch, type BatchId, BatchStore } from "./Batch.js"
 import type { IdempotencyKeyReused, InvalidInput, StoreError } from "./Errors.js"
+import type { FairOptions } from "./Fairness.js"
 import * as internalMemoryStore from "./internal/memoryStore.js"
 import type { Job, JobId, JobState } from "./Job.js"
 import type { Outcome, ReplayFilter, Runnable, SubmitItem } from "./Protocol.js"
@@ -284,6 +286,11 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
      * `claim` would with the fallback estimate. With `types`, only jobs whose (type, version) is listed are picked
      * (`Protocol.runnableBy`); others stay queued as they are. Returns only the jobs it wrote: `Claimed`, or
      * `Settled` when the claim settled the job instead; a settled job counts toward `max` like a claimed one.
+     *
+     * With `fair`, the due jobs are picked across tenants by `Fairness.pick` instead (least decayed service per
+     * weight first, today's order within a tenant and between equal services), and each tenant's service in the
+     * queue is updated in the same atomic write as the claims; a `fair` that `Fairness.problem` rejects fails with
+     * `StoreError` (`Constraint`) and writes nothing. Without `fair` nothing about the order or the writes changes.
      */
     readonly claimNext: (
       options: WriteOptions & {
@@ -292,6 +299,7 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
         readonly owner: string
         readonly leaseMs: number
         readonly types?: ReadonlyArray<Runnable> | undefined
+        readonly fair?: FairOptions | undefined
       }
     ) => Effect.Effect<Reply<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>>, StoreError>
     /** Fenced. `Protocol.heartbeatTransition` per item. */
@@ -331,6 +339,7 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
      * 2. queued jobs past their deadline, oldest insertion first;
      * 3. `stale`, with what is left of the limit: jobs `Protocol.isStale` (not requeued by this pass), least
      *    recently touched first, each marked republished at `now` (not part of the job record).
+     * As with `claimNext`, a job another writer holds at that moment may be passed over, left for the next pass.
      */
     readonly sweep: (options: SweepOptions) => Effect.Effect<SweepResult, StoreError>
     /** Store time now (epoch ms), for callers that must compare against lease, deadline or run-after times. */
@@ -347,7 +356,8 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
 export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
 
 /**
- * A fresh, empty in-memory Store and Query over the same maps, built from `Protocol.ts` and nothing else. Each
+ * A fresh, empty in-memory Store, Query and BatchStore over the same maps, built from `Protocol.ts` and `Batch.ts`
+ * and nothing else (every job write on a batch item writes its batch in the same step). Each
  * item is one synchronous step, so writes are atomic among fibers. Store time is the `Clock` in scope when the
  * store is made (or an explicit `now`), never the caller's clock. Nothing is persisted: for tests, examples and the
  * simulator. `peek` reads one job record synchronously exactly as the store holds it (undefined when there is
@@ -359,6 +369,7 @@ export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
 export const makeMemory: Effect.Effect<{
   readonly store: Store["Type"]
   readonly query: Query["Type"]
+  readonly batches: BatchStore["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
 }> = internalMemoryStore.make
 
@@ -385,6 +396,10 @@ export interface MemoryOptions {
  * @category models
  */
 export type WriteVerb =
+  | "batchOpen"
+  | "batchAdd"
+  | "batchCancel"
+  | "batchReplay"
   | "submit"
   | "claim"
   | "claimNext"
@@ -406,16 +421,21 @@ export const makeMemoryWith = (
 ): Effect.Effect<{
   readonly store: Store["Type"]
   readonly query: Query["Type"]
+  readonly batches: BatchStore["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
+  /** The batch record as the store holds it now, read without an effect (the simulator's ground truth). */
+  readonly peekBatch: (batchId: BatchId) => Batch | undefined
 }> => internalMemoryStore.makeWith(options)
 
 /**
- * A Layer with a fresh in-memory Store and its Query (see `makeMemory`). Cheap to build: for tests, examples and
- * the simulator, which builds thousands of them. Not durable.
+ * A Layer with a fresh in-memory Store, its Query and its BatchStore (see `makeMemory`). Cheap to build: for tests,
+ * examples and the simulator, which builds thousands of them. Not durable.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<Store | Query> = Layer.effectContext(
-  Effect.map(internalMemoryStore.make, ({ query, store }) => Context.make(Store, store).pipe(Context.add(Query, query)))
+export const layerMemory: Layer.Layer<Store | Query | BatchStore> = Layer.effectContext(
+  Effect.map(internalMemoryStore.make, ({ batches, query, store }) =>
+    Context.make(Store, store).pipe(Context.add(Query, query), Context.add(BatchStore, batches))
+  )
 )

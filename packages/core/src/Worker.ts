@@ -9,6 +9,10 @@
  * - A model call happens only under a lease this worker claimed; a duplicate delivery costs one claim.
  * - A worker that lost its lease (taken over, or unable to renew before its local lease end) stops its handler and
  *   commits nothing; what it spent stays in the charge ledger.
+ * - The actual cost of a model call that was made is settled before its attempt's outcome is written, the write
+ *   retried until it lands whatever becomes of the lease (charges are not fenced): a store outage as a call returns
+ *   delays the outcome, never drops the cost. Only the end of a closing worker's grace periods gives a settlement up
+ *   (logged as an error with the call id and amount; the reservation stays).
  * - A claim whose reply was lost is recognised by its unique owner tag and adopted, never counted as someone else's.
  * - The lease is kept (heartbeat and self-fencing watchdog) until the attempt's outcome is durable: a store outage
  *   shorter than the lease at commit time costs retries, never a second model call.
@@ -17,6 +21,14 @@
  *   being retried forever.
  * - No model call starts after the job's deadline (store time); a deadline seen at a heartbeat stops the handler.
  *   Both end the job `abandoned(deadline)`.
+ * - A model call that names a provider resource starts only once the fleet limiter granted it a permit (renewed with
+ *   the job's heartbeats, released after the call with the provider's usage); one it tells to wait, or finds paused,
+ *   never starts: the job goes back to `queued` until the wait ends (`Throttle`), its attempt not used and nothing
+ *   charged. A 429 that says until when, or a spend cap, pauses the resource for every worker. Calls that name no
+ *   resource never touch the limiter.
+ * - A job whose handler names a resource is not claimed while the limiter's last view of that resource (forecast to
+ *   now) shows no room for it: it keeps its place in the queue, and the claim's order decides who goes first once
+ *   capacity returns. A worker none of whose handlers names a resource forecasts nothing.
  * - An unknown (type, version) is deferred, never claimed (`claimNext` is filtered to the handlers here): deploy skew
  *   loses nothing.
  * - A job waiting in the local queue (`prefetch`) holds a renewed lease, and is handed back, never run, once less
@@ -36,9 +48,11 @@
  * @since 0.1.0
  */
 import { Effect, Fiber, FiberRef, HashSet, Layer, Option, type Scope } from "effect"
+import * as Fairness from "./Fairness.js"
 import * as Handler from "./Handler.js"
 import * as Ids from "./Ids.js"
 import * as Tracing from "./internal/tracing.js"
+import * as WorkerAdmission from "./internal/workerAdmission.js"
 import { releaseWaiting } from "./internal/workerAttempt.js"
 import { makeOutbox } from "./internal/workerBatch.js"
 import type * as WorkerContext from "./internal/workerContext.js"
@@ -47,7 +61,9 @@ import { type Env, withAttemptAnnotations } from "./internal/workerEnv.js"
 import * as Fibers from "./internal/workerFibers.js"
 import { intake } from "./internal/workerIntake.js"
 import { makeKeeper } from "./internal/workerLease.js"
+import * as WorkerLimits from "./internal/workerLimits.js"
 import { makeWorkerStore } from "./internal/workerStore.js"
+import { Limiter } from "./Limiter.js"
 import { Store } from "./Store.js"
 import { type AckItem, type DeferItem, type Delivery, Transport } from "./Transport.js"
 
@@ -91,6 +107,36 @@ export interface WorkerOptions<R> {
   readonly storeErrorDelayMs?: number | undefined
   /** Admission hooks before each claim and around each model call (fleet-wide limits). */
   readonly admission?: Admission<R> | undefined
+  /**
+   * Fair shares across tenants (opt-in per queue): every claim this worker makes is a fair claim
+   * (`Store.claimNext` with `fair`, see `Fairness.ts`): the tenant with the least decayed service per weight
+   * goes first, today's order within a tenant. Without it the claim order is the plain one. Only the
+   * Store-selected intake (transports with `claimsFromStore`: Postgres, Redis) claims by order; a transport that
+   * delivers messages (SQS, the in-memory transport) decides the order itself, and the worker warns at start. Options
+   * that `Fairness.problem` rejects are a defect at start.
+   */
+  readonly fairness?: Fairness.FairOptions | undefined
+  /**
+   * The fleet limiter that admits model calls naming a provider resource (`CallOptions.resource`, or the handler's
+   * `resource`). Defaults to the `Limiter` service in context (every adapter layer provides one next to its Store);
+   * with neither, no call is limited. Calls that name no resource never touch it. See "Staying within provider
+   * limits" in the docs.
+   *
+   * @since 0.4.0
+   */
+  readonly limiter?: Limiter["Type"] | undefined
+  /**
+   * How a job whose call must wait for its resource comes back (it goes back to `queued`, its attempt not used):
+   * `recheckMs` (default 1 s) is the longest it waits for a concurrency permit or a half-open resource's probe,
+   * which come back when a call ends; `pausedRecheckMs` (default 60 s) how often it asks again while the resource
+   * is paused until an operator resumes it (a spend cap). A wait for a bucket's refill or a timed pause ends when the
+   * limiter says it does.
+   *
+   * @since 0.4.0
+   */
+  readonly throttle?:
+    | { readonly recheckMs?: number | undefined; readonly pausedRecheckMs?: number | undefined }
+    | undefined
 }
 
 /**
@@ -109,7 +155,8 @@ export interface Worker {
  * Hooks that admit work before it starts, for fleet-wide concurrency and rate limits. `beforeClaim` runs before a
  * delivery is claimed (`Defer` hides the delivery for `delayMs` without claiming: nothing is written); `aroundCall`
  * wraps each model call (it may wait for a permit before running the call, and must run it at most once). Without
- * hooks a worker admits everything and pays nothing for it.
+ * hooks a worker admits everything and pays nothing for it, except what its fleet limiter's forecast holds back
+ * (deliveries of a handler's resource without room are deferred before this hook is asked).
  *
  * @since 0.2.0
  * @category models
@@ -159,7 +206,7 @@ const shutdownSteps = Effect.fnUntraced(function* <R>(env: Env<R>, loop: Fiber.R
     )
   }
   // Whatever still runs after the grace periods is stopped here (its lease lapses; the message returns): a handler
-  // at once, an outcome write once its call in flight is answered (it retries no more).
+  // at once, an outcome write or a call's settlement once its write in flight is answered (neither retries more).
   env.abandoning = true
   yield* env.fibers.interruptAll
 })
@@ -176,11 +223,18 @@ export const make = <R = never>(
 
 const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
   const registry = Handler.registry(options.handlers)
+  const fairness = options.fairness
+  const fairProblem = fairness === undefined ? undefined : Fairness.problem(fairness)
+  if (fairProblem !== undefined) throw new Error(`worker fairness: ${fairProblem}`)
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1))
   const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0))
   const store = yield* Store
   const transport = yield* Transport
+  const limiter = options.limiter ?? Option.getOrUndefined(yield* Effect.serviceOption(Limiter))
   const maxBatch = Math.max(1, Math.min(1_000, transport.capabilities.maxBatch))
+  if (fairness !== undefined && !transport.capabilities.claimsFromStore) {
+    yield* Effect.logWarning("fairness has no effect: this transport delivers jobs in its own order")
+  }
   const logFailure = (what: string) => (cause: unknown, items: ReadonlyArray<{ readonly delivery: Delivery }>) =>
     Effect.logWarning(`${what} failed; the messages will return`, cause).pipe(
       Effect.annotateLogs({ deliveries: items.length })
@@ -200,6 +254,16 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
   const runtime = yield* annotated(Effect.runtime<R>())
   const helpers = Fibers.makeHelpers(runtime)
   yield* Effect.addFinalizer(() => helpers.stop)
+  const rechecks = {
+    recheckMs: Math.max(1, options.throttle?.recheckMs ?? WorkerLimits.defaults.recheckMs),
+    pausedRecheckMs: Math.max(1, options.throttle?.pausedRecheckMs ?? WorkerLimits.defaults.pausedRecheckMs)
+  }
+  // Only a worker with a limiter and a handler that names a resource forecasts capacity before its claims.
+  const gate = limiter === undefined ? undefined : WorkerAdmission.make({ handlers: registry.all, ...rechecks })
+  const limits =
+    limiter === undefined
+      ? undefined
+      : WorkerLimits.make({ limiter, maxBatch, start: helpers.start, ...rechecks, learn: gate?.learn })
   const env: Env<R> = {
     store,
     transport,
@@ -222,11 +286,14 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
     maxBatch,
     retry: options.retry,
     admission: options.admission,
+    fair: fairness,
     logging,
     // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
     // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
     tracer,
-    keeper: makeKeeper({ store, transport, tracer, start: helpers.start }),
+    keeper: makeKeeper({ store, transport, tracer, start: helpers.start, renewPermits: limits?.renew }),
+    limits,
+    gate,
     writes: makeWorkerStore(store, maxBatch, helpers.start),
     acks: makeOutbox<AckItem, unknown>({
       send: (items) => transport.ack({ items }),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Fiber, Stream, TestClock } from "effect"
 import * as Client from "../src/Client.js"
+import * as DeadLetters from "../src/DeadLetters.js"
 import { TransportError } from "../src/Errors.js"
 import type { Job, JobId } from "../src/Job.js"
 import { Query } from "../src/Query.js"
@@ -456,6 +457,49 @@ describe("Client.cancel, deadLetters, replay and the reads", () => {
       expect((yield* client.get(dead.job.id)).state).toBe("queued")
       expect((yield* receiveAll(memory)).map((d) => d.jobId)).toEqual([dead.job.id])
       expect((yield* client.list({ state: "queued" })).map((j) => j.id)).toEqual([dead.job.id])
+    })
+  )
+
+  it.effect("deadLetterPage: the view's page with each group's most recent job, only the caller's tenant", () =>
+    Effect.gen(function* () {
+      const { client, store } = yield* setup()
+      const fail = (input: unknown, tenant: string, errorClass: "auth" | "timeout") =>
+        Effect.gen(function* () {
+          const { job } = yield* client.submit({ queue: "q", type: "t", input, tenant, maxAttempts: 1 })
+          yield* TestClock.adjust(1)
+          const claimed = yield* claim(store, job.id)
+          yield* settle(store, claimed, { _tag: "Fail", errorClass, error: `${errorClass} failed` })
+          return job
+        })
+      const a1 = yield* fail({ text: "same" }, "a", "timeout")
+      const a2 = yield* fail({ text: "same" }, "a", "timeout")
+      const lone = yield* fail({ text: "lone" }, "a", "auth")
+      yield* fail({ text: "other tenant" }, "b", "auth")
+
+      const page = yield* client.deadLetterPage({ queue: "q", tenant: "a", sort: "count", limit: 1 })
+      const next = yield* client.deadLetterPage({
+        queue: "q",
+        tenant: "a",
+        sort: "count",
+        limit: 1,
+        cursor: DeadLetters.decodeCursor(page.next!)
+      })
+
+      expect(page.groups).toHaveLength(1)
+      expect(page.groups[0]).toMatchObject({
+        errorClass: "timeout",
+        inputHash: a1.inputHash,
+        count: 2,
+        jobIds: [a2.id, a1.id],
+        collapsed: false
+      })
+      expect(page.groups[0]!.latest).toMatchObject({ id: a2.id, input: { text: "same" }, lastError: "timeout failed" })
+      expect(page).toMatchObject({ totalGroups: 2, totalJobs: 3 })
+      expect(page.jobs.map((job) => job.id)).toEqual([lone.id])
+      expect(next.groups.map((g) => [g.errorClass, g.inputHash, g.collapsed, g.latest?.id])).toEqual([
+        ["auth", null, true, lone.id]
+      ])
+      expect(next.next).toBeNull()
     })
   )
 

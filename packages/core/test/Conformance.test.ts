@@ -1,6 +1,9 @@
+import { BatchStore } from "@slowcall/core/Batch"
+import * as Limiter from "@slowcall/core/Limiter"
 import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
+import { LimiterConformance } from "@slowcall/testing/LimiterConformance"
 import { StoreConformance } from "@slowcall/testing/StoreConformance"
 import { TransportConformance } from "@slowcall/testing/TransportConformance"
 import { Context, Effect, Layer } from "effect"
@@ -8,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 StoreConformance({
   name: "memory",
   layer: Store.layerMemory,
-  capabilities: { concurrent: true, sharedState: false }
+  capabilities: { concurrent: true, sharedState: false, batches: true }
 })
 
 // One store behind every build of the layer, made outside the tests: like a database, it shares its jobs between
@@ -17,8 +20,13 @@ const shared = Effect.runSync(Store.makeMemory)
 
 StoreConformance({
   name: "memory, one instance shared by every build, on the live clock",
-  layer: Layer.succeedContext(Context.make(Store.Store, shared.store).pipe(Context.add(Query.Query, shared.query))),
-  capabilities: { concurrent: true, sharedState: true }
+  layer: Layer.succeedContext(
+    Context.make(Store.Store, shared.store).pipe(
+      Context.add(Query.Query, shared.query),
+      Context.add(BatchStore, shared.batches)
+    )
+  ),
+  capabilities: { concurrent: true, sharedState: true, batches: true }
 })
 
 TransportConformance({
@@ -29,4 +37,19 @@ TransportConformance({
 TransportConformance({
   name: "memory with maxReceiveCount 3",
   layer: Transport.layerMemory({ maxReceiveCount: 3 })
+})
+
+LimiterConformance({
+  name: "memory",
+  layer: Limiter.layerMemory,
+  capabilities: { concurrent: true, sharedState: false }
+})
+
+// One Limiter behind every build of the layer, on the live clock: the suite must drive it through `now` alone.
+const sharedLimiter = Effect.runSync(Limiter.makeMemory)
+
+LimiterConformance({
+  name: "memory, one instance shared by every build, on the live clock",
+  layer: Layer.succeed(Limiter.Limiter, sharedLimiter),
+  capabilities: { concurrent: true, sharedState: true }
 })

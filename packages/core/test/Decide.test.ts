@@ -121,15 +121,28 @@ describe("Decide.parseDuration / formatDuration", () => {
     ["2m", 120_000],
     ["1m30s", 90_000],
     ["1.5s", 1_500],
-    ["250", 250],
     [" 60S ", 60_000],
     ["1h", 3_600_000]
   ])("%s -> %i ms", (text, ms) => {
-    expect(Decide.parseDuration(text)).toBe(ms)
+    expect(Decide.parseDuration(text)).toEqual(Either.right(ms))
   })
 
-  it.each(["", "abc", "-5s", "5 s", "5x", "s", "1m-3s"])("rejects %j", (text) => {
-    expect(Decide.parseDuration(text)).toBeUndefined()
+  it.each([
+    ["45", "45 what? (45s, 45000ms)"],
+    [" 250 ", "250 what? (250s, 250000ms)"],
+    ["1.5", "1.5 what? (1.5s, 1500ms)"],
+    ["0.001", "0.001 what? (0.001s, 1ms)"]
+  ])("a number without a unit, %j, is refused with a question, not read as milliseconds", (text, message) => {
+    const r = Decide.parseDuration(text)
+    expect(Either.isLeft(r) && r.left).toMatchObject({ _tag: "InvalidDuration", reason: "no-unit", message })
+  })
+
+  it.each(["", "abc", "-5s", "5 s", "5x", "s", "1m-3s", "-45"])("rejects %j", (text) => {
+    const r = Decide.parseDuration(text)
+    expect(Either.isLeft(r) && r.left).toMatchObject({ _tag: "InvalidDuration", reason: "malformed" })
+    expect(Either.isLeft(r) && r.left.message).toBe(
+      `${JSON.stringify(text.trim())} is not a duration (45s, 1500ms, 2m, 1m30s)`
+    )
   })
 
   it.each([

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Metric, TestClock } from "effect"
+import * as Limiter from "../src/Limiter.js"
 import * as Metrics from "../src/Metrics.js"
 import { Query } from "../src/Query.js"
 import * as StoreModule from "../src/Store.js"
@@ -119,4 +120,55 @@ describe("Metrics", () => {
       ].join("\n")
     )
   })
+
+  it.effect(
+    "resourceSamples: permits, buckets, pause kinds and the store's counters of each resource, with HELP text",
+    () =>
+      Effect.gen(function* () {
+        const limiter = yield* Limiter.makeMemory
+        const resource = "openai:gpt-4.1:org/key-a"
+        const holder = { jobId: "job-1", token: 1 }
+        yield* limiter.define({ now: 0, items: [{ resource, limits: { maxConcurrent: 1, requestsPerMinute: 60 } }] })
+        yield* limiter.apply({
+          now: 0,
+          items: [
+            { _tag: "Acquire", resource, callId: "c1", holder, leaseMs: 60_000 },
+            { _tag: "Acquire", resource, callId: "c2", holder: { jobId: "job-2", token: 1 }, leaseMs: 60_000 },
+            { _tag: "Pause", resource, kind: "rate_limited", until: 5_000, reason: "429" },
+            { _tag: "Acquire", resource, callId: "c3", holder: { jobId: "job-3", token: 1 }, leaseMs: 60_000 }
+          ]
+        })
+        const read = yield* limiter.read({ now: 1_000 })
+        const samples = Metrics.resourceSamples(read)
+        const value = (name: string, tags: Record<string, string> = {}) =>
+          samples.find((s) => s.name === name && Object.entries(tags).every(([k, v]) => s.tags[k] === v))?.value
+
+        expect(value("slowcall_resource_permits_in_use")).toBe(1)
+        expect(value("slowcall_resource_max_concurrent")).toBe(1)
+        // 60 a minute refills one a second: taken at 0, full again at 1 s.
+        expect(value("slowcall_resource_bucket_level", { dimension: "requests" })).toBe(1)
+        expect(value("slowcall_resource_bucket_capacity", { dimension: "requests" })).toBe(1)
+        expect(samples.some((s) => s.tags.dimension === "inputTokens")).toBe(false)
+        expect(value("slowcall_resource_paused", { kind: "rate_limited" })).toBe(1)
+        expect(value("slowcall_resource_paused", { kind: "manual" })).toBe(0)
+        expect(value("slowcall_resource_half_open")).toBe(0)
+        expect(value("slowcall_resource_grants_total")).toBe(1)
+        expect(value("slowcall_resource_waits_total", { reason: "concurrency" })).toBe(1)
+        expect(value("slowcall_resource_paused_acquires_total")).toBe(1)
+        expect(value("slowcall_resource_pauses_total", { kind: "rate_limited" })).toBe(1)
+        for (const sample of samples) expect(sample.tags.resource).toBe(resource)
+
+        const text = Metrics.renderSamples(samples)
+        expect(text).toContain("# TYPE slowcall_resource_pauses_total counter")
+        expect(text).toContain("# TYPE slowcall_resource_bucket_level gauge")
+        expect(text).toContain(
+          "# HELP slowcall_resource_pauses_total pauses of the resource per kind: rate_limited and quota_exhausted are the 429s the fleet reported"
+        )
+        expect(text).toContain(
+          'slowcall_resource_waits_total{reason="concurrency",resource="openai:gpt-4.1:org/key-a"} 1'
+        )
+        // Every name has its HELP text, none falls back to the name.
+        for (const name of new Set(samples.map((s) => s.name))) expect(Metrics.resourceHelp[name]).toMatch(/\w+ \w+/)
+      })
+  )
 })

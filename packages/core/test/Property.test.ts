@@ -11,3 +11,15 @@ StoreProperty({
   maxCommands: 40,
   timeoutMs: 300_000
 })
+
+// The same, with the batch verbs among the commands: batches opened, filled in chunks, cancelled and replayed while
+// the job commands claim, settle, charge, cancel, replay and sweep their items.
+StoreProperty({
+  name: "memory with batches",
+  layer: Store.layerMemory,
+  freshPerRun: true,
+  batches: true,
+  numRuns: 1000,
+  maxCommands: 40,
+  timeoutMs: 300_000
+})

@@ -146,6 +146,72 @@ describe("Redact.redact", () => {
   )
 })
 
+describe("Redact.redactJson", () => {
+  it("keeps JSON: strings and keys are redacted, a secret field's value goes whatever it holds", () => {
+    const input = {
+      prompt: "summarise this",
+      apiKey: 12345,
+      headers: { authorization: "Bearer abcdef0123456789", "x-request-id": "r-1" },
+      credentials: { user: "bob", pass: "hunter2hunter2" },
+      token: null,
+      secret: "",
+      refresh_token: true,
+      max_tokens: 256,
+      notes: ["see postgres://app:s3cr3tPass@db/x", 1.5, false],
+      "sk-proj-0123456789abcdefghijABCDEFGHIJ": "a secret used as a key"
+    }
+
+    const out = Redact.redactJson(input)
+
+    expect(out).toEqual({
+      prompt: "summarise this",
+      apiKey: "[redacted]",
+      headers: { authorization: "[redacted]", "x-request-id": "r-1" },
+      credentials: "[redacted]",
+      token: null,
+      secret: "",
+      refresh_token: true,
+      max_tokens: 256,
+      notes: ["see postgres://app:[redacted]@db/x", 1.5, false],
+      "sk-[redacted]": "a secret used as a key"
+    })
+    expect(Redact.redactJson(out)).toEqual(out)
+    expect(Redact.redact(JSON.stringify(out))).toBe(JSON.stringify(out))
+  })
+
+  it("leaves scalars and ordinary inputs alone, and a __proto__ key stays a plain field", () => {
+    expect(Redact.redactJson(null)).toBeNull()
+    expect(Redact.redactJson(42)).toBe(42)
+    expect(Redact.redactJson({ text: "hello", n: [1, 2] })).toEqual({ text: "hello", n: [1, 2] })
+    const parsed = JSON.parse('{"__proto__": {"polluted": 1}, "a": 1}')
+    const out = Redact.redactJson(parsed) as Record<string, unknown>
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype)
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"polluted":1},"a":1}')
+  })
+
+  it("property: no planted secret survives in a JSON value, wherever it sits, and its text redacts to itself", () => {
+    const placed = planted.chain((secret) =>
+      fc
+        .constantFrom<(text: string) => unknown>(
+          (text) => ({ input: text }),
+          (text) => ({ nested: { list: ["a", `prefix ${text} suffix`] } }),
+          (text) => [{ note: text }],
+          (text) => ({ [text]: 1 }),
+          (text) => ({ error: JSON.parse(JSON.stringify({ message: text })) })
+        )
+        .map((place) => ({ secret, value: place(secret.text) }))
+    )
+    fc.assert(
+      fc.property(placed, ({ secret, value }) => {
+        const text = JSON.stringify(Redact.redactJson(value as never))
+        expect(text, secret.format).not.toContain(secret.body)
+        expect(Redact.redact(text)).toBe(text)
+      }),
+      { numRuns: 2_000 }
+    )
+  })
+})
+
 describe("secrets planted in failures, through the Worker", () => {
   const Input = Schema.Struct({ n: Schema.Number })
 

@@ -411,8 +411,9 @@ describe("Worker", () => {
 
       expect(model.state.calls).toBe(0)
       expect(asked).toBe(0)
+      // Nothing was consumed: the reservation goes back, settled at 0.
       const charges = yield* t.query.charges({ jobId: id })
-      expect(charges.map((c) => c.amountCents)).toEqual([5])
+      expect(charges.map((c) => [c.amountCents, c.settled])).toEqual([[0, true]])
     })
   )
 

@@ -83,6 +83,55 @@ const completeOutage = (reason: "Connection" | "Timeout", detail: string) => {
   return outage
 }
 
+/**
+ * A store whose charge settlements fail with a retryable error from the instant `from` is set (by the test's model
+ * call, as it returns) for `ms`; `also` lists further verbs the outage takes down with them.
+ */
+const settlementOutage = (ms: number, also: ReadonlyArray<"heartbeat" | "settle"> = []) => {
+  const outage = {
+    from: Number.POSITIVE_INFINITY,
+    refused: 0,
+    down: (now: number) => now >= outage.from && now < outage.from + ms,
+    wrap: (store: Store["Type"]): Store["Type"] => {
+      const refuse = <A>(operation: string, down: boolean, write: Effect.Effect<A, StoreError>) =>
+        Effect.flatMap(store.now, (now) => {
+          if (!down || !outage.down(now)) return write
+          outage.refused++
+          return Effect.fail(new StoreError({ reason: "Connection", operation, detail: "connection refused" }))
+        })
+      return {
+        ...store,
+        charge: (options) =>
+          refuse(
+            "charge",
+            options.items.some((item) => item.settled),
+            store.charge(options)
+          ),
+        heartbeat: (options) => refuse("heartbeat", also.includes("heartbeat"), store.heartbeat(options)),
+        settle: (options) => refuse("settle", also.includes("settle"), store.settle(options))
+      }
+    }
+  }
+  return outage
+}
+
+/** A handler whose one call, estimated at 1 cent, takes `ms`, costs 10 cents and starts `outage` as it returns. */
+const costlyCall = (counter: { calls: number }, ms: number, outage: { from: number }) =>
+  handlerOf((ctx) =>
+    ctx.call({
+      estimateCents: 1,
+      run: Effect.zipLeft(
+        modelCall(counter, ms),
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.sync(() => {
+            if (counter.calls === 1) outage.from = now
+          })
+        )
+      ),
+      cost: () => 10
+    })
+  )
+
 describe("Worker: claims", () => {
   it.scoped("a claim whose reply was lost is adopted: the job's only attempt is not burned", () =>
     Effect.gen(function* () {
@@ -449,6 +498,62 @@ describe("Worker: spend", () => {
     })
   )
 
+  it.scoped(
+    "a settlement refused for a second as the call returns is retried until it lands: the ledger holds the cost",
+    () =>
+      Effect.gen(function* () {
+        // Three tries 50, 100 and 200 ms apart are over in 350 ms: the outage outlasts them.
+        const outage = settlementOutage(1_000)
+        const t = yield* harness(outage.wrap)
+        const counter = { calls: 0 }
+        const id = yield* t.submit({ maxAttempts: 1 })
+        yield* t.start({ queue: "q", id: "w1", handlers: [costlyCall(counter, 500, outage)] })
+
+        const job = yield* t.reaches(id, terminal)
+
+        expect(outage.refused).toBeGreaterThan(3)
+        expect({ state: job.state, costCents: job.costCents, calls: counter.calls }).toEqual({
+          state: "succeeded",
+          costCents: 10,
+          calls: 1
+        })
+        const charges = yield* t.query.charges({ jobId: id })
+        expect(charges.map((c) => [c.callId, c.amountCents, c.settled])).toEqual([[`${id}:1:1`, 10, true]])
+      })
+  )
+
+  it.scoped(
+    "the settlement of a made call still lands when the lease is lost while its write is retried (charges are not fenced)",
+    () =>
+      Effect.gen(function* () {
+        // Settlements, heartbeats and outcome writes are refused for 6 s as the call returns: past the 4 s lease, so
+        // the worker fences itself and writes no outcome; the call's cost is still recorded once the store is back.
+        const outage = settlementOutage(6_000, ["heartbeat", "settle"])
+        const t = yield* harness(outage.wrap)
+        const counter = { calls: 0 }
+        const id = yield* t.submit({ maxAttempts: 3 })
+        yield* t.start({ queue: "q", id: "w1", handlers: [costlyCall(counter, 500, outage)] })
+        yield* t.reaches(id, ["running"])
+
+        yield* t.advanceUntil(
+          Effect.map(t.query.charges({ jobId: id }), (charges) =>
+            charges.some((c) => c.callId === `${id}:1:1` && c.settled)
+          )
+        )
+
+        const first = (yield* t.query.charges({ jobId: id })).find((c) => c.callId === `${id}:1:1`)
+        expect(first).toMatchObject({ amountCents: 10, settled: true })
+        const job = yield* t.reaches(id, terminal)
+        // The attempt that lost its lease committed nothing: the job was run again, and both calls are in the ledger.
+        expect({ state: job.state, attempts: job.attempts, calls: counter.calls }).toEqual({
+          state: "succeeded",
+          attempts: 2,
+          calls: 2
+        })
+        expect(job.costCents).toBe(20)
+      })
+  )
+
   it.scoped("a cancel interrupts the running call at the next heartbeat and keeps its reservation", () =>
     Effect.gen(function* () {
       const t = yield* harness()
@@ -670,6 +775,52 @@ describe("Worker: shutdown", () => {
       expect(counter.calls).toBe(0)
       const attempts = yield* t.query.attempts({ jobId: id })
       expect(attempts.map((a) => a.outcome)).toEqual(["released"])
+    })
+  )
+
+  /** Starts a worker in a scope of its own, lets its one call return, then closes the scope: the close's fiber. */
+  const closedAfterTheCall = (outageMs: number) =>
+    Effect.gen(function* () {
+      const outage = settlementOutage(outageMs)
+      const t = yield* harness(outage.wrap)
+      const counter = { calls: 0 }
+      const id = yield* t.submit({ maxAttempts: 1 })
+      const scope = yield* Scope.make()
+      yield* t
+        .start({ queue: "q", id: "w1", handlers: [costlyCall(counter, 500, outage)], shutdownGraceMs: 2_000 })
+        .pipe(Scope.extend(scope))
+      yield* t.advanceUntil(Effect.sync(() => outage.from < Number.POSITIVE_INFINITY))
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      return { t, id, outage, counter, closing }
+    })
+
+  it.effect("a closing worker still settles a made call whose settlement is refused for less than its grace", () =>
+    Effect.gen(function* () {
+      const { closing, counter, id, t } = yield* closedAfterTheCall(1_500)
+      yield* t.advanceUntil(Effect.map(closing.poll, (exit) => exit._tag === "Some"))
+
+      const job = yield* t.job(id)
+      expect({ state: job.state, costCents: job.costCents, calls: counter.calls }).toEqual({
+        state: "succeeded",
+        costCents: 10,
+        calls: 1
+      })
+    })
+  )
+
+  it.effect("a settlement refused past a closing worker's grace periods stops being retried: the shutdown ends", () =>
+    Effect.gen(function* () {
+      const { closing, id, outage, t } = yield* closedAfterTheCall(Number.POSITIVE_INFINITY)
+      // Grace 2 s, then the stop's 2 s, then at most 1 s for acks: the retries end with the last of them.
+      yield* t.advanceUntil(
+        Effect.map(closing.poll, (exit) => exit._tag === "Some"),
+        20_000
+      )
+
+      // The reservation stays as the record (the estimate, 1 cent), after more tries than the few short ones.
+      expect(outage.refused).toBeGreaterThan(3)
+      const charges = yield* t.query.charges({ jobId: id })
+      expect(charges.map((c) => [c.amountCents, c.settled])).toEqual([[1, false]])
     })
   )
 })

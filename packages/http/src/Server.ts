@@ -5,9 +5,9 @@
  * group; this module assembles them.
  *
  * Invariants:
- * - A rejected request (400, 401, 403, 413, 415, 421, 422, 429) writes nothing: the gate (host, cross-site, media
- *   type), authentication, the body gate and the schema decoding run before the handler, and the handler's own
- *   checks (known type, version and input, the queue's bound) run before its single `Client` write.
+ * - A rejected request (400, 401, 403, 405, 413, 415, 421, 422, 429) writes nothing: the gate (host, method,
+ *   cross-site, media type), authentication, the body gate and the schema decoding run before the handler, and the
+ *   handler's own checks (known type, version and input, the queue's bound) run before its single `Client` write.
  * - A client error is never a 5xx: `503` means the store could not answer now, `500` a store refusal no retry can
  *   change (a bug); neither is an answer to bad input.
  * - With an `authenticate` resolver, every `/v1` request is scoped to the caller's tenant; another tenant's job
@@ -19,22 +19,27 @@
  */
 
 import { createServer } from "node:http"
-import { type HttpApi, HttpApiBuilder, type HttpRouter, type HttpServer } from "@effect/platform"
+import { type HttpApi, HttpApiBuilder, HttpRouter, type HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import * as Client from "@slowcall/core/Client"
 import type * as Handler from "@slowcall/core/Handler"
+import type { Limiter } from "@slowcall/core/Limiter"
 import type { Query } from "@slowcall/core/Query"
 import type { Store } from "@slowcall/core/Store"
 import type { Transport } from "@slowcall/core/Transport"
+import type { ScheduleStore } from "@slowcall/schedules/ScheduleStore"
 import { type Effect, Layer, type Option } from "effect"
 import { SlowcallApi } from "./Api.js"
 import * as Auth from "./Auth.js"
+import { batchesGroup } from "./internal/batches.js"
 import { ServerOptions as ServerOptionsTag } from "./internal/common.js"
 import { deadLettersGroup } from "./internal/deadLetters.js"
 import { gate, loopbackHosts } from "./internal/gate.js"
 import { jobsGroup } from "./internal/jobs.js"
 import { authentication, invalidRequests, jsonBody } from "./internal/middleware.js"
 import { opsGroup } from "./internal/ops.js"
+import { resourcesGroup } from "./internal/resources.js"
+import { schedulesGroup } from "./internal/schedules.js"
 
 /**
  * How the server is set up.
@@ -72,6 +77,14 @@ export interface Options {
   readonly authenticate?: ((authorization: string | undefined) => Effect.Effect<Option.Option<string>>) | undefined
   /** Bearer tokens by their hashes (`Auth.parseTokens`); the same as `authenticate: Auth.authenticator(tokens)`. */
   readonly tokens?: Auth.TokenTable | undefined
+  /**
+   * With authentication, the tenants whose tokens may change a resource's limits, pause and resume it (a resource
+   * is shared by every tenant), and define, pause, resume or delete a schedule (it makes jobs for whatever tenant it
+   * names); any other tenant's change is `403 operator_required`, its reads are answered (of schedules, those whose
+   * jobs are its own).
+   * Default: none. Without authentication anyone who can reach the server may, as with every other write.
+   */
+  readonly operators?: ReadonlyArray<string> | undefined
   /** `Host` values answered: names (any port) or `name:port`; default the loopback names; `"*"` for any. */
   readonly allowedHosts?: ReadonlyArray<string> | "*" | undefined
   /** Origins besides this server's own allowed to make state-changing requests (`https://ops.example.com`). */
@@ -122,13 +135,17 @@ export const defaultMaxBodyBytes = 1024 * 1024
 
 /**
  * The API implementation as a layer: provide it to `HttpApiBuilder.serve()` (see `layer`) together with a Store, its
- * Query and a Transport. It builds its own `Client` over them and rewrites decoding failures into the API's `400`
- * body.
+ * Query, a Transport, the backend's `Limiter` (every adapter layer provides one; `Limiter.layerMemory` beside the
+ * memory Store) and its `ScheduleStore` (`@slowcall/schedules`: `PgScheduleStore.layer`, `RedisScheduleStore.layer`,
+ * or `ScheduleStore.layerMemory`). It builds its own `Client` over them and rewrites decoding failures into the API's `400` body. Serve
+ * it with `routerConfig` (as `layer` does), or resource ids longer than 100 characters find no route.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerApi = (options: Options): Layer.Layer<HttpApi.Api, never, Store | Query | Transport> => {
+export const layerApi = (
+  options: Options
+): Layer.Layer<HttpApi.Api, never, Store | Query | Transport | Limiter | ScheduleStore> => {
   const handlers = new Map<string, Array<Handler.Handler<any, any, any>>>()
   for (const handler of options.handlers ?? [])
     handlers.set(handler.type, [...(handlers.get(handler.type) ?? []), handler])
@@ -140,6 +157,7 @@ export const layerApi = (options: Options): Layer.Layer<HttpApi.Api, never, Stor
     queue: options.queue ?? "default",
     maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes,
     authenticate,
+    operators: new Set(options.operators ?? []),
     allowedHosts: options.allowedHosts ?? loopbackHosts,
     allowedOrigins: (options.allowedOrigins ?? []).map((origin) => origin.toLowerCase().replace(/\/$/, "")),
     metrics: options.metrics ?? (authenticate === undefined ? "public" : "tenant"),
@@ -155,7 +173,7 @@ export const layerApi = (options: Options): Layer.Layer<HttpApi.Api, never, Stor
   })
   const dependencies = Layer.mergeAll(authentication, jsonBody, client).pipe(Layer.provideMerge(resolved))
   return HttpApiBuilder.api(SlowcallApi).pipe(
-    Layer.provide([jobsGroup, deadLettersGroup, opsGroup]),
+    Layer.provide([jobsGroup, batchesGroup, deadLettersGroup, resourcesGroup, schedulesGroup, opsGroup]),
     Layer.provide(dependencies),
     Layer.merge(invalidRequests),
     Layer.merge(Layer.provide(gate, resolved))
@@ -171,6 +189,15 @@ export const layerApi = (options: Options): Layer.Layer<HttpApi.Api, never, Stor
 export const defaultAllowedHosts: ReadonlyArray<string> = loopbackHosts
 
 /**
+ * The router settings the API needs: a path parameter (a resource id of up to 200 characters, each `/` in it sent as
+ * `%2F`) may be up to 600 characters, where the router's default stops at 100.
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const routerConfig: Layer.Layer<never> = HttpRouter.setRouterConfig({ maxParamLength: 600 })
+
+/**
  * The API served by whatever `HttpServer` is provided (Node, Bun, a test server).
  *
  * @since 0.1.0
@@ -181,8 +208,8 @@ export const layer = (
 ): Layer.Layer<
   never,
   never,
-  Store | Query | Transport | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices
-> => HttpApiBuilder.serve().pipe(Layer.provide(layerApi(options)))
+  Store | Query | Transport | Limiter | ScheduleStore | HttpServer.HttpServer | HttpRouter.HttpRouter.DefaultServices
+> => HttpApiBuilder.serve().pipe(Layer.provide(layerApi(options)), Layer.provide(routerConfig))
 
 /**
  * The API on a Node HTTP server listening on `port` (0 picks a free one) and `host` (default 127.0.0.1). Read the
@@ -193,7 +220,7 @@ export const layer = (
  */
 export const layerNode = (
   options: Options & { readonly port: number; readonly host?: string | undefined }
-): Layer.Layer<HttpServer.HttpServer, unknown, Store | Query | Transport> =>
+): Layer.Layer<HttpServer.HttpServer, unknown, Store | Query | Transport | Limiter | ScheduleStore> =>
   layer(options).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host ?? "127.0.0.1" }))
   )

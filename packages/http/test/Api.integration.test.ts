@@ -7,17 +7,19 @@ import { afterAll } from "@effect/vitest"
 import * as PgStore from "@slowcall/adapter-postgres/PgStore"
 import { DATABASE_URL as databaseUrl, dropSchema, uniqueSchema } from "../../adapter-postgres/test/support.js"
 import { contractSuite } from "./contract.js"
+import { withPgSchedules } from "./harness.js"
 
 const schema = uniqueSchema("http_contract")
 
 contractSuite({
   name: "PGlite",
-  backend: () => PgStore.layerPglite({ schema: "slowcall" })
+  backend: () => withPgSchedules(PgStore.layerPglite({ schema: "slowcall" }), "slowcall")
 })
 
 contractSuite({
   name: "the Postgres server",
-  backend: () => PgStore.layer({ connectionString: databaseUrl, schema, queryTimeoutMs: 10_000 })
+  backend: () =>
+    withPgSchedules(PgStore.layer({ connectionString: databaseUrl, schema, queryTimeoutMs: 10_000 }), schema)
 })
 
 afterAll(() => dropSchema(schema))

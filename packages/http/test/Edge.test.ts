@@ -9,16 +9,19 @@ import { afterEach, describe, expect, it } from "@effect/vitest"
 import { StoreError } from "@slowcall/core/Errors"
 import * as Handler from "@slowcall/core/Handler"
 import type { JobId } from "@slowcall/core/Job"
+import * as Limiter from "@slowcall/core/Limiter"
 import { Query } from "@slowcall/core/Query"
 import * as StoreModule from "@slowcall/core/Store"
 import { Store } from "@slowcall/core/Store"
 import * as TransportModule from "@slowcall/core/Transport"
+import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
 import { Effect, Either, Layer, Schema } from "effect"
 import * as Auth from "../src/Auth.js"
 import { claim, post, settle } from "./contract.js"
 import { type Running, start } from "./harness.js"
 
-const memory = () => Layer.merge(StoreModule.layerMemory, TransportModule.layerMemory())
+const memory = () =>
+  Layer.mergeAll(StoreModule.layerMemory, TransportModule.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
 
 const countJobs = (server: Running) =>
   server.run(Effect.flatMap(Query, (query) => Effect.map(query.list({ limit: null }), (jobs) => jobs.length)))
@@ -259,7 +262,13 @@ describe("the edge's options", () => {
       submit: () => Effect.fail(new StoreError({ reason, operation: "submit", detail: "22P02: refused" }))
     }
     server = await start(
-      Layer.mergeAll(Layer.succeed(Store, failing), Layer.succeed(Query, query), TransportModule.layerMemory())
+      Layer.mergeAll(
+        Layer.succeed(Store, failing),
+        Layer.succeed(Query, query),
+        TransportModule.layerMemory(),
+        Limiter.layerMemory,
+        ScheduleStore.layerMemory
+      )
     )
 
     const refused = await post(server.url, "/v1/jobs", { type: "test.work" })

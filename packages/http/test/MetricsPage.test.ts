@@ -1,16 +1,19 @@
 /**
  * The real `/metrics` page of a running server, after a worker in the same process ran jobs through it (successes
- * with billed calls, a dead letter, a delivery of a type no worker here handles), is valid Prometheus text:
+ * with billed calls, a dead letter, a delivery of a type no worker here handles) and the fleet's limits kept resources
+ * busy (a permit, a wait, a debt, a 429's pause and a spend cap's), is valid Prometheus text:
  * `promtool check metrics` finds nothing to say. promtool is required under CI (`.ci/run` installs it).
  */
 import { execFileSync, spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Handler from "@slowcall/core/Handler"
+import * as Limiter from "@slowcall/core/Limiter"
 import { Query } from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
+import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
 import { Effect, Layer, Schema } from "effect"
 import { post } from "./contract.js"
 import { type Running, start } from "./harness.js"
@@ -34,7 +37,9 @@ const work = Handler.make({
 })
 
 const backend = Worker.layer({ queue: "default", handlers: [work], concurrency: 2, receiveWaitMs: 50 }).pipe(
-  Layer.provideMerge(Layer.merge(Store.layerMemory, Transport.layerMemory()))
+  Layer.provideMerge(
+    Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
+  )
 )
 
 /** Every metric name the core's Metrics module defines. */
@@ -69,6 +74,46 @@ describe("GET /metrics of a running server", () => {
       )
     for (let i = 0; i < 200 && (await settled()) < submitted.length; i++) await new Promise((r) => setTimeout(r, 25))
     expect(await settled()).toBe(submitted.length)
+    // The fleet's limits on two resources: a permit held, a wait, a 429 with a reset and a spend cap.
+    await server.run(
+      Effect.flatMap(Limiter.Limiter, (limiter) =>
+        Effect.zipRight(
+          limiter.define({
+            items: [
+              { resource: "openai:gpt-4.1:org/key-a", limits: { maxConcurrent: 1, outputTokensPerMinute: 600 } },
+              { resource: "anthropic:sonnet:key-b", limits: { requestsPerMinute: 50 } }
+            ]
+          }),
+          limiter.apply({
+            items: [
+              {
+                _tag: "Acquire",
+                resource: "openai:gpt-4.1:org/key-a",
+                callId: "c1",
+                holder: { jobId: "j1", token: 1 },
+                leaseMs: 60_000,
+                cost: { outputTokens: 500 }
+              },
+              {
+                _tag: "Acquire",
+                resource: "openai:gpt-4.1:org/key-a",
+                callId: "c2",
+                holder: { jobId: "j2", token: 1 },
+                leaseMs: 60_000
+              },
+              {
+                _tag: "Pause",
+                resource: "openai:gpt-4.1:org/key-a",
+                kind: "rate_limited",
+                until: Date.now() + 600_000,
+                reason: "429"
+              },
+              { _tag: "Pause", resource: "anthropic:sonnet:key-b", kind: "quota_exhausted", until: null, reason: "cap" }
+            ]
+          })
+        )
+      )
+    )
     const response = await fetch(`${server.url}/metrics`)
     expect(response.status).toBe(200)
     page = await response.text()
@@ -92,6 +137,28 @@ describe("GET /metrics of a running server", () => {
       expect(page).toMatch(new RegExp(`^${histogram}_count [1-9]`, "m"))
       expect(page).toMatch(new RegExp(`^${histogram}_bucket\\{le="\\+Inf"\\} [1-9]`, "m"))
     }
+    // The per-resource metrics, from the store, with their HELP text.
+    const key = 'resource="openai:gpt-4.1:org/key-a"'
+    expect(page).toMatch(new RegExp(`^slowcall_resource_permits_in_use\\{${key}\\} 1$`, "m"))
+    expect(page).toMatch(new RegExp(`^slowcall_resource_max_concurrent\\{${key}\\} 1$`, "m"))
+    expect(page).toMatch(
+      /^slowcall_resource_bucket_capacity\{dimension="outputTokens",resource="openai:gpt-4.1:org\/key-a"\} 10$/m
+    )
+    expect(page).toMatch(
+      /^slowcall_resource_bucket_level\{dimension="outputTokens",resource="openai:gpt-4.1:org\/key-a"\} -4\d\d(\.\d+)?$/m
+    )
+    expect(page).toMatch(/^slowcall_resource_paused\{kind="rate_limited",resource="openai:gpt-4.1:org\/key-a"\} 1$/m)
+    expect(page).toMatch(/^slowcall_resource_paused\{kind="quota_exhausted",resource="anthropic:sonnet:key-b"\} 1$/m)
+    expect(page).toMatch(
+      /^slowcall_resource_waits_total\{reason="concurrency",resource="openai:gpt-4.1:org\/key-a"\} 1$/m
+    )
+    expect(page).toMatch(
+      /^slowcall_resource_pauses_total\{kind="quota_exhausted",resource="anthropic:sonnet:key-b"\} 1$/m
+    )
+    expect(page).toContain("# TYPE slowcall_resource_grants_total counter")
+    expect(page).toContain(
+      "# HELP slowcall_resource_waits_total calls told to wait for capacity (throttled), per reason"
+    )
     // No metric name carries an abbreviated unit.
     expect(page).not.toMatch(/^slowcall_\w*_ms[{ ]/m)
   })
@@ -105,6 +172,15 @@ describe("GET /metrics of a running server", () => {
     // The page shows only the metrics touched so far; the guide may name the others, but only ones the core defines.
     for (const name of inGuide) expect(known, name).toContain(name)
     for (const name of known) expect(inGuide, name).toContain(name)
+  })
+
+  it("the provider-limits guide gives each resource metric's type and HELP text as the page has them", () => {
+    const guide = readFileSync(new URL("../../../docs/guide/provider-limits.md", import.meta.url), "utf8")
+    const rows = [...guide.matchAll(/^\| `(slowcall_resource_\w+)` +\| (\w+) +\| [^|]+\| (.+?) +\|$/gm)]
+    const onPage = [...page.matchAll(/^# HELP (slowcall_resource_\w+) (.+)$/gm)].map((m) => [m[1]!, m[2]!])
+    expect(onPage.length).toBe(10)
+    expect(rows.map((m) => [m[1]!, m[3]!]).sort()).toEqual(onPage.sort())
+    for (const m of rows) expect(page, m[1]).toContain(`# TYPE ${m[1]} ${m[2]}`)
   })
 
   // Required under CI (installed by .ci/run): a missing promtool fails there instead of skipping.

@@ -4,8 +4,10 @@
  * as a worker would write its settlement, then read over HTTP from a live server.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Limiter from "@slowcall/core/Limiter"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
+import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
 import { Layer } from "effect"
 import fc from "fast-check"
 import { planted } from "../../core/test/secrets.js"
@@ -15,7 +17,12 @@ import { type Running, start } from "./harness.js"
 describe("no secret reaches a page", () => {
   let server: Running
   beforeAll(async () => {
-    server = await start(Layer.merge(Store.layerMemory, Transport.layerMemory()), { queue: "redaction" })
+    server = await start(
+      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
+      {
+        queue: "redaction"
+      }
+    )
   })
   afterAll(async () => {
     await server?.close()

@@ -5,11 +5,13 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { StoreError } from "@slowcall/core/Errors"
 import type { JobId } from "@slowcall/core/Job"
+import * as Limiter from "@slowcall/core/Limiter"
 import { Query } from "@slowcall/core/Query"
 import * as StoreModule from "@slowcall/core/Store"
 import { Store } from "@slowcall/core/Store"
 import * as TransportModule from "@slowcall/core/Transport"
 import { Transport } from "@slowcall/core/Transport"
+import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
 import { Effect, Layer, Option } from "effect"
 import { claim, failJob, post, readEvents, settle } from "./contract.js"
 import { type Running, start } from "./harness.js"
@@ -39,7 +41,9 @@ const backend = () => {
   const layer = Layer.mergeAll(
     Layer.succeed(Store, faultyStore),
     Layer.succeed(Query, faultyQuery),
-    TransportModule.layerMemory()
+    TransportModule.layerMemory(),
+    Limiter.layerMemory,
+    ScheduleStore.layerMemory
   )
   return { layer, faults, query }
 }
@@ -103,7 +107,7 @@ describe("the server over Client", () => {
 
     await server.run(failJob(created.id))
     const replay = await post(server.url, "/v1/dead-letters/replay", { ids: [created.id] })
-    expect(await replay.json()).toEqual({ replayed: 1, skipped: 0 })
+    expect(await replay.json()).toEqual({ matched: 1, replayed: 1, skipped: 0, estimatedCents: 2, capped: false })
     expect((await server.run(receive)).map((delivery) => delivery.jobId)).toEqual([created.id])
   })
 

@@ -9,7 +9,7 @@ import type { Job, JobId, Json } from "@slowcall/core/Job"
 import type { Outcome } from "@slowcall/core/Protocol"
 import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
-import { Effect, type Layer, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { type Backend, type Running, start } from "./harness.js"
 
 export interface ContractOptions {
@@ -164,7 +164,13 @@ export const contractSuite = (options: ContractOptions) => {
           "createdAt",
           "updatedAt",
           "runAfter",
-          "deadline"
+          "deadline",
+          "leaseUntil",
+          "throttled",
+          "input",
+          "inputPreview",
+          "inputTruncated",
+          "inputRef"
         ].sort()
       )
       expect(body).toMatchObject({ type: "test.work", version: 1, state: "queued", maxAttempts: 2, budgetCents: 50 })
@@ -485,7 +491,10 @@ export const contractSuite = (options: ContractOptions) => {
       const body = (await response.json()) as any
       expect(body.jobs.map((job: any) => job.id).sort()).toEqual([a.body.id, b.body.id].sort())
       const group = body.groups.find((g: any) => g.count === 2)
-      expect(group).toMatchObject({ errorClass: "auth", count: 2, costCents: 5 })
+      expect(group).toMatchObject({ errorClass: "auth", count: 2, costCents: 5, collapsed: false })
+      expect(group.jobIds).toEqual([b.body.id, a.body.id])
+      expect(group.sampleInput).toBe('{"text":"poison"}')
+      expect(group.lastError).toBe("HTTP 401 from provider, Authorization: [redacted]")
       expect(body.arrivalsPerMinute).toBeGreaterThan(0)
       expect(body.jobs[0].lastError).not.toContain("sk-secret")
 
@@ -496,7 +505,7 @@ export const contractSuite = (options: ContractOptions) => {
 
       const replay = await post(base, "/v1/dead-letters/replay", { ids: [a.body.id, ok.body.id, "nope"] })
       expect(replay.status).toBe(200)
-      expect(await replay.json()).toEqual({ replayed: 1, skipped: 2 })
+      expect(await replay.json()).toEqual({ matched: 1, replayed: 1, skipped: 2, estimatedCents: 2, capped: false })
       const replayedJob = (await (await fetch(`${base}/v1/jobs/${a.body.id}`)).json()) as any
       expect(replayedJob).toMatchObject({ state: "queued", costCents: 2 })
       const succeeded = (await (await fetch(`${base}/v1/jobs/${ok.body.id}`)).json()) as any
@@ -505,9 +514,153 @@ export const contractSuite = (options: ContractOptions) => {
       const byFilter = await post(base, "/v1/dead-letters/replay", { errorClass: "auth" })
       expect(await byFilter.json()).toMatchObject({ replayed: 1 })
       const again = await post(base, "/v1/dead-letters/replay", { ids: [a.body.id, b.body.id] })
-      expect(await again.json()).toEqual({ replayed: 0, skipped: 2 })
+      expect(await again.json()).toEqual({ matched: 0, replayed: 0, skipped: 2, estimatedCents: 0, capped: false })
       expect((await post(base, "/v1/dead-letters/replay", { ids: "x" })).status).toBe(400)
       expect((await post(base, "/v1/dead-letters/replay", { errorClass: "bogus" })).status).toBe(400)
+    })
+
+    /**
+     * A second server over the suite's backend with a queue of its own: the suite's other dead letters stay out of
+     * its groups.
+     */
+    const ownServer = async <A>(use: (own: Running) => Promise<A>): Promise<A> => {
+      const services = await server.run(Effect.context<Backend>())
+      const own = await start(Layer.succeedContext(services), { queue: unique("dlq") })
+      try {
+        return await use(own)
+      } finally {
+        await own.close()
+      }
+    }
+
+    it("dead-letter groups: singletons collapse per class, sorted by cost, paged by cursor, with totals", () =>
+      ownServer(async (own) => {
+        const failed = async (input: unknown, errorClass: "auth" | "rate_limited", cents: number) => {
+          const response = await post(own.url, "/v1/jobs", { type: "test.work", input })
+          const id = ((await response.json()) as any).id as string
+          await own.run(failJob(id, errorClass, cents))
+          return id
+        }
+        const r1 = await failed({ prompt: "x", api_key: "sk-abcdefghijklmnop0123" }, "rate_limited", 1)
+        const r2 = await failed({ prompt: "x", api_key: "sk-abcdefghijklmnop0123" }, "rate_limited", 1)
+        const lone1 = await failed({ prompt: "y" }, "rate_limited", 3)
+        const lone2 = await failed({ prompt: "z" }, "rate_limited", 4)
+        const authLone = await failed({ prompt: "w" }, "auth", 20)
+        const page = async (query: string) => {
+          const response = await fetch(`${own.url}/v1/dead-letters?type=test.work${query}`)
+          expect(response.status).toBe(200)
+          return (await response.json()) as any
+        }
+
+        const first = await page("&limit=2")
+        const second = await page(`&limit=2&cursor=${encodeURIComponent(first.next)}`)
+
+        expect(first.groups.map((g: any) => [g.errorClass, g.inputHash === null, g.count, g.costCents])).toEqual([
+          ["auth", true, 1, 20],
+          ["rate_limited", true, 2, 7]
+        ])
+        expect(first.groups[1]).toMatchObject({
+          collapsed: true,
+          jobIds: [lone2, lone1],
+          sampleInput: '{"prompt":"z"}'
+        })
+        expect(first).toMatchObject({ totalGroups: 3, totalJobs: 5, totalCostCents: 29 })
+        expect(second.groups).toHaveLength(1)
+        expect(second.groups[0]).toMatchObject({
+          errorClass: "rate_limited",
+          count: 2,
+          costCents: 2,
+          jobIds: [r2, r1],
+          collapsed: false
+        })
+        expect(JSON.parse(second.groups[0].sampleInput)).toEqual({ prompt: "x", api_key: "[redacted]" })
+        expect(second.groups[0].inputHash).toMatch(/^[0-9a-f]{64}$/)
+        expect(second.groups[0].lastFailedAt).toBeGreaterThanOrEqual(first.groups[1].lastFailedAt - 60_000)
+        expect(second.next).toBeNull()
+        expect((await page("&sort=count")).groups.map((g: any) => g.count)).toEqual([2, 2, 1])
+        expect((await page("&sort=recent")).groups[0].jobIds).toEqual([authLone])
+        expect(JSON.stringify(await page(""))).not.toContain("abcdefghijklmnop0123")
+        for (const bad of ["&cursor=nonsense", "&sort=cheapest", "&limit=1001"]) {
+          const response = await fetch(`${own.url}/v1/dead-letters?type=test.work${bad}`)
+          expect(response.status, bad).toBe(400)
+        }
+      }))
+
+    it("replay: names what it replays, one call over every match, a dry run first, the estimate from the ledger", () =>
+      ownServer(async (own) => {
+        const base = own.url
+        const type = "test.work"
+        const ids: Array<string> = []
+        for (const [i, cents] of [1, 2, 4].entries()) {
+          const response = await post(base, "/v1/jobs", { type, input: { shared: i < 2 } })
+          const id = ((await response.json()) as any).id as string
+          await own.run(failJob(id, "rate_limited", cents))
+          ids.push(id)
+        }
+        const states = async () =>
+          Promise.all(ids.map(async (id) => ((await (await fetch(`${base}/v1/jobs/${id}`)).json()) as any).state))
+
+        // Nothing named: 400, and nothing moves.
+        for (const body of [{}, { all: false }, { dryRun: true }]) {
+          const refused = await post(base, "/v1/dead-letters/replay", body)
+          expect(refused.status).toBe(400)
+          expect(JSON.stringify(await refused.json())).toContain("name what to replay")
+        }
+        expect(await states()).toEqual(["failed", "failed", "failed"])
+
+        const dry = await post(base, "/v1/dead-letters/replay", { type, dryRun: true })
+        expect(await dry.json()).toEqual({ matched: 3, replayed: 0, skipped: 0, estimatedCents: 7, capped: false })
+        expect(await states()).toEqual(["failed", "failed", "failed"])
+
+        const { inputHash } = await own.run(getJob(ids[0]!))
+        const byInput = await post(base, "/v1/dead-letters/replay", { type, inputHash })
+        expect(await byInput.json()).toEqual({ matched: 2, replayed: 2, skipped: 0, estimatedCents: 3, capped: false })
+        expect(await states()).toEqual(["queued", "queued", "failed"])
+
+        const all = await post(base, "/v1/dead-letters/replay", { all: true, dryRun: true })
+        expect(await all.json()).toEqual({ matched: 1, replayed: 0, skipped: 0, estimatedCents: 4, capped: false })
+        const everything = await post(base, "/v1/dead-letters/replay", { all: true })
+        expect(await everything.json()).toEqual({
+          matched: 1,
+          replayed: 1,
+          skipped: 0,
+          estimatedCents: 4,
+          capped: false
+        })
+        expect(await states()).toEqual(["queued", "queued", "queued"])
+        const dead = (await (await fetch(`${base}/v1/dead-letters`)).json()) as any
+        expect(dead).toMatchObject({ groups: [], totalGroups: 0, totalJobs: 0, next: null })
+      }))
+
+    it("the input is shown on every job view: redacted, cut to a preview, withheld when large, or its reference", async () => {
+      const secretInput = { prompt: "hello", headers: { authorization: "Bearer abcdefghijkl0123" }, apiKey: 123 }
+      const small = await submit({ input: secretInput })
+      const large = await submit({ input: { text: "é".repeat(5_000) } })
+      const byRef = await submit({ input: undefined, inputRef: "s3://bucket/in.json?X-Signature=abc&sig=s3cr3tsig" })
+
+      const view = (await (await fetch(`${base}/v1/jobs/${small.body.id}`)).json()) as any
+      const shown = { prompt: "hello", headers: { authorization: "[redacted]" }, apiKey: "[redacted]" }
+      expect(view).toMatchObject({ input: shown, inputTruncated: false, inputRef: null })
+      // Compact JSON of the same value (a jsonb column may keep the keys in an order of its own).
+      expect(JSON.parse(view.inputPreview)).toEqual(shown)
+      expect(view.inputPreview).toBe(JSON.stringify(view.input))
+      const detail = (await (await fetch(`${base}/v1/jobs/${small.body.id}/detail`)).json()) as any
+      expect(detail.job.input).toEqual(view.input)
+      const listed = (await (await fetch(`${base}/v1/jobs?limit=5`)).json()) as any
+      expect(listed.jobs.find((job: any) => job.id === small.body.id).inputPreview).toBe(view.inputPreview)
+      expect(small.body.input).toEqual(view.input)
+
+      // 5,000 two-byte characters: over 8 KB of JSON, so only the preview.
+      const big = (await (await fetch(`${base}/v1/jobs/${large.body.id}`)).json()) as any
+      expect(big).toMatchObject({ input: null, inputTruncated: true, inputRef: null })
+      expect([...big.inputPreview]).toHaveLength(300)
+      expect(big.inputPreview.endsWith("…")).toBe(true)
+
+      const ref = (await (await fetch(`${base}/v1/jobs/${byRef.body.id}`)).json()) as any
+      expect(ref).toMatchObject({ input: null, inputPreview: null, inputTruncated: false })
+      expect(ref.inputRef).toBe("s3://bucket/in.json?X-Signature=[redacted]&sig=[redacted]")
+      for (const body of [view, detail, listed, ref])
+        expect(JSON.stringify(body)).not.toMatch(/abcdefghijkl0123|s3cr3tsig/)
     })
 
     it("GET /v1/stats, /metrics and /healthz", async () => {
@@ -639,6 +792,47 @@ export const contractSuite = (options: ContractOptions) => {
       expect((await list("requestKey=list-1")).jobs[0]).toMatchObject({ attempts: 1, runAttempts: 0, state: "queued" })
       expect((await fetch(`${base}/v1/jobs?errorClass=bogus`)).status).toBe(400)
     })
+
+    it("GET /v1/jobs counts what its filters select, lists oldest first on request and pages back from a page", async () => {
+      const at = async (query: string) => (await (await fetch(`${base}/v1/jobs?${query}`)).json()) as any
+      const filters = ["", "type=demo.echo", "state=failed", "state=queued&type=test.work"]
+      const before = await Promise.all(filters.map(async (filter) => (await at(filter)).total as number))
+      const sentinel = ((await (await post(base, "/v1/jobs", { type: "test.work" })).json()) as any).id
+      const made: Array<string> = []
+      for (let i = 0; i < 7; i++) {
+        const type = i % 3 === 0 ? "demo.echo" : "test.work"
+        made.push(((await (await post(base, "/v1/jobs", { type, input: { i } })).json()) as any).id)
+      }
+      await server.run(failJob(made[2]!, "auth", 1))
+
+      const first = await at("limit=3")
+      expect(first.totalCapped).toBe(false)
+      expect(Date.parse(first.now)).toBeGreaterThan(0)
+      const after = await Promise.all(filters.map(async (filter) => (await at(filter)).total as number))
+      expect(after.map((total, i) => total - before[i]!)).toEqual([8, 3, 1, 4])
+      // Oldest first from a cursor, and paging back (newer) from a page: a listing oldest first after its first job.
+      const oldest = await at(`limit=3&order=oldest&after=${sentinel}`)
+      expect(oldest.jobs.map((job: any) => job.id)).toEqual(made.slice(0, 3))
+      const second = await at(`limit=3&after=${first.next}`)
+      expect(second.jobs.map((job: any) => job.id)).toEqual([made[3], made[2], made[1]])
+      const back = await at(`limit=3&order=oldest&after=${second.jobs[0].id}`)
+      expect(back.jobs.map((job: any) => job.id).reverse()).toEqual(first.jobs.map((job: any) => job.id))
+      expect((await fetch(`${base}/v1/jobs?order=sideways`)).status).toBe(400)
+    })
+
+    it("a running job's view carries its lease's end; the detail carries the store's time", async () => {
+      const { body: job } = await post(base, "/v1/jobs", { type: "test.work" }).then(async (response) => ({
+        body: (await response.json()) as any
+      }))
+      expect(job.leaseUntil).toBeNull()
+      const claimed = await server.run(claim(job.id))
+      const view = (await (await fetch(`${base}/v1/jobs/${job.id}`)).json()) as any
+      expect(view.leaseUntil).toBe(new Date(Math.floor(claimed.leaseUntil!)).toISOString())
+      const detail = (await (await fetch(`${base}/v1/jobs/${job.id}/detail`)).json()) as any
+      expect(Date.parse(detail.now)).toBeGreaterThanOrEqual(Date.parse(view.updatedAt))
+      await server.run(settle(claimed, { _tag: "Complete", result: null }))
+      expect(((await (await fetch(`${base}/v1/jobs/${job.id}`)).json()) as any).leaseUntil).toBeNull()
+    })
   })
 
   describe(`tenant isolation on ${options.name}`, () => {
@@ -713,13 +907,13 @@ export const contractSuite = (options: ContractOptions) => {
       const dlB = (await (await fetch(`${base}/v1/dead-letters`, { headers: asB })).json()) as any
       expect(dlB.jobs).toEqual([])
       const replayB = await post(base, "/v1/dead-letters/replay", { ids: [job.id] }, asB)
-      expect(await replayB.json()).toEqual({ replayed: 0, skipped: 1 })
-      const replayAllB = await post(base, "/v1/dead-letters/replay", {}, asB)
-      expect(await replayAllB.json()).toEqual({ replayed: 0, skipped: 0 })
+      expect(await replayB.json()).toEqual({ matched: 0, replayed: 0, skipped: 1, estimatedCents: 0, capped: false })
+      const replayAllB = await post(base, "/v1/dead-letters/replay", { all: true }, asB)
+      expect(await replayAllB.json()).toEqual({ matched: 0, replayed: 0, skipped: 0, estimatedCents: 0, capped: false })
       const stillFailed = (await (await fetch(`${base}/v1/jobs/${job.id}`, { headers: asA })).json()) as any
       expect(stillFailed.state).toBe("failed")
       const replayA = await post(base, "/v1/dead-letters/replay", { ids: [job.id] }, asA)
-      expect(await replayA.json()).toEqual({ replayed: 1, skipped: 0 })
+      expect(await replayA.json()).toEqual({ matched: 1, replayed: 1, skipped: 0, estimatedCents: 2, capped: false })
     })
   })
 }

@@ -4,14 +4,19 @@
  * and headers, SQL and Lua metacharacters in every string field, out-of-range numbers and dates, cross-site
  * requests, wrong and missing credentials) and holds it to three rules: no response is a 5xx, no connection is cut
  * without an answer, and nothing a rejected request sent is written (the jobs in the server's queue are exactly those
- * its `202` answers created, and only its accepted cancels changed any). The server must still answer `/healthz` at
+ * its `202` answers created, and only its accepted cancels changed any; a resource has a record only if an accepted
+ * limits, pause or resume request named it, and a schedule is kept only if an accepted `PUT` defined it). The server
+ * must still answer `/healthz` at
  * the end. The counts are printed.
  */
 import { Buffer } from "node:buffer"
 import { Agent, request as httpRequest } from "node:http"
+import { BatchStore } from "@slowcall/core/Batch"
 import type { Job } from "@slowcall/core/Job"
+import { Limiter } from "@slowcall/core/Limiter"
 import { Query } from "@slowcall/core/Query"
-import { Effect } from "effect"
+import { ScheduleStore } from "@slowcall/schedules/ScheduleStore"
+import { Effect, Option } from "effect"
 import fc from "fast-check"
 import type { Running } from "./harness.js"
 
@@ -32,7 +37,13 @@ export interface FuzzCounts {
   fiveHundreds: number
   created: Set<string>
   cancelled: Set<string>
+  /** Batch ids a `POST /v1/batches` answered `202` for. */
+  batches: Set<string>
   replayedByFuzz: number
+  /** Resource ids a limits, pause or resume request answered `200` for: the only ones a record may exist for. */
+  resourcesWritten: Set<string>
+  /** Schedule ids a `PUT` answered `200` for: the only ones the store may keep. */
+  schedulesWritten: Set<string>
 }
 
 const metacharacters = [
@@ -134,6 +145,12 @@ const weirdJson: fc.Arbitrary<unknown> = fc.oneof(
     })
   }
 )
+
+/** The resource ids the fuzzer names besides random strings. */
+const goodResources = ["openai:gpt-4.1:key-a", "anthropic:sonnet:org/key-b", `p:${"m/".repeat(98)}kk`]
+
+/** The schedule ids the fuzzer names besides random strings: with a `/`, a space, the longest there is. */
+const goodSchedules = ["nightly", "imports/poll every minute", "s".repeat(200)]
 
 /** Percent-encoding of any string: a lone surrogate becomes the (invalid) UTF-8 bytes a careless encoder writes. */
 const encode = (text: string): string => {
@@ -296,6 +313,14 @@ export const requests = (options: {
       const entries = Object.entries(params)
       return entries.length === 0 ? "" : `?${entries.map(([k, v]) => `${k}=${encode(v)}`).join("&")}`
     })
+  // Resource ids as a path carries them: good ones (with `:` and `/`, the longest there is), and anything at all.
+  const resource = fc
+    .oneof({ weight: 3, arbitrary: fc.constantFrom(...goodResources) }, { weight: 2, arbitrary: weirdString })
+    .map((id) => `/v1/resources/${encode(id)}`)
+  // Schedule ids as a path carries them: good ones, and anything at all.
+  const schedule = fc
+    .oneof({ weight: 3, arbitrary: fc.constantFrom(...goodSchedules) }, { weight: 2, arbitrary: weirdString })
+    .map((id) => `/v1/schedules/${encode(id)}`)
   const route = fc.oneof(
     {
       weight: 6,
@@ -317,6 +342,40 @@ export const requests = (options: {
         json: fc.constant({}) as fc.Arbitrary<unknown>
       }))
     },
+    {
+      weight: 3,
+      arbitrary: fc.constant({
+        method: "POST",
+        path: "/v1/batches",
+        json: fc.oneof(
+          fc.record(
+            {
+              items: fc.array(fc.oneof(cleanBody, submitBody), { minLength: 0, maxLength: 3 }),
+              budgetCents: weirdNumber,
+              deadline: weirdString,
+              onComplete: fc.oneof(cleanBody, submitBody)
+            },
+            { requiredKeys: ["items"] }
+          ),
+          submitBody
+        ) as fc.Arbitrary<unknown>
+      })
+    },
+    { weight: 2, arbitrary: jobId.map((id) => ({ method: "GET", path: `/v1/batches/${id}`, json: undefined })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(jobId, query)
+        .map(([id, q]) => ({ method: "GET", path: `/v1/batches/${id}/jobs${q}`, json: undefined }))
+    },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(jobId, fc.constantFrom("cancel", "replay")).map(([id, verb]) => ({
+        method: "POST",
+        path: `/v1/batches/${id}/${verb}`,
+        json: fc.constant({}) as fc.Arbitrary<unknown>
+      }))
+    },
     { weight: 2, arbitrary: query.map((q) => ({ method: "GET", path: `/v1/dead-letters${q}`, json: undefined })) },
     {
       weight: 3,
@@ -335,6 +394,116 @@ export const requests = (options: {
       })
     },
     { weight: 2, arbitrary: query.map((q) => ({ method: "GET", path: `/v1/stats${q}`, json: undefined })) },
+    { weight: 1, arbitrary: fc.constant({ method: "GET", path: "/v1/resources", json: undefined }) },
+    { weight: 1, arbitrary: resource.map((path) => ({ method: "GET", path, json: undefined })) },
+    {
+      weight: 2,
+      arbitrary: resource.map((path) => ({
+        method: "PUT",
+        path: `${path}/limits`,
+        json: fc.oneof(
+          fc.record(
+            {
+              maxConcurrent: fc.oneof(fc.integer({ min: 1, max: 50 }), weirdNumber),
+              requestsPerMinute: fc.oneof(fc.double({ min: 1, max: 10_000, noNaN: true }), weirdNumber),
+              inputTokensPerMinute: weirdNumber,
+              outputTokensPerMinute: weirdNumber,
+              burstSeconds: weirdNumber,
+              priorityShare: fc.oneof(
+                fc.record({ minPriority: fc.integer({ min: -5, max: 5 }), share: fc.double({ min: 0, max: 0.99 }) }),
+                fc.record({ minPriority: weirdNumber, share: weirdNumber }, { requiredKeys: [] }),
+                weirdNumber
+              )
+            },
+            { requiredKeys: [] }
+          ),
+          weirdJson
+        ) as fc.Arbitrary<unknown>
+      }))
+    },
+    {
+      weight: 2,
+      arbitrary: resource.map((path) => ({
+        method: "POST",
+        path: `${path}/pause`,
+        json: fc.record({ until: weirdDate, reason: weirdString }, { requiredKeys: [] }) as fc.Arbitrary<unknown>
+      }))
+    },
+    {
+      weight: 1,
+      arbitrary: resource.map((path) => ({
+        method: "POST",
+        path: `${path}/resume`,
+        json: fc.constant({}) as fc.Arbitrary<unknown>
+      }))
+    },
+    { weight: 1, arbitrary: fc.constant({ method: "GET", path: "/v1/schedules", json: undefined }) },
+    { weight: 1, arbitrary: schedule.map((path) => ({ method: "GET", path, json: undefined })) },
+    {
+      weight: 3,
+      arbitrary: schedule.map((path) => ({
+        method: "PUT",
+        path,
+        json: fc.oneof(
+          // Definitions that are valid, so that accepted writes (and then pause, resume, delete) happen too.
+          fc.record({
+            cron: fc.constantFrom("* * * * *", "0 2 * * *", "*/5 * * * * *"),
+            timezone: fc.constantFrom("UTC", "Europe/Berlin"),
+            job: fc.record({ queue: fc.constant("default"), type: fc.constant("test.work"), input: weirdJson }),
+            catchUp: fc.constantFrom("skip", "latest")
+          }),
+          fc.record(
+            {
+              cron: fc.oneof(
+                fc.constantFrom("* * * * *", "0 2 * * *", "*/5 * * * * *", "0 0 31 2 *", "61 * * * *", "@daily"),
+                weirdString
+              ),
+              timezone: fc.oneof(
+                fc.constantFrom("UTC", "Europe/Berlin", "America/New_York", "Mars/Olympus"),
+                weirdString
+              ),
+              job: fc.oneof(
+                fc.record(
+                  {
+                    queue: fc.oneof(fc.constant("default"), weirdString),
+                    type: fc.oneof(fc.constant("test.work"), weirdString),
+                    input: weirdJson,
+                    maxAttempts: weirdNumber,
+                    priority: weirdNumber,
+                    budgetCents: weirdNumber,
+                    deadlineMs: weirdNumber,
+                    tenant: weirdString
+                  },
+                  { requiredKeys: ["queue", "type"] }
+                ),
+                weirdJson
+              ),
+              overlap: fc.oneof(fc.constantFrom("allow", "skip", "cancelPrevious"), weirdString),
+              catchUp: fc.oneof(
+                fc.constantFrom("skip", "latest"),
+                fc.record({ all: fc.oneof(fc.integer({ min: 1, max: 3_600_000 }), weirdNumber) }),
+                weirdJson
+              ),
+              graceMs: weirdNumber
+            },
+            { requiredKeys: ["cron", "job"] }
+          ),
+          weirdJson
+        ) as fc.Arbitrary<unknown>
+      }))
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(schedule, fc.constantFrom("/pause", "/resume")).map(([path, verb]) => ({
+        method: "POST",
+        path: `${path}${verb}`,
+        json: fc.constant({}) as fc.Arbitrary<unknown>
+      }))
+    },
+    {
+      weight: 1,
+      arbitrary: schedule.map((path) => ({ method: "DELETE", path, json: fc.constant({}) as fc.Arbitrary<unknown> }))
+    },
     {
       weight: 2,
       arbitrary: fc
@@ -459,6 +628,18 @@ export const send = (url: string, req: FuzzRequest): Promise<{ status: number; b
     outgoing.end(req.body)
   })
 
+/** A read of the backend's batch verbs, or `none` when it has none. */
+const withBatches = <A>(
+  server: Running,
+  read: (batches: BatchStore["Type"]) => Effect.Effect<A, unknown>,
+  none: A
+): Promise<A> =>
+  server.run(
+    Effect.flatMap(Effect.serviceOption(BatchStore), (batches) =>
+      Option.isSome(batches) ? read(batches.value) : Effect.succeed(none)
+    )
+  )
+
 /**
  * Runs `numRuns` requests against a live server and checks the rules of the module header; returns the counts.
  * `queue` is the server's queue, read at the end to compare what was written with what was accepted.
@@ -479,7 +660,10 @@ export const fuzz = async (options: {
     fiveHundreds: 0,
     created: new Set(),
     cancelled: new Set(),
-    replayedByFuzz: 0
+    batches: new Set(),
+    replayedByFuzz: 0,
+    resourcesWritten: new Set(),
+    schedulesWritten: new Set()
   }
   const ids: Array<string> = []
   const arbitrary = requests({
@@ -500,14 +684,49 @@ export const fuzz = async (options: {
         counts.created.add(id)
         ids.push(id)
       }
+      // A batch's items are jobs an accepted request created; a batch's cancel abandons every one of them.
+      const batchItems = (batchId: string) =>
+        withBatches(server, (batches) => batches.jobs({ batchId: batchId as never, limit: 100_000 }), [])
+      if (req.method === "POST" && req.path === "/v1/batches" && answer.status === 202) {
+        const batchId = (JSON.parse(answer.body) as { id: string }).id
+        ids.push(batchId)
+        counts.batches.add(batchId)
+        for (const job of await batchItems(batchId)) {
+          counts.created.add(job.id)
+          ids.push(job.id)
+        }
+      }
+      const batchCancel = /^\/v1\/batches\/([^/]+)\/cancel$/.exec(req.path)
+      if (req.method === "POST" && batchCancel !== null && answer.status === 202) {
+        for (const job of await batchItems(batchCancel[1]!)) counts.cancelled.add(job.id)
+      }
+      if (/^\/v1\/batches\/[^/]+\/replay$/.test(req.path) && answer.status === 200) {
+        counts.replayedByFuzz += (JSON.parse(answer.body) as { replayed: number }).replayed
+      }
       const cancel = /^\/v1\/jobs\/([^/]+)\/cancel$/.exec(req.path)
       if (req.method === "POST" && cancel !== null && answer.status === 202) counts.cancelled.add(cancel[1]!)
+      const resourceWrite = /^\/v1\/resources\/([^/]+)\/(limits|pause|resume)$/.exec(req.path)
+      if (req.method !== "GET" && resourceWrite !== null && answer.status === 200) {
+        counts.resourcesWritten.add(decodeURIComponent(resourceWrite[1]!))
+      }
+      const scheduleWrite = /^\/v1\/schedules\/([^/]+)$/.exec(req.path)
+      if (req.method === "PUT" && scheduleWrite !== null && answer.status === 200) {
+        counts.schedulesWritten.add((JSON.parse(answer.body) as { schedule: { id: string } }).schedule.id)
+      }
       if (req.path === "/v1/dead-letters/replay" && answer.status === 200) {
         counts.replayedByFuzz += (JSON.parse(answer.body) as { replayed: number }).replayed
       }
     }),
     { numRuns: options.numRuns, seed: options.seed, endOnFailure: true }
   )
+  // A batch that accepted requests finished (a batch cancel, or the cancel of its last queued item) has queued its
+  // callbacks: jobs of those accepted requests. A rejected request that finished a batch shows in its items instead.
+  for (const batchId of counts.batches) {
+    const batch = await withBatches(server, (batches) => batches.get({ batchId: batchId as never }), undefined)
+    for (const callback of [batch?.onCompleteJobId, batch?.onSuccessJobId]) {
+      if (callback !== null && callback !== undefined) counts.created.add(callback)
+    }
+  }
   return counts
 }
 
@@ -525,4 +744,22 @@ export const writesByRejected = async (server: Running, queue: string, counts: F
     if (!counts.created.has(job.id) || job.state !== expected || job.attempts !== 0 || job.costCents !== 0) stray++
   }
   return stray + Math.max(0, counts.created.size - jobs.length) + counts.replayedByFuzz
+}
+
+/**
+ * Resources the store keeps a record of that no accepted write named: a rejected limits, pause or resume request
+ * (or a read) that wrote anyway. 0 is the only right answer.
+ */
+export const resourcesByRejected = async (server: Running, counts: FuzzCounts): Promise<number> => {
+  const read = await server.run(Effect.flatMap(Limiter, (limiter) => limiter.read({})))
+  return read.resources.filter((state) => !counts.resourcesWritten.has(state.resource)).length
+}
+
+/**
+ * Schedules the store keeps that no accepted `PUT` defined: a rejected definition (or a pause, resume, delete or read)
+ * that wrote anyway. 0 is the only right answer.
+ */
+export const schedulesByRejected = async (server: Running, counts: FuzzCounts): Promise<number> => {
+  const { result } = await server.run(Effect.flatMap(ScheduleStore, (store) => store.list()))
+  return result.filter((record) => !counts.schedulesWritten.has(record.schedule.id)).length
 }

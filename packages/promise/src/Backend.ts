@@ -6,20 +6,20 @@
  * committed job). Each is the adapter's own layer; migrations run as the adapter runs them when `migrate` is not
  * false.
  *
+ * The adapters are optional peer dependencies, imported when the layer is built: `@slowcall/adapter-postgres` for
+ * `postgres://` and `pglite:`, `@slowcall/adapter-redis` for `redis://`, `@slowcall/adapter-sqs` for `sqs`. One
+ * that is not installed fails the layer with `AdapterNotInstalled` naming the package; `memory:` needs none.
+ *
  * @since 0.1.0
  */
 import { mkdirSync } from "node:fs"
-import * as PgDriver from "@slowcall/adapter-postgres/PgDriver"
-import * as PgStore from "@slowcall/adapter-postgres/PgStore"
-import * as PgTransport from "@slowcall/adapter-postgres/PgTransport"
-import * as RedisConnection from "@slowcall/adapter-redis/RedisConnection"
-import * as RedisStore from "@slowcall/adapter-redis/RedisStore"
-import * as SqsTransport from "@slowcall/adapter-sqs/SqsTransport"
+import * as Limiter from "@slowcall/core/Limiter"
 import type * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { ConfigError } from "./Errors.js"
+import * as Adapters from "./internal/adapters.js"
 
 /**
  * Where the data lives and how messages travel. `schema` is the Postgres schema or the Redis key prefix (default
@@ -70,68 +70,87 @@ export const parse = (url: string): Kind => {
   )
 }
 
+/** What every backend provides: the Store, its Query, a Transport and the fleet Limiter that keeps provider limits. */
+type Seams = Layer.Layer<Store.Store | Query.Query | Transport.Transport | Limiter.Limiter, unknown>
+type PgAdapter = typeof import("@slowcall/adapter-postgres")
+type RedisAdapter = typeof import("@slowcall/adapter-redis")
+
+/** `redis://`, `pglite:`, ...: what needed the adapter, for the error that names a missing one. */
+const schemeOf = (url: string): string => /^[a-z][a-z0-9+.-]*:(\/\/)?/i.exec(url)?.[0] ?? url
+
 /**
  * The Store, Query and Transport the options name. Throws `ConfigError` for an unknown URL or for SQS beside the
- * memory store (whose jobs no other process could see).
+ * memory store (whose jobs no other process could see). The layer imports the adapters it needs when it is built and
+ * fails with `AdapterNotInstalled` when one of them is not installed.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (
-  options: BackendOptions
-): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
+export const layer = (options: BackendOptions): Seams => {
   const kind = parse(options.url)
-  const schema = options.schema
-  const sqs = options.sqs
-  if (sqs !== undefined) {
-    if (kind._tag === "Memory") throw new ConfigError("sqs needs a store other processes can read: not memory:")
-    return withSqs(kind, options, sqs)
+  if (kind._tag === "Memory") {
+    if (options.sqs !== undefined) throw new ConfigError("sqs needs a store other processes can read: not memory:")
+    return Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory)
   }
-  switch (kind._tag) {
-    case "Memory":
-      return Layer.merge(Store.layerMemory, Transport.layerMemory())
-    case "Redis":
-      return RedisStore.layer({ url: kind.url, prefix: schema })
-    case "Postgres":
-    case "Pglite":
-      return onPostgres(driverOf(kind), options)
-  }
+  const use = `${schemeOf(options.url)} URLs`
+  return Layer.unwrapEffect(
+    kind._tag === "Redis"
+      ? Effect.zipWith(Adapters.load(Adapters.redis, use), sqsTransport(options), (redis, sqs) =>
+          onRedis(redis, kind.url, options, sqs)
+        )
+      : Effect.zipWith(Adapters.load(Adapters.postgres, use), sqsTransport(options), (pg, sqs) =>
+          onPostgres(pg, kind, options, sqs)
+        )
+  )
 }
 
-/** The driver a Postgres URL names: a pool on the server, or embedded PGlite (its directory made first). */
-const driverOf = (kind: Extract<Kind, { readonly _tag: "Postgres" | "Pglite" }>) =>
-  kind._tag === "Postgres"
-    ? PgDriver.layer({ connectionString: kind.url })
-    : Layer.suspend(() => {
-        if (kind.dataDir !== undefined) mkdirSync(kind.dataDir, { recursive: true })
-        return PgDriver.layerPglite({ dataDir: kind.dataDir })
-      })
-
-/** The adapter's Store (migrated first, so an unreachable server fails the open) and its Transport on one driver. */
-const onPostgres = <E>(
-  driver: Layer.Layer<PgDriver.PgDriver, E>,
-  options: BackendOptions
-): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> =>
-  PgTransport.layerFromDriver({ schema: options.schema }).pipe(
-    Layer.provideMerge(PgStore.layerFromDriver({ schema: options.schema, migrate: options.migrate })),
-    Layer.provideMerge(driver)
+/** The SQS Transport when `sqs` is set (its adapter imported first), else none. */
+const sqsTransport = (options: BackendOptions) => {
+  const sqs = options.sqs
+  if (sqs === undefined) return Effect.succeed(undefined)
+  return Effect.map(Adapters.load(Adapters.sqs, "the sqs option"), ({ SqsTransport }) =>
+    SqsTransport.layer({
+      queues: { [options.queue]: sqs.queueUrl },
+      ...(sqs.client === undefined ? {} : { client: sqs.client })
+    })
   )
+}
 
-const withSqs = (
-  kind: Exclude<Kind, { readonly _tag: "Memory" }>,
+type SqsLayer = Effect.Effect.Success<ReturnType<typeof sqsTransport>>
+
+/** The Redis Store and its Transport on one connection, or the Store beside SQS. */
+const onRedis = (redis: RedisAdapter, url: string, options: BackendOptions, sqs: SqsLayer): Seams =>
+  sqs === undefined
+    ? redis.RedisStore.layer({ url, prefix: options.schema })
+    : Layer.merge(redis.RedisStore.layerFromConnection(), sqs).pipe(
+        Layer.provideMerge(redis.RedisConnection.layer({ url, prefix: options.schema }))
+      )
+
+/**
+ * The Postgres Store (migrated first, so an unreachable server fails the open) and its Transport on one driver: a
+ * pool on the server, or embedded PGlite (its directory made first). Beside SQS, the outbox relay publishes every
+ * committed job.
+ */
+const onPostgres = (
+  pg: PgAdapter,
+  kind: Extract<Kind, { readonly _tag: "Postgres" | "Pglite" }>,
   options: BackendOptions,
-  sqs: NonNullable<BackendOptions["sqs"]>
-): Layer.Layer<Store.Store | Query.Query | Transport.Transport, unknown> => {
-  const transport = SqsTransport.layer({
-    queues: { [options.queue]: sqs.queueUrl },
-    ...(sqs.client === undefined ? {} : { client: sqs.client })
-  })
-  if (kind._tag === "Redis") {
-    return Layer.merge(RedisStore.layerFromConnection(), transport).pipe(
-      Layer.provideMerge(RedisConnection.layer({ url: kind.url, prefix: options.schema }))
+  sqs: SqsLayer
+): Seams => {
+  const driver =
+    kind._tag === "Postgres"
+      ? pg.PgDriver.layer({ connectionString: kind.url })
+      : Layer.suspend(() => {
+          if (kind.dataDir !== undefined) mkdirSync(kind.dataDir, { recursive: true })
+          return pg.PgDriver.layerPglite({ dataDir: kind.dataDir })
+        })
+  const store = pg.PgStore.layerFromDriver({ schema: options.schema, migrate: options.migrate })
+  if (sqs === undefined) {
+    return pg.PgTransport.layerFromDriver({ schema: options.schema }).pipe(
+      Layer.provideMerge(store),
+      Layer.provideMerge(driver)
     )
   }
-  const driver = driverOf(kind)
-  const seams = Layer.merge(PgStore.layerFromDriver({ schema: options.schema, migrate: options.migrate }), transport)
-  return Layer.merge(seams, PgStore.layerOutboxRelay().pipe(Layer.provide(seams))).pipe(Layer.provideMerge(driver))
+  const seams = Layer.merge(store, sqs)
+  return Layer.merge(seams, pg.PgStore.layerOutboxRelay().pipe(Layer.provide(seams))).pipe(Layer.provideMerge(driver))
 }

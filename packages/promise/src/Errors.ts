@@ -82,6 +82,20 @@ export class NotFound extends SlowcallError {
 }
 
 /**
+ * No such batch (or it belongs to another tenant).
+ *
+ * @since 0.7.0
+ * @category errors
+ */
+export class BatchNotFound extends SlowcallError {
+  readonly batchId: string
+  constructor(batchId: string, options?: { readonly cause?: unknown }) {
+    super("batch_not_found", `batch ${batchId} not found`, options)
+    this.batchId = batchId
+  }
+}
+
+/**
  * The job has already ended (succeeded or abandoned): a cancel cannot undo that.
  *
  * @since 0.1.0
@@ -219,6 +233,22 @@ export class ConfigError extends SlowcallError {
   }
 }
 
+/**
+ * The URL (or the `sqs` option) needs an adapter package that is not installed: the adapters are optional peer
+ * dependencies, loaded when `open` first needs one, so an application installs only the ones its URLs name.
+ * `packageName` is the package to install; nothing was opened.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AdapterNotInstalled extends SlowcallError {
+  readonly packageName: string
+  constructor(packageName: string, use: string, options?: { readonly cause?: unknown }) {
+    super("adapter_not_installed", `install ${packageName} to use ${use} (npm install ${packageName})`, options)
+    this.packageName = packageName
+  }
+}
+
 const tagOf = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
     ? error._tag
@@ -254,6 +284,8 @@ export const fromCore = (error: unknown): unknown => {
       )
     case "JobNotFound":
       return new NotFound(String(field(error, "jobId")), cause)
+    case "BatchNotFound":
+      return new BatchNotFound(String(field(error, "batchId")), cause)
     case "AlreadyTerminal":
       return new AlreadyTerminal(String(field(error, "jobId")), String(field(error, "state")), cause)
     case "QueueFull":

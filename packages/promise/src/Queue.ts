@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import { type Batch, BatchId } from "@slowcall/core/Batch"
 import * as Client from "@slowcall/core/Client"
 import type * as CoreHandler from "@slowcall/core/Handler"
 import * as Handler from "@slowcall/core/Handler"
@@ -14,13 +15,14 @@ import { type Attempt, type Charge, type Job, JobId } from "@slowcall/core/Job"
 import type * as Lease from "@slowcall/core/Lease"
 import type * as Query from "@slowcall/core/Query"
 import type { Query as QueryTag } from "@slowcall/core/Query"
+import type { RateLimitInfo } from "@slowcall/core/RateLimit"
 import type { Store } from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
 import type { Transport } from "@slowcall/core/Transport"
 import * as Worker from "@slowcall/core/Worker"
-import { Cause, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Runtime, Schema, Scope, Stream } from "effect"
+import { Cause, Effect, Exit, Layer, ManagedRuntime, Option, type Runtime, Schema, Scope, Stream } from "effect"
 import * as Backend from "./Backend.js"
-import { ConfigError, fromCore, Interrupted, InvalidInput, SlowcallError, Timeout } from "./Errors.js"
+import { BatchNotFound, ConfigError, fromCore, Interrupted, InvalidInput, SlowcallError, Timeout } from "./Errors.js"
 import { inputSchema, resultSchema, type StandardSchemaV1, validate } from "./StandardSchema.js"
 
 /**
@@ -38,6 +40,12 @@ export type JobRecord = Job
  * stays as the record). `span` describes the model call for its `slowcall.model_call` span while tracing is on
  * (`open({ tracing })`): the GenAI system and model, and the token usage read from the result.
  *
+ * `resource`, `tokens`, `usage` and `rateLimit` are the core's (`Handler.CallOptions`), read by the worker's fleet
+ * limiter: the provider resource the call uses (`provider:model-class:credential`, e.g. `openai:gpt-4.1:key-a`), the
+ * tokens reserved from its buckets before the call (estimated input, the request's output cap), the usage the
+ * provider reported (which corrects the reservation, and is the span's usage when `span.usage` is absent), and what
+ * the reply's headers said about the limits. `@slowcall/providers` fills them.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -47,6 +55,18 @@ export interface CallOptions<T> {
   readonly costOnError?: ((error: unknown) => number | undefined) | undefined
   readonly costOnInterrupt?: (() => number | undefined) | undefined
   readonly span?: CallSpan<T> | undefined
+  /** @since 0.4.0 */
+  readonly resource?: string | undefined
+  /** @since 0.4.0 */
+  readonly tokens?: { readonly input?: number | undefined; readonly maxOutput?: number | undefined } | undefined
+  /** @since 0.4.0 */
+  readonly usage?:
+    | ((
+        result: T
+      ) => { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } | undefined)
+    | undefined
+  /** @since 0.4.0 */
+  readonly rateLimit?: ((result: T) => RateLimitInfo | undefined) | undefined
 }
 
 /**
@@ -103,6 +123,12 @@ export type HandlerDefinition<I = any, O = any> =
       readonly estimateCents?: number | ((input: I) => number) | undefined
       readonly attempt?: Lease.AttemptPolicy | undefined
       readonly version?: number | undefined
+      /**
+       * The provider resource of every `ctx.call` of this handler that names none (`CallOptions.resource`).
+       *
+       * @since 0.4.0
+       */
+      readonly resource?: string | undefined
       readonly run: (input: I, ctx: JobContext) => Promise<O>
     }
 
@@ -201,6 +227,73 @@ export type SubmitManyResult =
   | { readonly status: "key_reused"; readonly key: string; readonly existingJobId: string }
 
 /**
+ * A batch as the Store keeps it: counts per state and cost kept in the same write as each item's change, never
+ * counted; `finishedAt` set once every item has landed and none is queued or running.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export type BatchRecord = Batch
+
+/**
+ * One item of `submitBatch`: its type and input, and a submit's options without a key or tenant of its own (the
+ * batch's key vouches for every item, and the batch's tenant is theirs).
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface BatchItem extends Omit<SubmitOptions, "key" | "tenant"> {
+  readonly type: string
+  readonly input: unknown
+}
+
+/**
+ * A batch callback: the job enqueued once, in this queue, when the batch finishes. Its input is
+ * `{ batchId, input }`.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface BatchCallback {
+  readonly type: string
+  readonly input?: unknown
+  readonly version?: number | undefined
+  readonly priority?: number | undefined
+  readonly budgetCents?: number | undefined
+  readonly maxAttempts?: number | undefined
+}
+
+/**
+ * Options of `submitBatch`. `key` makes the call idempotent: repeated with the same items and options it returns the
+ * same batch (landing what a cut-off earlier call did not); with anything else it rejects with `KeyReused`.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface SubmitBatchOptions {
+  readonly key?: string | undefined
+  readonly tenant?: string | undefined
+  readonly budgetCents?: number | undefined
+  readonly deadline?: Date | number | undefined
+  readonly onComplete?: BatchCallback | undefined
+  readonly onSuccess?: BatchCallback | undefined
+  readonly chunkSize?: number | undefined
+}
+
+/**
+ * A `submitBatch` answer: the batch, whether this call opened it, and how many items this call landed.
+ *
+ * @since 0.7.0
+ * @category models
+ */
+export interface SubmittedBatch {
+  readonly id: string
+  readonly created: boolean
+  readonly landed: number
+  readonly batch: BatchRecord
+}
+
+/**
  * Options of `worker`. `sweeper` (default true) also runs the core Sweeper for this queue in the worker: expired
  * leases go back to queued, lost messages are republished, overdue jobs are abandoned. `shutdownGraceMs` is how long
  * `stop` lets running handlers finish before aborting their signals (default 10 s).
@@ -258,6 +351,35 @@ export interface Queue {
   readonly replay: (
     options: Omit<Query.ReplayOptions, "queue" | "jobIds" | "now"> & { readonly jobIds?: ReadonlyArray<string> }
   ) => Promise<Query.ReplayResult>
+  /**
+   * Submit many jobs as one batch, followed, cancelled and replayed as one thing. Every item (checked against its
+   * handler's input schema when this queue knows it) and callback is validated before anything is written.
+   */
+  readonly submitBatch: (items: ReadonlyArray<BatchItem>, options?: SubmitBatchOptions) => Promise<SubmittedBatch>
+  /** The batch, or `BatchNotFound`. */
+  readonly getBatch: (id: string, options?: { readonly tenant?: string | undefined }) => Promise<BatchRecord>
+  /** Cancel the batch: queued items abandoned at once, running ones asked to stop, none claimed afterwards. */
+  readonly cancelBatch: (id: string, options?: { readonly tenant?: string | undefined }) => Promise<BatchRecord>
+  /** Move the batch's failed items back to queued (never a succeeded one). */
+  readonly replayBatch: (
+    id: string,
+    options?: { readonly tenant?: string | undefined }
+  ) => Promise<{ readonly batch: BatchRecord; readonly replayed: ReadonlyArray<JobRecord> }>
+  /** The batch's items in the order they landed, those in `state` only when given, a page after `after`. */
+  readonly batchJobs: (
+    id: string,
+    options?: {
+      readonly tenant?: string | undefined
+      readonly state?: JobRecord["state"] | undefined
+      readonly after?: string | undefined
+      readonly limit?: number | undefined
+    }
+  ) => Promise<ReadonlyArray<JobRecord>>
+  /** The batch now, then every change of it, until (and including) it first finishes. `break` stops the polling. */
+  readonly watchBatch: (
+    id: string,
+    options?: { readonly intervalMs?: number | undefined; readonly tenant?: string | undefined }
+  ) => AsyncIterable<BatchRecord>
   readonly worker: (options?: WorkerOptions) => QueueWorker
   /** Stop every worker started from this queue, then release the connections. Idempotent. */
   readonly close: () => Promise<void>
@@ -267,6 +389,11 @@ type Services = Client.Client | Store | QueryTag | Transport
 
 const asTime = (value: Date | number | undefined): number | undefined =>
   value instanceof Date ? value.getTime() : value
+
+const toBatchId = (id: string): BatchId => {
+  if (!Schema.is(BatchId)(id)) throw new BatchNotFound(id)
+  return id
+}
 
 const toJobId = (id: string): JobId => {
   if (!Schema.is(JobId)(id)) throw new InvalidInput([{ message: `not a job id: ${JSON.stringify(id)}`, path: [] }])
@@ -295,59 +422,29 @@ const toCore = (type: string, definition: HandlerDefinition): CoreHandler.Handle
     result: resultSchema(spec.result),
     estimateCents: typeof estimate === "function" ? (input: unknown) => estimate(input) : estimate,
     attempt: spec.attempt ?? { timeoutMs: 60_000 },
+    ...("resource" in spec && spec.resource !== undefined ? { resource: spec.resource } : {}),
+    // The core decides the outcome from its own errors: a rethrown BudgetExceeded ends abandoned(budget).
     run: (input, ctx) =>
-      Effect.flatMap(Effect.runtime<never>(), (runtime) => {
-        const calls = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
-        return Effect.tryPromise({
-          try: (signal) => spec.run(input, makeContext(ctx, runtime, signal, calls)),
-          // The core decides the outcome from its own errors: a rethrown BudgetExceeded ends abandoned(budget).
-          catch: (error) =>
-            error instanceof SlowcallError && error.cause !== undefined && typeof error.cause === "object"
-              ? error.cause
-              : error
-        }).pipe(
-          // A stopped handler ends only once its cut calls have settled their charges, as a handler in Effect does.
-          Effect.onInterrupt(() => Effect.forEach([...calls], Fiber.await, { discard: true }))
+      Handler.fromPromise(ctx, (scope) => spec.run(input, makeContext(ctx, scope))).pipe(
+        Effect.mapError((error) =>
+          error instanceof SlowcallError && error.cause !== undefined && typeof error.cause === "object"
+            ? error.cause
+            : error
         )
-      })
+      )
   })
 }
 
-const makeContext = (
-  ctx: CoreHandler.HandlerContext,
-  runtime: Runtime.Runtime<never>,
-  signal: AbortSignal,
-  calls: Set<Fiber.RuntimeFiber<unknown, unknown>>
-): JobContext => ({
+const makeContext = (ctx: CoreHandler.HandlerContext, scope: CoreHandler.PromiseScope): JobContext => ({
   jobId: ctx.jobId,
   attempt: ctx.attempt,
   traceId: ctx.traceId,
-  signal,
-  progress: (value) => Runtime.runPromise(runtime, ctx.progress(value)),
+  signal: scope.signal,
+  progress: (value) => scope.run(ctx.progress(value)),
   call: async <T>(fn: (signal: AbortSignal) => Promise<T>, options: CallOptions<T>): Promise<T> => {
-    if (signal.aborted) throw new Interrupted("the attempt was stopped before the call")
-    const fiber = Runtime.runFork(
-      runtime,
-      ctx.call({
-        estimateCents: options.estimateCents,
-        run: Effect.tryPromise({ try: (callSignal) => fn(callSignal), catch: (error) => error }),
-        cost: options.cost ?? (() => options.estimateCents),
-        costOnError: options.costOnError,
-        costOnInterrupt: options.costOnInterrupt,
-        span: options.span
-      })
-    )
-    calls.add(fiber)
-    const cut = () => fiber.unsafeInterruptAsFork(fiber.id())
-    signal.addEventListener("abort", cut, { once: true })
-    try {
-      const exit = await Runtime.runPromise(runtime, Fiber.await(fiber))
-      if (Exit.isSuccess(exit)) return exit.value
-      return rethrow(exit.cause)
-    } finally {
-      signal.removeEventListener("abort", cut)
-      calls.delete(fiber)
-    }
+    if (scope.signal.aborted) throw new Interrupted("the attempt was stopped before the call")
+    const exit = await scope.call(fn, options)
+    return Exit.isSuccess(exit) ? exit.value : rethrow(exit.cause)
   }
 })
 
@@ -480,6 +577,54 @@ export const open = async (options: OpenOptions): Promise<Queue> => {
           c.replay({ ...opts, queue, jobIds: opts.jobIds === undefined ? undefined : opts.jobIds.map(toJobId) })
         )
       ),
+    submitBatch: async (items, opts = {}) => {
+      const prepared = await Promise.all(
+        items.map(({ input, type, ...rest }, index) =>
+          toSubmit(type, input, rest).catch((error: unknown) => {
+            throw error instanceof InvalidInput
+              ? new InvalidInput(
+                  error.issues.map((issue) => ({ ...issue, path: [index, ...issue.path] })),
+                  { cause: error }
+                )
+              : error
+          })
+        )
+      )
+      const callback = (given: BatchCallback | undefined) => (given === undefined ? undefined : { ...given, queue })
+      const result = await run(
+        Effect.flatMap(Client.Client, (c) =>
+          c.submitBatch({
+            items: prepared.map(({ requestKey: _key, tenant: _tenant, ...item }) => item),
+            requestKey: opts.key,
+            tenant: opts.tenant,
+            budgetCents: opts.budgetCents,
+            deadlineAt: asTime(opts.deadline),
+            onComplete: callback(opts.onComplete),
+            onSuccess: callback(opts.onSuccess),
+            chunkSize: opts.chunkSize
+          })
+        )
+      )
+      return { id: result.batch.id, created: result.created, landed: result.landed, batch: result.batch }
+    },
+    getBatch: async (id, opts = {}) => run(Effect.flatMap(Client.Client, (c) => c.getBatch(toBatchId(id), opts))),
+    cancelBatch: async (id, opts = {}) => run(Effect.flatMap(Client.Client, (c) => c.cancelBatch(toBatchId(id), opts))),
+    replayBatch: async (id, opts = {}) => run(Effect.flatMap(Client.Client, (c) => c.replayBatch(toBatchId(id), opts))),
+    batchJobs: async (id, opts = {}) =>
+      run(
+        Effect.flatMap(Client.Client, (c) =>
+          c.batchJobs(toBatchId(id), { ...opts, after: opts.after === undefined ? undefined : toJobId(opts.after) })
+        )
+      ),
+    watchBatch: (id, opts = {}) => {
+      const batchId = toBatchId(id)
+      const stream = Stream.unwrap(
+        Effect.map(Client.Client, (c) =>
+          c.watchBatch(batchId, { intervalMs: opts.intervalMs ?? intervalMs, tenant: opts.tenant })
+        )
+      )
+      return Stream.toAsyncIterableRuntime(stream.pipe(Stream.mapError(fromCore)), services)
+    },
     worker: (workerOptions = {}) => {
       const handlers = workerOptions.handlers ?? options.handlers ?? {}
       if (Object.keys(handlers).length === 0) throw new ConfigError("a worker needs at least one handler")

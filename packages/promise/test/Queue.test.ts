@@ -323,3 +323,87 @@ describe("Queue", () => {
     await expect(queue.submit("echo", {})).rejects.toBeInstanceOf(ConfigError)
   })
 })
+
+describe("Queue: provider limits", () => {
+  const rateLimited = () => Object.assign(new Error("rate limited"), { status: 429, headers: { "retry-after": "1" } })
+
+  it("a call's resource reaches the fleet limiter: a 429 pauses it and the job waits, its one attempt unused", async () => {
+    const queue = await openMemory()
+    let calls = 0
+    const worker = queue.worker({
+      handlers: {
+        echo: async (input: { text: string }, ctx: JobContext) =>
+          ctx.call(
+            async () => {
+              calls += 1
+              if (calls === 1) throw rateLimited()
+              return { text: input.text }
+            },
+            { estimateCents: 1, resource: "openai:gpt-4.1:key-a", tokens: { input: 10, maxOutput: 20 } }
+          )
+      }
+    })
+    await worker.start()
+    const { id } = await queue.submit("echo", { text: "a" }, { maxAttempts: 1 })
+
+    const done = await queue.wait(id, { timeoutMs: 10_000 })
+
+    expect(done.state).toBe("succeeded")
+    expect(calls).toBe(2)
+    expect(done.attempts - done.attemptsBase).toBe(1)
+    const attempts = await queue.attempts(id)
+    expect(attempts.map((a) => [a.outcome, a.errorClass])).toEqual([
+      ["released", "rate_limited"],
+      ["succeeded", null]
+    ])
+    expect(attempts[0]?.evidence).toMatch(
+      /^throttled: waiting for openai:gpt-4\.1:key-a \(paused \(rate_limited\)\) until /
+    )
+    expect(attempts[1]!.startedAt - attempts[0]!.endedAt!).toBeGreaterThanOrEqual(900)
+  })
+
+  it("a handler's resource is the resource of its calls that name none", async () => {
+    const queue = await openMemory()
+    let calls = 0
+    const worker = queue.worker({
+      handlers: {
+        echo: {
+          resource: "anthropic:sonnet:key-b",
+          run: async (input: { text: string }, ctx: JobContext) =>
+            ctx.call(
+              async () => {
+                calls += 1
+                if (calls === 1) throw rateLimited()
+                return { text: input.text }
+              },
+              { estimateCents: 1 }
+            )
+        }
+      }
+    })
+    await worker.start()
+    const { id } = await queue.submit("echo", { text: "a" }, { maxAttempts: 1 })
+
+    const done = await queue.wait(id, { timeoutMs: 10_000 })
+
+    expect(done.state).toBe("succeeded")
+    expect((await queue.attempts(id))[0]?.evidence).toMatch(/waiting for anthropic:sonnet:key-b/)
+  })
+
+  it("without a resource a 429 is an ordinary failure that uses the attempt", async () => {
+    const queue = await openMemory()
+    const worker = queue.worker({
+      handlers: {
+        echo: async (_input: { text: string }, ctx: JobContext) =>
+          ctx.call(async () => Promise.reject(rateLimited()), { estimateCents: 1 })
+      }
+    })
+    await worker.start()
+    const { id } = await queue.submit("echo", { text: "a" }, { maxAttempts: 1 })
+
+    const done = await queue.wait(id, { timeoutMs: 10_000 }).catch(() => queue.get(id))
+
+    expect(done.state).toBe("failed")
+    expect(done.errorClass).toBe("rate_limited")
+  })
+})

@@ -33,6 +33,6 @@ describe("quick start", () => {
 
     expect(stderr).not.toMatch(/Error/)
     expect(status).toBe(0)
-    expect(stdout.trim()).toBe("succeeded { summary: 'Durable jobs for slo' } 2 cents")
+    expect(stdout.trim()).toBe("succeeded { cents: 2, summary: 'Durable jobs for slo' } 2 cents")
   }, 100_000)
 })

@@ -69,6 +69,53 @@ describe("open({ tracing })", () => {
     }
   })
 
+  it("the call's own usage (which the fleet limiter reads) gives the span's token counts when span.usage is absent", async () => {
+    // Arrange
+    const exporter = new InMemorySpanExporter()
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+    const queue = await open({
+      url: "memory:",
+      queue: "traced-usage",
+      watchIntervalMs: 20,
+      tracing: Tracing.layerFromProvider(provider, { serviceName: "promise-test" })
+    })
+    try {
+      const worker = queue.worker({
+        handlers: {
+          summarize: async (_input: { text: string }, ctx) => {
+            const r = await ctx.call(async () => reply, {
+              estimateCents: 3,
+              cost: () => 2,
+              resource: "anthropic:claude-sonnet-4:key-a",
+              tokens: { input: 150, maxOutput: 64 },
+              usage: (result) => ({ inputTokens: result.usage.input, outputTokens: result.usage.output }),
+              rateLimit: () => ({ requests: { limit: 50, remaining: 49 } }),
+              span: { system: "anthropic", model: "claude-sonnet-4" }
+            })
+            return { summary: r.text }
+          }
+        }
+      })
+      // Act
+      await worker.start()
+      const { id } = await queue.submit("summarize", { text: "a long text" })
+      const done = await queue.wait(id, { timeoutMs: 10_000 })
+      await worker.stop()
+      // Assert
+      expect(done.state).toBe("succeeded")
+      const calls = exporter.getFinishedSpans().filter((span) => span.name === "slowcall.model_call")
+      expect(calls).toHaveLength(1)
+      expect(calls[0]?.attributes).toMatchObject({
+        "gen_ai.system": "anthropic",
+        "gen_ai.usage.input_tokens": 120,
+        "gen_ai.usage.output_tokens": 7
+      })
+    } finally {
+      await queue.close()
+      await provider.shutdown()
+    }
+  })
+
   it("makes no span without it", async () => {
     const exporter = new InMemorySpanExporter()
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })

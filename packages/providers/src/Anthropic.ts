@@ -13,7 +13,8 @@ import {
   joinSignals,
   type Metered,
   streamCall,
-  tokenCounts
+  tokenCounts,
+  withHeaders
 } from "./internal/billing.js"
 import type { ModelCallContext, WrapOptions } from "./ModelCall.js"
 import * as Pricing from "./Pricing.js"
@@ -61,6 +62,18 @@ export const messageUsage = (u: RawUsage | null | undefined): Pricing.Usage =>
       }
 
 /**
+ * A message's token counts as Anthropic counts them against its limits: input tokens are the uncached ones and the
+ * cache writes (cache reads do not count towards the input-token limit), output tokens all of them.
+ *
+ * @since 0.4.0
+ * @category combinators
+ */
+export const limitCounts = (usage: Pricing.Usage): { readonly inputTokens: number; readonly outputTokens: number } => ({
+  inputTokens: usage.inputTokens + usage.cacheWriteTokens,
+  outputTokens: usage.outputTokens
+})
+
+/**
  * Wraps an Anthropic client: every `messages.create` goes through `ctx.call` with the estimate reserved first, the
  * call's signal passed to the SDK request, and the cost settled from the usage at the model's price
  * (`PriceNotFound` before any request for a model with no price). A stream settles when it ends, from the
@@ -68,14 +81,21 @@ export const messageUsage = (u: RawUsage | null | undefined): Pricing.Usage =>
  * abandoned stream settles by the usage reported so far, or one output token per text delta when no delta carried
  * usage yet. Errors are the SDK's own, unchanged.
  *
+ * For the fleet limiter each call names its resource `anthropic:<model>:<credential>` (see
+ * `ModelCall.resourceName`), reserves the prompt's estimated tokens and `max_tokens`, reports the usage as Anthropic
+ * counts it against its input-token limit (`input_tokens` plus cache writes: cache reads do not count; the span
+ * still reports every input token) and the `anthropic-ratelimit-*` headers of the reply.
+ *
  * @since 0.1.0
  * @category constructors
  */
 export const withAnthropic = (client: AnthropicSdk, ctx: ModelCallContext, opts: WrapOptions = {}): AnthropicCalls => {
-  const bill = billing(opts)
+  const bill = billing(opts, "anthropic")
   const create = async (params: Params | StreamParams, options?: RequestOptions): Promise<unknown> => {
     const inputTokens = approxTokens([params.system, params.messages])
     const estimateCents = bill.estimate(params.model, params, inputTokens, params.max_tokens)
+    const resource = bill.resource(params.model)
+    const tokens = bill.tokens(inputTokens, params.max_tokens)
     const withSignal = (signal: AbortSignal): RequestOptions => ({
       ...options,
       signal: joinSignals(signal, options?.signal)
@@ -104,22 +124,34 @@ export const withAnthropic = (client: AnthropicSdk, ctx: ModelCallContext, opts:
         }),
         model: () => model
       }
-      return streamCall(
-        ctx,
+      return streamCall(ctx, {
         estimateCents,
-        bill.price,
+        price: bill.price,
         meter,
-        (signal) => client.messages.create(params, withSignal(signal)),
-        undefined,
-        options?.signal,
-        "anthropic"
-      )
+        open: async (signal) => {
+          const { data, response } = await client.messages.create(params, withSignal(signal)).withResponse()
+          return { stream: data, headers: response.headers }
+        },
+        own: options?.signal,
+        system: "anthropic",
+        resource,
+        tokens,
+        limitUsage: limitCounts
+      })
     }
-    return ctx.call((signal) => client.messages.create(params, withSignal(signal)), {
-      estimateCents,
-      cost: (r: Message) => Pricing.costCents(bill.price(r.model || params.model), messageUsage(r.usage)),
-      span: { system: "anthropic", model: params.model, usage: (r: Message) => tokenCounts(messageUsage(r.usage)) }
-    })
+    const reply = await ctx.call(
+      (signal) => withHeaders(client.messages.create(params, withSignal(signal)).withResponse()),
+      {
+        estimateCents,
+        cost: (r) => Pricing.costCents(bill.price(r.data.model || params.model), messageUsage(r.data.usage)),
+        span: { system: "anthropic", model: params.model, usage: (r) => tokenCounts(messageUsage(r.data.usage)) },
+        resource,
+        tokens,
+        usage: (r) => limitCounts(messageUsage(r.data.usage)),
+        rateLimit: (r) => r.rateLimit
+      }
+    )
+    return reply.data
   }
   return { messages: { create: create as AnthropicCalls["messages"]["create"] } }
 }

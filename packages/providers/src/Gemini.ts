@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import type { GenerateContentParameters, GenerateContentResponse, GoogleGenAI } from "@google/genai"
+import { fromHeaders } from "@slowcall/core/RateLimit"
 import { approxTokens, billing, count, emptyUsage, type Metered, streamCall, tokenCounts } from "./internal/billing.js"
 import { ClientTimeout, type ModelCallContext, type WrapOptions } from "./ModelCall.js"
 import * as Pricing from "./Pricing.js"
@@ -61,24 +62,32 @@ const timeoutOrAbort = (e: unknown, signal: AbortSignal, own: AbortSignal | unde
  * the last chunk's usage; a cut or abandoned one by the last usage seen (every chunk carries the running count).
  * The SDK's client timeout becomes `ClientTimeout`; other errors are the SDK's own.
  *
+ * For the fleet limiter each call names its resource `google:<model>:<credential>` (see `ModelCall.resourceName`;
+ * `google`, as the AI SDK's `@ai-sdk/google` names it, so both name one resource), reserves the prompt's estimated
+ * tokens and `maxOutputTokens`, and reports the reply's usage (Gemini sends no rate-limit headers; a 429's
+ * `RetryInfo` reaches the limiter through `normalize`).
+ *
  * @since 0.1.0
  * @category constructors
  */
 export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: WrapOptions = {}): GeminiCalls => {
-  const bill = billing(opts)
+  const bill = billing(opts, "google")
   const prepare = (params: GenerateContentParameters) => {
     const inputTokens = approxTokens([params.config?.systemInstruction, params.contents])
-    const estimateCents = bill.estimate(params.model, params, inputTokens, params.config?.maxOutputTokens)
+    const maxOutput = params.config?.maxOutputTokens
+    const estimateCents = bill.estimate(params.model, params, inputTokens, maxOutput)
+    const resource = bill.resource(params.model)
+    const tokens = bill.tokens(inputTokens, maxOutput)
     const withSignal = (signal: AbortSignal): GenerateContentParameters => {
       const own = params.config?.abortSignal
       return { ...params, config: { ...params.config, abortSignal: own ? AbortSignal.any([signal, own]) : signal } }
     }
-    return { inputTokens, estimateCents, withSignal }
+    return { inputTokens, estimateCents, resource, tokens, withSignal }
   }
   return {
     models: {
       generateContent: async (params) => {
-        const { estimateCents, withSignal } = prepare(params)
+        const { estimateCents, resource, tokens, withSignal } = prepare(params)
         return ctx.call(
           (signal) =>
             client.models.generateContent(withSignal(signal)).catch((e: unknown) => {
@@ -87,34 +96,43 @@ export const withGemini = (client: GoogleGenAI, ctx: ModelCallContext, opts: Wra
           {
             estimateCents,
             cost: (r) => Pricing.costCents(bill.price(r.modelVersion || params.model), geminiUsage(r.usageMetadata)),
-            span: { system: "gemini", model: params.model, usage: (r) => tokenCounts(geminiUsage(r.usageMetadata)) }
+            span: { system: "gemini", model: params.model },
+            resource,
+            tokens,
+            usage: (r) => tokenCounts(geminiUsage(r.usageMetadata)),
+            rateLimit: (r) => fromHeaders(r.sdkHttpResponse?.headers)
           }
         )
       },
       generateContentStream: async (params) => {
-        const { estimateCents, inputTokens, withSignal } = prepare(params)
+        const { estimateCents, inputTokens, resource, tokens, withSignal } = prepare(params)
         let last: Pricing.Usage | undefined
         let chunks = 0
         let model = params.model
+        let headers: unknown
         const meter: Metered<GenerateContentResponse> = {
           add: (c) => {
             chunks++
             if (c.usageMetadata) last = geminiUsage(c.usageMetadata)
             if (c.modelVersion) model = c.modelVersion
+            headers ??= c.sdkHttpResponse?.headers
           },
           usage: () => last ?? { ...emptyUsage, inputTokens, outputTokens: chunks },
-          model: () => model
+          model: () => model,
+          headers: () => headers
         }
-        return streamCall(
-          ctx,
+        return streamCall(ctx, {
           estimateCents,
-          bill.price,
+          price: bill.price,
           meter,
-          (signal) => client.models.generateContentStream(withSignal(signal)),
-          (e, signal) => timeoutOrAbort(e, signal, params.config?.abortSignal),
-          params.config?.abortSignal,
-          "gemini"
-        )
+          open: async (signal) => ({ stream: await client.models.generateContentStream(withSignal(signal)) }),
+          mapError: (e, signal) => timeoutOrAbort(e, signal, params.config?.abortSignal),
+          own: params.config?.abortSignal,
+          system: "gemini",
+          resource,
+          tokens,
+          limitUsage: tokenCounts
+        })
       }
     }
   }

@@ -13,7 +13,8 @@ import {
   joinSignals,
   type Metered,
   streamCall,
-  tokenCounts
+  tokenCounts,
+  withHeaders
 } from "./internal/billing.js"
 import type { ModelCallContext, WrapOptions } from "./ModelCall.js"
 import * as Pricing from "./Pricing.js"
@@ -94,20 +95,22 @@ export const responseUsage = (u: OpenAISdk.Responses.ResponseUsage | null | unde
  * when it ends; a cut or abandoned stream settles by what it consumed (reported usage, else the prompt's estimated
  * tokens and one output token per content chunk). Errors are the SDK's own, unchanged: `normalize` classes them.
  *
+ * For the fleet limiter each call names its resource `openai:<model>:<credential>` (see `ModelCall.resourceName`),
+ * reserves the prompt's estimated tokens and the request's output cap, reports the reply's usage (every input token,
+ * cached or not, since OpenAI counts them all against its limits) and the `x-ratelimit-*` headers of the reply.
+ *
  * @since 0.1.0
  * @category constructors
  */
 export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapOptions = {}): OpenAICalls => {
-  const bill = billing(opts)
+  const bill = billing(opts, "openai")
 
   const chatCreate = async (params: ChatParams | ChatStreamParams, options?: RequestOptions): Promise<unknown> => {
     const inputTokens = approxTokens(params.messages)
-    const estimateCents = bill.estimate(
-      params.model,
-      params,
-      inputTokens,
-      params.max_completion_tokens ?? params.max_tokens ?? undefined
-    )
+    const maxOutput = params.max_completion_tokens ?? params.max_tokens ?? undefined
+    const estimateCents = bill.estimate(params.model, params, inputTokens, maxOutput)
+    const resource = bill.resource(params.model)
+    const tokens = bill.tokens(inputTokens, maxOutput)
     if (params.stream === true) {
       const streamParams: ChatStreamParams = {
         ...params,
@@ -125,32 +128,50 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
         usage: () => reported ?? { ...emptyUsage, inputTokens, outputTokens: chunks },
         model: () => model
       }
-      return streamCall(
-        ctx,
+      return streamCall(ctx, {
         estimateCents,
-        bill.price,
+        price: bill.price,
         meter,
-        (signal) =>
-          client.chat.completions.create(streamParams, { ...options, signal: joinSignals(signal, options?.signal) }),
-        undefined,
-        options?.signal,
-        "openai"
-      )
+        open: async (signal) => {
+          const { data, response } = await client.chat.completions
+            .create(streamParams, { ...options, signal: joinSignals(signal, options?.signal) })
+            .withResponse()
+          return { stream: data, headers: response.headers }
+        },
+        own: options?.signal,
+        system: "openai",
+        resource,
+        tokens,
+        limitUsage: tokenCounts
+      })
     }
-    return ctx.call(
-      (signal) => client.chat.completions.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
+    const reply = await ctx.call(
+      (signal) =>
+        withHeaders(
+          client.chat.completions
+            .create(params, { ...options, signal: joinSignals(signal, options?.signal) })
+            .withResponse()
+        ),
       {
         estimateCents,
-        cost: (r: Chat) => Pricing.costCents(bill.price(r.model || params.model), chatUsage(r.usage)),
-        span: { system: "openai", model: params.model, usage: (r: Chat) => tokenCounts(chatUsage(r.usage)) }
+        cost: (r) => Pricing.costCents(bill.price(r.data.model || params.model), chatUsage(r.data.usage)),
+        span: { system: "openai", model: params.model },
+        resource,
+        tokens,
+        usage: (r) => tokenCounts(chatUsage(r.data.usage)),
+        rateLimit: (r) => r.rateLimit
       }
     )
+    return reply.data
   }
 
   const responsesCreate = async (params: RespParams | RespStreamParams, options?: RequestOptions): Promise<unknown> => {
     const model = typeof params.model === "string" ? params.model : ""
     const inputTokens = approxTokens([params.instructions, params.input])
-    const estimateCents = bill.estimate(model, params, inputTokens, params.max_output_tokens ?? undefined)
+    const maxOutput = params.max_output_tokens ?? undefined
+    const estimateCents = bill.estimate(model, params, inputTokens, maxOutput)
+    const resource = bill.resource(model)
+    const tokens = bill.tokens(inputTokens, maxOutput)
     if (params.stream === true) {
       let reported: Pricing.Usage | undefined
       let deltas = 0
@@ -166,25 +187,39 @@ export const withOpenAI = (client: OpenAISdk, ctx: ModelCallContext, opts: WrapO
         usage: () => reported ?? { ...emptyUsage, inputTokens, outputTokens: deltas },
         model: () => seenModel
       }
-      return streamCall(
-        ctx,
+      return streamCall(ctx, {
         estimateCents,
-        bill.price,
+        price: bill.price,
         meter,
-        (signal) => client.responses.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
-        undefined,
-        options?.signal,
-        "openai"
-      )
+        open: async (signal) => {
+          const { data, response } = await client.responses
+            .create(params, { ...options, signal: joinSignals(signal, options?.signal) })
+            .withResponse()
+          return { stream: data, headers: response.headers }
+        },
+        own: options?.signal,
+        system: "openai",
+        resource,
+        tokens,
+        limitUsage: tokenCounts
+      })
     }
-    return ctx.call(
-      (signal) => client.responses.create(params, { ...options, signal: joinSignals(signal, options?.signal) }),
+    const reply = await ctx.call(
+      (signal) =>
+        withHeaders(
+          client.responses.create(params, { ...options, signal: joinSignals(signal, options?.signal) }).withResponse()
+        ),
       {
         estimateCents,
-        cost: (r: Resp) => Pricing.costCents(bill.price(r.model || model), responseUsage(r.usage)),
-        span: { system: "openai", model, usage: (r: Resp) => tokenCounts(responseUsage(r.usage)) }
+        cost: (r) => Pricing.costCents(bill.price(r.data.model || model), responseUsage(r.data.usage)),
+        span: { system: "openai", model },
+        resource,
+        tokens,
+        usage: (r) => tokenCounts(responseUsage(r.data.usage)),
+        rateLimit: (r) => r.rateLimit
       }
     )
+    return reply.data
   }
 
   return {

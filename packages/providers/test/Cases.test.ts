@@ -151,6 +151,7 @@ describe("provider cases: what the real SDKs throw, classified by normalize", ()
       const n = normalize(out.thrown)
       expect(n.errorClass, n.evidence).toBe(row.errorClass)
       expect(n.retryAfterMs).toBe(row.retryAfterMs)
+      if (row.rateLimit !== undefined) expect(n.rateLimit).toEqual(row.rateLimit)
       for (const key of [...Object.values(keys), ...(row.secret === undefined ? [] : [row.secret])]) {
         expect(n.evidence).not.toContain(key)
       }

@@ -6,6 +6,7 @@
  * threw or returned; `docs/guide/provider-cases.md` is rendered from this table by `renderCases`.
  */
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import type { RateLimitInfo } from "@slowcall/core/RateLimit"
 import {
   anthropicError,
   anthropicMessage,
@@ -45,6 +46,8 @@ export interface Case {
   /** The class `normalize` gives what the SDK threw or returned; absent for a normal return. */
   readonly errorClass?: ErrorClass
   readonly retryAfterMs?: number
+  /** What `normalize` reads about the rate limits (`Normalized.rateLimit`), where the row checks it. */
+  readonly rateLimit?: RateLimitInfo
   /** The finish reason a returned call reports. */
   readonly finish?: string
   /** A secret the provider echoed that evidence must not show. */
@@ -332,7 +335,11 @@ export const cases: ReadonlyArray<Case> = [
     ),
     sdk: "RateLimitError",
     errorClass: "rate_limited",
-    retryAfterMs: 1_500
+    retryAfterMs: 1_500,
+    rateLimit: {
+      requests: { limit: 500, remaining: 0, resetMs: 1_500 },
+      tokens: { limit: 30_000, remaining: 29_000, resetMs: 2 }
+    }
   }),
   o("429 insufficient_quota", {
     scenario: reply(
@@ -355,6 +362,21 @@ export const cases: ReadonlyArray<Case> = [
       json(
         429,
         openAiError("Billing hard limit has been reached.", "invalid_request_error", "billing_hard_limit_reached")
+      )
+    ),
+    sdk: "RateLimitError",
+    errorClass: "quota_exhausted"
+  }),
+  o("429 organization_spend_limit_exceeded (a hard spend limit)", {
+    scenario: reply(
+      "429 code organization_spend_limit_exceeded, no retry-after",
+      json(
+        429,
+        openAiError(
+          "You have reached the hard spend limit set for your organization.",
+          "invalid_request_error",
+          "organization_spend_limit_exceeded"
+        )
       )
     ),
     sdk: "RateLimitError",
@@ -574,6 +596,20 @@ export const cases: ReadonlyArray<Case> = [
     sdk: "BadRequestError",
     errorClass: "quota_exhausted"
   }),
+  a("400 a spend limit the owner set", {
+    scenario: reply(
+      "400 type invalid_request_error, specified API usage limits reached",
+      json(
+        400,
+        anthropicError(
+          "invalid_request_error",
+          "You have reached your specified API usage limits. You will regain access on 2026-10-01 at 00:00 UTC."
+        )
+      )
+    ),
+    sdk: "BadRequestError",
+    errorClass: "quota_exhausted"
+  }),
   a("401 authentication_error (the key echoed)", {
     scenario: reply(
       "401 type authentication_error, message quotes the key",
@@ -650,7 +686,34 @@ export const cases: ReadonlyArray<Case> = [
     ),
     sdk: "RateLimitError",
     errorClass: "rate_limited",
-    retryAfterMs: 20_000
+    retryAfterMs: 20_000,
+    rateLimit: {
+      requests: { limit: 50, remaining: 0, resetMs: 20_000 },
+      inputTokens: { limit: 30_000, remaining: 0, resetMs: 20_000 },
+      outputTokens: { limit: 8_000, remaining: 8_000 }
+    }
+  }),
+  a("429 enforced_spend_limit_reached (the tier's monthly spend cap)", {
+    scenario: reply(
+      "429 type rate_limit_error, details.error_code enforced_spend_limit_reached, no retry-after",
+      json(
+        429,
+        {
+          type: "error",
+          error: {
+            type: "rate_limit_error",
+            message:
+              "You have reached your API usage limits: your organization has crossed its monthly API usage threshold, set based on your organization's API tier. You will regain access on 2026-09-01 at 00:00 UTC.",
+            details: { error_code: "enforced_spend_limit_reached" }
+          },
+          request_id: "req_018EeWyXxfu5pfWkrYcMdjWG"
+        },
+        { "request-id": "req_018EeWyXxfu5pfWkrYcMdjWG" }
+      )
+    ),
+    // The SDK has its own subclass of RateLimitError for it.
+    sdk: "EnforcedSpendLimitReachedError",
+    errorClass: "quota_exhausted"
   }),
   a("500 api_error", {
     scenario: reply("500 type api_error", json(500, anthropicError("api_error", "Internal server error"))),
@@ -879,7 +942,8 @@ export const cases: ReadonlyArray<Case> = [
     ),
     sdk: "ApiError",
     errorClass: "rate_limited",
-    retryAfterMs: 37_000
+    retryAfterMs: 37_000,
+    rateLimit: { retryAfterMs: 37_000, requests: { remaining: 0 } }
   }),
   g("429 RESOURCE_EXHAUSTED, RetryInfo 1.5s", {
     scenario: reply(

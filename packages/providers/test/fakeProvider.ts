@@ -14,6 +14,8 @@ export type Reply =
       readonly status: number
       readonly body: unknown
       readonly headers?: Readonly<Record<string, string>>
+      /** Answer this long after the request arrived (a model call's latency). */
+      readonly delayMs?: number
     }
   | {
       readonly kind: "sse"
@@ -32,12 +34,20 @@ export interface Recorded {
   readonly path: string
   readonly headers: IncomingMessage["headers"]
   readonly body: string
+  /** When the request arrived, and when its reply was written to the end (wall clock ms; undefined until then). */
+  readonly receivedAt: number
+  answeredAt: number | undefined
+  /** The reply's status. */
+  status: number | undefined
 }
 
 export interface FakeProvider {
   readonly url: string
-  /** Script the reply to every following request until the next `reply`. */
-  reply(reply: Reply): void
+  /**
+   * Script the reply to every following request until the next `reply`; a function decides per request (given the
+   * request and its index among all requests).
+   */
+  reply(reply: Reply | ((request: Recorded, index: number) => Reply)): void
   readonly requests: ReadonlyArray<Recorded>
   /** The requests whose connection closed before their reply ended: the client aborted, or a `cut` or `reset` reply. */
   readonly closedEarly: ReadonlyArray<Recorded>
@@ -45,24 +55,46 @@ export interface FakeProvider {
 }
 
 export const startFakeProvider = async (): Promise<FakeProvider> => {
-  let next: Reply = { kind: "json", status: 500, body: { error: { message: "no reply scripted" } } }
+  let next: Reply | ((request: Recorded, index: number) => Reply) = {
+    kind: "json",
+    status: 500,
+    body: { error: { message: "no reply scripted" } }
+  }
   const requests: Array<Recorded> = []
   const closedEarly: Array<Recorded> = []
   const sockets = new Set<Socket>()
   const answer = (req: IncomingMessage, res: ServerResponse, body: string) => {
-    const recorded = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body }
+    const recorded: Recorded = {
+      method: req.method ?? "",
+      path: req.url ?? "",
+      headers: req.headers,
+      body,
+      receivedAt: Date.now(),
+      answeredAt: undefined,
+      status: undefined
+    }
+    const index = requests.length
     requests.push(recorded)
     res.on("close", () => {
       if (!res.writableFinished) closedEarly.push(recorded)
     })
-    const r = next
+    res.on("finish", () => {
+      recorded.answeredAt = Date.now()
+    })
+    const r = typeof next === "function" ? next(recorded, index) : next
     switch (r.kind) {
       case "json": {
-        res.writeHead(r.status, { "content-type": "application/json", ...r.headers })
-        res.end(typeof r.body === "string" ? r.body : JSON.stringify(r.body))
+        const write = () => {
+          recorded.status = r.status
+          res.writeHead(r.status, { "content-type": "application/json", ...r.headers })
+          res.end(typeof r.body === "string" ? r.body : JSON.stringify(r.body))
+        }
+        if (r.delayMs === undefined) write()
+        else setTimeout(write, r.delayMs)
         return
       }
       case "sse": {
+        recorded.status = 200
         res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...r.headers })
         const payload = r.events.map((e) => `${e}\n\n`).join("")
         if (r.after === "cut") {
@@ -90,6 +122,10 @@ export const startFakeProvider = async (): Promise<FakeProvider> => {
     })
     req.on("end", () => answer(req, res, body))
   })
+  // Idle keep-alive connections stay open until `close`. With Node's 5 s default the server closed them on its own
+  // clock, and a client whose event loop had been blocked for longer (a PGlite start between two tests of a loaded
+  // machine) sent its next request on a socket the server was closing at that moment: ECONNRESET, a spurious retry.
+  server.keepAliveTimeout = 0
   server.on("connection", (s) => {
     sockets.add(s)
     s.on("close", () => sockets.delete(s))

@@ -3,6 +3,8 @@
  * error or interrupt) and the amount, and the signal it handed to `fn`. Settles as a job context does: the handler's
  * amount, or the estimate when the handler gave none.
  */
+import type { CallTokens, CallUsage } from "@slowcall/core/Handler"
+import type { RateLimitInfo } from "@slowcall/core/RateLimit"
 import type { ModelCallContext } from "../src/ModelCall.js"
 
 export interface CallRecord {
@@ -18,6 +20,11 @@ export interface CallRecord {
     readonly inputTokens: number
     readonly outputTokens: number
   }
+  /** What the fleet limiter would read: the resource and reservation before the call, usage and limits after it. */
+  readonly resource?: string | undefined
+  readonly tokens?: CallTokens | undefined
+  usage?: CallUsage | undefined
+  rateLimit?: RateLimitInfo | undefined
 }
 
 export interface RecordingContext extends ModelCallContext {
@@ -40,7 +47,7 @@ export const recordingContext = (): RecordingContext => {
       while (pending.size > 0) await Promise.allSettled([...pending])
     },
     call: (fn, opts) => {
-      const record: CallRecord = { estimateCents: opts.estimateCents }
+      const record: CallRecord = { estimateCents: opts.estimateCents, resource: opts.resource, tokens: opts.tokens }
       calls.push(record)
       const own = new AbortController()
       const signal = AbortSignal.any([job.signal, own.signal])
@@ -50,7 +57,19 @@ export const recordingContext = (): RecordingContext => {
           const r = await fn(signal)
           record.outcome = "success"
           record.settledCents = opts.cost ? opts.cost(r) : opts.estimateCents
-          if (opts.span) record.span = { system: opts.span.system, model: opts.span.model, ...opts.span.usage(r) }
+          // As a context reads them: the span's own usage, else the call's.
+          const spanUsage = opts.span?.usage ?? opts.usage
+          if (opts.span && spanUsage) {
+            const counts = spanUsage(r)
+            record.span = {
+              system: opts.span.system,
+              model: opts.span.model,
+              inputTokens: counts?.inputTokens ?? 0,
+              outputTokens: counts?.outputTokens ?? 0
+            }
+          }
+          record.usage = opts.usage?.(r)
+          record.rateLimit = opts.rateLimit?.(r)
           return r
         } catch (e) {
           record.error = e

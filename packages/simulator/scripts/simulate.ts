@@ -9,12 +9,18 @@
  * packages/cli/src/bin.ts does; packages/cli/test/Simulate.test.ts holds the two to the same output): every failure
  * one `slowcall: ...` line on stderr, and no colour on a stream that is not a terminal or with `NO_COLOR` set.
  */
-import { Command, HelpDoc, ValidationError } from "@effect/cli"
+import { HelpDoc, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { simulateCommand } from "@slowcall/simulator/Command"
+import * as CommandLine from "@slowcall/simulator/CommandLine"
 import { Cause, Console, Effect } from "effect"
 
-const cli = Command.run(simulateCommand, { name: "slowcall", version: "0.1.0" })
+// The help of `slowcall simulate`, wrapped the same way.
+const cli = CommandLine.run(simulateCommand, {
+  name: "slowcall",
+  version: "0.1.0",
+  width: () => CommandLine.terminalWidth(process.stdout)
+})
 
 const escapes = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[ -/]*[@-~]`, "g")
 const colour = (stream: { readonly isTTY?: boolean }) => stream.isTTY === true && (process.env.NO_COLOR ?? "") === ""

@@ -1,14 +1,18 @@
 /**
  * The checkers: pure functions over one run's recorded history. They never look at the code under test, only at
- * what the world recorded (store writes with the record before and after, provider billing, deliveries and acks,
- * injected faults). Each violation names its invariant (I1-I9, submit, replay, liveness) and carries a minimal
- * witness: the few events that prove it.
+ * what the world recorded (store writes with the record before and after, provider billing and the replies that
+ * carried a billed amount, deliveries and acks, injected faults). Each violation names its invariant (I1-I12, I30-I34,
+ * submit, replay, liveness) and carries a minimal witness: the few events that prove it.
  *
  * @since 0.1.0
  */
 import { isLegal } from "@slowcall/core/StateMachine"
+import * as BatchesCheck from "./BatchesCheck.js"
 import type { Event, Snap } from "./History.js"
-import { has, oneCall, type Plan } from "./Plan.js"
+import { lagBetween, skewOf } from "./internal/world.js"
+import { checkLimits } from "./LimitsCheckers.js"
+import { has, maxCallCents, oneCall, type Plan } from "./Plan.js"
+import * as SchedulesCheck from "./SchedulesCheck.js"
 
 /**
  * One broken invariant in one run.
@@ -39,6 +43,20 @@ export interface Coverage {
   redeliveryOfTerminal: number
   budgetExhausted: number
   cancelRunning: number
+  /**
+   * A billed call's settlement was refused at least once and landed more than 350 ms after its amount reached the
+   * worker: later than the three short retries (50, 100 and 200 ms) a store write gets.
+   */
+  lateSettlement: number
+  /**
+   * A fenced write sent while its token's lease was live in the store that reached the record only after the job was
+   * claimed under a later token (it waited in the store past its holder's lease).
+   */
+  writeOutlivedLease: number
+  /** A model call the fleet Limiter told to wait for capacity, or found its resource paused. */
+  limiterWait: number
+  /** A resource paused for the fleet (a 429, a spend cap). */
+  resourcePaused: number
 }
 
 /**
@@ -86,7 +104,11 @@ export const emptyCoverage = (): Coverage => ({
   crashAfterPersist: 0,
   redeliveryOfTerminal: 0,
   budgetExhausted: 0,
-  cancelRunning: 0
+  cancelRunning: 0,
+  lateSettlement: 0,
+  writeOutlivedLease: 0,
+  limiterWait: 0,
+  resourcePaused: 0
 })
 
 /**
@@ -108,6 +130,10 @@ export const emptyTotals = (): Totals => ({
 
 type Write = Extract<Event, { k: "write" }>
 type Call = Extract<Event, { k: "call" }>
+type Reply = Extract<Event, { k: "reply" }>
+
+/** The three short retries of a store write (50, 100 and 200 ms) are over this long after the first try. */
+const shortRetriesMs = 350
 
 /** Writes the Store fences by token: they may apply only to a job running under exactly that token. */
 const fencedOps = new Set(["heartbeat", "settle"])
@@ -153,8 +179,15 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
 
   const writesByJob = new Map<string, Array<Write>>()
   const callsByJob = new Map<string, Array<Call>>()
+  /** The billed calls whose amount reached their caller, by call id. */
+  const replies = new Map<string, Reply>()
   /** Per process, the intervals in which a fault acted on it: an injected fault or a crash at an instant, a pause for its length. */
   const faultsByWho = new Map<string, Array<readonly [number, number]>>()
+  /** Store outages (F21): faults on every process for their length. */
+  const outages: Array<readonly [number, number]> = []
+  /** Per process, when it crashed and when its graceful shutdown began. */
+  const crashes = new Map<string, Array<number>>()
+  const shutdowns = new Map<string, Array<number>>()
   /** When each process first learned that its lease under a token was lost: `who|jobId|token` -> time. */
   const learnedLost = new Map<string, number>()
   const replays = new Map<string, Array<number>>()
@@ -188,7 +221,19 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         if (e.id === "F8") coverage.crashAfterPersist++
         break
       }
+      case "reply":
+        replies.set(e.callId, e)
+        break
+      case "outage":
+        outages.push([e.t, e.t + e.ms])
+        break
       case "life": {
+        if (e.what === "crash" || e.what === "shutdown") {
+          const byWho = e.what === "crash" ? crashes : shutdowns
+          const list = byWho.get(e.who) ?? []
+          list.push(e.t)
+          byWho.set(e.who, list)
+        }
         if (e.what === "crash" || e.what === "pause") {
           const list = faultsByWho.get(e.who) ?? []
           // A pause acts for its whole length (the process resumes on beliefs it formed before): an interval.
@@ -243,13 +288,28 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
     }
   }
 
+  const overlaps = ([start, end]: readonly [number, number], from: number, to: number): boolean =>
+    start <= to && end >= from
   const faultedBetween = (who: string, from: number, to: number): boolean =>
-    (faultsByWho.get(who) ?? []).some(([start, end]) => start <= to && end >= from)
+    (faultsByWho.get(who) ?? []).some((interval) => overlaps(interval, from, to)) ||
+    outages.some((interval) => overlaps(interval, from, to))
   const faultFree = plan.faults.length === 0 && plan.targeted._tag === "None"
-  // A skewed, drifting or jumping clock (F12) is the one fault under which a correct worker may measure its lease
-  // past the store's: a call after the store's lease end is excused only there.
+  // A drifting or jumping clock (F12) is the one fault under which a correct worker may measure its lease past the
+  // store's: a call after the store's lease end is excused by as much as that worker's clock fell behind since the
+  // send that granted or renewed the lease, never more (an offset cancels out of a measured duration).
   const skewed = has(plan, "F12")
   const shape = plan.handler ?? oneCall
+  /** How far `who`'s clock fell behind true time between a grant's send and `asked`, the most over `sends`. */
+  const skewAllowance = (who: string, sends: ReadonlyArray<number>, asked: number): number => {
+    if (!skewed) return 0
+    const slot = /^w(\d+)\./.exec(who)
+    if (slot === null) return 0
+    const skew = skewOf(plan, Number(slot[1]))
+    let most = 0
+    for (const sent of sends) if (sent <= asked) most = Math.max(most, lagBetween(skew, sent, asked))
+    // The worker's clock reads whole milliseconds: each of its two readings may be short by up to one.
+    return most > 0 ? most + 2 : 0
+  }
   // Faults that delayed a claim (lost replies, retries, a pause while it was in flight) count for the attempt they
   // delayed: the window opens at the job's previous claim, or one lease before this one.
   const windowStart = (claim: Write, claims: ReadonlyArray<Write>): number => {
@@ -272,6 +332,16 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
             `${w.op} under token ${w.token} by ${w.who} sent after it learned at ${learned} that the lease was lost`,
             [w]
           )
+        }
+      }
+      // A fenced write that waited in the store while the job was claimed under a later token.
+      if (fencedOps.has(w.op) && w.token !== null) {
+        const token = w.token
+        for (const [later, claim] of granted) {
+          if (later > token && claim.t > w.start && granted.has(token) && granted.get(token)!.t <= w.start) {
+            coverage.writeOutlivedLease++
+            break
+          }
         }
       }
       if (!w.ok) {
@@ -369,8 +439,30 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
     }
   }
 
-  // I1: no double generation; I6: cost exactly once; I7: spend at call start.
+  // I1: no double generation; I6: cost exactly once; I12: the per-call ledger; I7: spend at call start.
   const price = plan.model.priceCents
+  const maxCall = maxCallCents(plan)
+  const spread = maxCall - price
+  /** Per job, how far its unsettled rows lie below what the provider billed for their calls. */
+  const shortfallByJob = new Map<string, number>()
+  /**
+   * Whether the caller of a call whose amount reached it at `reply.t` stopped before it could settle it: it crashed
+   * since, or it was shut down gracefully and its settlement was still being refused once the shutdown had begun (a
+   * closing worker gives a settlement up only once its grace periods are over).
+   */
+  const stoppedBeforeSettling = (reply: Reply, writes: ReadonlyArray<Write>): boolean =>
+    (crashes.get(reply.who) ?? []).some((t) => t >= reply.t) ||
+    (shutdowns.get(reply.who) ?? []).some((t) =>
+      writes.some(
+        (w) =>
+          !w.ok &&
+          w.op === "charge" &&
+          w.callId === reply.callId &&
+          w.settled === true &&
+          w.who === reply.who &&
+          w.start >= t
+      )
+    )
   for (const [jobId, calls] of callsByJob) {
     const writes = writesByJob.get(jobId) ?? []
     const claims = writes.filter((w) => w.ok && w.op === "claim" && w.res === "Claimed")
@@ -389,18 +481,41 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       }
       return end
     }
+    /**
+     * The sends a worker may have counted `call`'s lease from: its claim tries for the token (from the grant of the
+     * token before, so a try whose reply was lost counts) and its renewals under it.
+     */
+    const grantSends = (call: Call): Array<number> => {
+      const grant = claims.find((w) => w.after?.token === call.token)
+      if (grant === undefined) return []
+      const previous = Math.max(-Infinity, ...claims.filter((w) => w.after!.token < call.token).map((w) => w.t))
+      return writes
+        .filter(
+          (w) =>
+            w.who === call.who &&
+            ((w.op === "claim" && w.start > previous && w.start <= grant.start) ||
+              (w.op === "heartbeat" && w.token === call.token))
+        )
+        .map((w) => w.start)
+    }
     for (const call of calls) {
       // I1: a call starts only while its lease is live in the store. A correct worker measures its lease from the
-      // send of the write that granted or renewed it, so its own end is never past the store's (unless its clock
-      // is skewed); a call asked for before a pause and sent after it is the pause's doing.
+      // send of the write that granted or renewed it, so its own end is never past the store's, unless its clock
+      // fell behind meanwhile (F12: drift, a backward jump), and then by no more than it fell behind; a call asked
+      // for before a pause and sent after it is the pause's doing.
       const leaseEnd = leaseEndAt(call.token, call.asked)
-      if (leaseEnd !== undefined && call.asked >= leaseEnd && !skewed) {
-        violate(
-          "I1",
-          jobId,
-          `model call under token ${call.token} by ${call.who} asked at ${call.asked}, after its lease ended at ${leaseEnd}`,
-          [...writes.filter((w) => w.ok && w.after?.token === call.token && w.t <= call.asked).slice(-3), call]
-        )
+      if (leaseEnd !== undefined && call.asked >= leaseEnd) {
+        const allowance = skewAllowance(call.who, grantSends(call), call.asked)
+        if (call.asked >= leaseEnd + allowance) {
+          violate(
+            "I1",
+            jobId,
+            `model call under token ${call.token} by ${call.who} asked at ${call.asked}, after its lease ended at ${leaseEnd}${
+              skewed ? ` (its clock fell behind by at most ${Math.round(allowance)} ms)` : ""
+            }`,
+            [...writes.filter((w) => w.ok && w.after?.token === call.token && w.t <= call.asked).slice(-3), call]
+          )
+        }
       }
       // I10: no call under a token once its process learned that the token's lease is lost.
       const learned = learnedLost.get(`${call.who}|${jobId}|${call.token}`)
@@ -432,27 +547,53 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       if (claim === undefined || claim.who !== call.who || claim.t > call.t) {
         violate("I1", jobId, `model call by ${call.who} under token ${call.token} without that worker's claim`, [call])
       }
+      // I6: every billed call has its ledger row (the reservation is written before the call), and a settled row
+      // holds exactly what the provider billed. I12: a row below what was billed (a reservation under the amount) is
+      // excused only when the amount never reached the caller (its own timeout, an interruption, a crash mid-call) or
+      // the caller stopped before it could settle (a crash, or a shutdown whose settlement was still being refused).
       const charges = writes.filter((w) => w.ok && w.op === "charge" && w.callId === call.callId)
       const settled = charges.find((w) => w.settled === true)
       const recorded = settled?.amount ?? charges[0]?.amount
+      const reply = replies.get(call.callId)
       if (recorded === undefined || recorded === null) {
         violate("I6", jobId, `billed call ${call.callId} (${call.cents}c) is missing from the charge ledger`, [call])
-      } else if (recorded < call.cents || (settled !== undefined && settled.amount !== call.cents)) {
-        violate("I6", jobId, `call ${call.callId} billed ${call.cents}c but the ledger says ${recorded}c`, [
+      } else if (settled !== undefined && settled.amount !== call.cents) {
+        violate("I6", jobId, `call ${call.callId} billed ${call.cents}c but was settled at ${settled.amount}c`, [
           call,
           ...charges
         ])
+      } else if (recorded < call.cents) {
+        shortfallByJob.set(jobId, (shortfallByJob.get(jobId) ?? 0) + call.cents - recorded)
+        if (reply !== undefined && !stoppedBeforeSettling(reply, writes)) {
+          violate(
+            "I12",
+            jobId,
+            `call ${call.callId} billed ${call.cents}c, which reached ${reply.who} at ${reply.t}, but its ledger row holds ${recorded}c unsettled while ${reply.who} lived on`,
+            [call, reply, ...writes.filter((w) => w.op === "charge" && w.callId === call.callId)]
+          )
+        }
+      }
+      if (
+        reply !== undefined &&
+        settled !== undefined &&
+        settled.t - reply.t > shortRetriesMs &&
+        writes.some((w) => !w.ok && w.op === "charge" && w.callId === call.callId && w.settled === true)
+      ) {
+        coverage.lateSettlement++
       }
       if (call.budget !== null) {
         const before = call.spentAtStart - price
-        const limit = faultFree ? call.budget : call.budget + price
+        // Another holder's call may be in flight, or settled above its estimate: one call of overshoot under faults.
+        const limit = faultFree ? call.budget : call.budget + maxCall
         // Another holder's call may be in flight (a stale lease): one call of overshoot is allowed under faults.
         if ((faultFree && before >= call.budget) || call.spentAtStart > limit) {
           violate("I7", jobId, `call started with spend ${before}c (+${price}c) against budget ${call.budget}c`, [call])
         }
       }
     }
-    if (faultFree && (tokens.length > 1 || calls.length > shape.steps)) {
+    // A job that waited for its provider resource (a `Throttle`) is claimed again: its calls may span tokens.
+    const throttled = writes.some((w) => w.ok && w.op === "settle" && w.outcome === "Throttle")
+    if (faultFree && !throttled && (tokens.length > 1 || calls.length > shape.steps)) {
       violate(
         "I1",
         jobId,
@@ -504,13 +645,18 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       set.add(call.token)
       runs.set(run, set)
     }
-    const releases = writes.filter((w) => w.ok && w.op === "settle" && w.outcome === "Release").length
+    const releases = writes.filter(
+      (w) => w.ok && w.op === "settle" && (w.outcome === "Release" || w.outcome === "Throttle")
+    ).length
     for (const set of runs.values()) {
       if (set.size > plan.maxAttempts + releases) {
         violate("I1", jobId, `${set.size} attempts called the model; max_attempts is ${plan.maxAttempts}`, calls)
       }
     }
   }
+
+  // I13 to I16: fleet limits (LimitsCheckers.ts).
+  checkLimits(events, plan, violate, coverage)
 
   // I4 / I5 / I6 totals on the final reads.
   totals.submitted = submittedKeys.size
@@ -525,13 +671,25 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
     }
     totals.ledgerCents += last.ledger
     const billed = (callsByJob.get(jobId) ?? []).reduce((sum, c) => sum + c.cents, 0)
-    if (last.ledger < billed) {
-      violate("I6", jobId, `the provider billed ${billed}c but the charge ledger holds ${last.ledger}c`, [])
+    // The ledger sums its rows: below what was billed by no more than its rows under their calls' amounts.
+    const shortfall = shortfallByJob.get(jobId) ?? 0
+    if (last.ledger < billed - shortfall) {
+      violate(
+        "I6",
+        jobId,
+        `the provider billed ${billed}c but the charge ledger holds ${last.ledger}c${shortfall > 0 ? ` (${shortfall}c of it in reservations under their calls' amounts)` : ""}`,
+        []
+      )
     }
     if (last.snap.costCents !== last.ledger) {
       violate("I6", jobId, `cost_cents ${last.snap.costCents} differs from the ledger's sum ${last.ledger}`, [])
     }
-    if (last.snap.budgetCents !== null && last.snap.costCents > last.snap.budgetCents + (faultFree ? 0 : price)) {
+    // A call may be billed above its estimate (the spread) after the budget check let it start; under faults one more
+    // call may have been in flight under a stale lease.
+    if (
+      last.snap.budgetCents !== null &&
+      last.snap.costCents > last.snap.budgetCents + spread + (faultFree ? 0 : maxCall)
+    ) {
       violate("I7", jobId, `spend ${last.snap.costCents}c overshoots budget ${last.snap.budgetCents}c`, [])
     }
     if (terminalStates.has(last.snap.state)) totals.terminal++
@@ -540,6 +698,10 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       const recent = (writesByJob.get(jobId) ?? []).slice(-4)
       violate("I5", jobId, `acknowledged job still ${heal.state} after the heal phase`, recent)
     }
+  }
+  // I30-I33 (batches) and I34 (schedules), in modules of their own.
+  for (const v of [...BatchesCheck.check(events, plan), ...SchedulesCheck.check(events, plan)]) {
+    violate(v.invariant, v.jobId, v.message, v.witness)
   }
   return { violations, totals, coverage, faultsFired }
 }

@@ -9,9 +9,12 @@
 import { Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { Console, Data, Effect, Option } from "effect"
-import * as Plan from "./Plan.js"
-import * as Report from "./Report.js"
-import * as Simulator from "./Simulate.js"
+import type * as Plan from "./Plan.js"
+import type * as Report from "./Report.js"
+import type * as Simulator from "./Simulate.js"
+
+/** The simulator itself, loaded when the command runs: `slowcall --help` and the other commands never load it. */
+const load = () => Promise.all([import("./Plan.js"), import("./Report.js"), import("./Simulate.js")])
 
 /**
  * A failure the user can act on; the command line prints `slowcall: <message>` and exits with status 1.
@@ -21,13 +24,13 @@ import * as Simulator from "./Simulate.js"
  */
 export class SimulateError extends Data.TaggedError("SimulateError")<{ readonly message: string }> {}
 
-const parseFaults = (text: string): ReadonlyArray<Plan.FaultKind> => {
-  if (text === "all") return Plan.faultKinds
+const parseFaults = (text: string, known: ReadonlyArray<Plan.FaultKind>): ReadonlyArray<Plan.FaultKind> => {
+  if (text === "all") return known
   if (text === "none" || text === "") return []
   const kinds = text.split(",").map((s) => s.trim().toUpperCase())
   for (const kind of kinds) {
-    if (!(Plan.faultKinds as ReadonlyArray<string>).includes(kind)) {
-      throw new Error(`unknown fault ${kind}; known: ${Plan.faultKinds.join(",")}`)
+    if (!(known as ReadonlyArray<string>).includes(kind)) {
+      throw new Error(`unknown fault ${kind}; known: ${known.join(",")}`)
     }
   }
   return kinds as ReadonlyArray<Plan.FaultKind>
@@ -45,24 +48,32 @@ const planOf = (file: string, text: string): Effect.Effect<Plan.Plan, SimulateEr
 }
 
 const options = {
-  seed: Options.integer("seed").pipe(Options.withDescription("seed of the run set"), Options.withDefault(1)),
+  seed: Options.integer("seed").pipe(
+    Options.withDescription("seed of the run set: the same seed and flags give the same report"),
+    Options.withDefault(1)
+  ),
   runs: Options.integer("runs").pipe(Options.withDescription("number of simulated runs"), Options.withDefault(100)),
-  jobs: Options.integer("jobs").pipe(Options.withDescription("jobs per run"), Options.withDefault(20)),
+  jobs: Options.integer("jobs").pipe(Options.withDescription("jobs submitted per run"), Options.withDefault(20)),
   workers: Options.integer("workers").pipe(Options.withDescription("worker processes per run"), Options.withDefault(4)),
   faults: Options.text("faults").pipe(
-    Options.withDescription("fault kinds allowed, e.g. F5,F6,F11 (default all; 'none' for fault-free runs)"),
+    Options.withPseudoName("KINDS"),
+    Options.withDescription(
+      "fault kinds a run may switch on, by id (F5,F6,F11; the report names each), 'all', or 'none' for fault-free runs"
+    ),
     Options.withDefault("all")
   ),
   allFaults: Options.boolean("all-faults").pipe(
     Options.withDescription("switch every allowed fault kind on in every run (no swarm subsets)")
   ),
-  json: Options.boolean("json").pipe(Options.withDescription("print one JSON object")),
+  json: Options.boolean("json").pipe(Options.withDescription("print the report as one JSON object")),
   replay: Options.text("replay").pipe(
-    Options.withDescription("replay one saved plan (corpus JSON) once"),
+    Options.withPseudoName("FILE"),
+    Options.withDescription("run one saved plan (a corpus entry's JSON) once, instead of a run set"),
     Options.optional
   ),
   saveCorpus: Options.text("save-corpus").pipe(
-    Options.withDescription("directory where shrunk failing plans are written"),
+    Options.withPseudoName("DIR"),
+    Options.withDescription("write each failure's shrunk plan to this directory, to replay with --replay"),
     Options.optional
   )
 }
@@ -76,8 +87,9 @@ const options = {
 export const simulateCommand = Command.make("simulate", options, (flags) =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
+    const [Plan, Report, Simulator] = yield* Effect.promise(load)
     const faults = yield* Effect.try({
-      try: () => parseFaults(flags.faults),
+      try: () => parseFaults(flags.faults, Plan.faultKinds),
       catch: (error) => new SimulateError({ message: (error as Error).message })
     })
     let report: Simulator.Report
@@ -119,4 +131,9 @@ export const simulateCommand = Command.make("simulate", options, (flags) =>
       })
     }
   })
-).pipe(Command.withDescription("Run the deterministic simulator: faults, invariants, shrinking, replay."))
+).pipe(
+  Command.withDescription(
+    "run the real worker in a deterministic simulation under injected faults and check its invariants; a failure " +
+      "is shrunk and printed with the line that replays it"
+  )
+)

@@ -126,12 +126,32 @@ export type Event =
       readonly callId: string
       /** What the provider billed for this call (ground truth). */
       readonly cents: number
-      readonly outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed"
+      /** `limited` / `quota`: refused by the provider's own limits or its spend cap (a `refusal` event beside it). */
+      readonly outcome: "ok" | "retryable" | "permanent" | "rate_limited" | "timeout_billed" | "limited" | "quota"
       /** Spend and budget of the job in the store when the call started. */
       readonly spentAtStart: number
       readonly budget: number | null
       readonly attemptsAtStart: number
       readonly maxAttempts: number
+    }
+  | {
+      /**
+       * A billed call's answer reached its caller, naming what the provider billed (a reply, or an error that carries
+       * the amount): from `t` on the caller knows what to settle. A call whose caller stopped waiting (its own
+       * timeout, an interruption, a crash) has none.
+       */
+      readonly k: "reply"
+      readonly t: number
+      readonly who: string
+      readonly jobId: string
+      readonly callId: string
+      readonly cents: number
+    }
+  | {
+      /** The store refuses every call of every faulted process for `ms` from `t` (F21, an outage). */
+      readonly k: "outage"
+      readonly t: number
+      readonly ms: number
     }
   | {
       readonly k: "msg"
@@ -170,8 +190,128 @@ export type Event =
       readonly ok: boolean
       readonly before: JobState | null
     }
+  | LimitEvent
+  | {
+      /** The provider refused a call on its own limits (`LimitsProvider.ts`): a 429 answered at `t`. */
+      readonly k: "refusal"
+      readonly t: number
+      readonly resource: string
+      readonly callId: string
+      readonly reason: "concurrency" | "requests" | "inputTokens" | "outputTokens" | "quota"
+    }
   | { readonly k: "phase"; readonly t: number; readonly name: "heal" | "replay" | "final" }
   | { readonly k: "final"; readonly t: number; readonly jobId: string; readonly snap: Snap; readonly ledger: number }
+  | BatchEvent
+  | ScheduleEvent
+
+/**
+ * What the world records of batches (`Batches.ts`): items landing and acknowledged cancels (`batch`); the batch
+ * record beside its items' records as the store holds them between two writes (`bstate`, recorded when it changed:
+ * `counts` and `cost` are what the batch keeps, `actual` and `actualCost` what its items' records say, counts in the
+ * order queued, running, succeeded, failed, abandoned); each claim of an item that granted a lease (`bclaim`, with
+ * the items' spend at that moment); and at the end (`bfinal`) how many jobs the store holds under each callback's key.
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export type BatchEvent =
+  | {
+      readonly k: "batch"
+      readonly t: number
+      readonly batchId: string
+      readonly what: "items" | "cancel"
+      readonly jobIds: ReadonlyArray<string>
+      readonly ok: boolean
+    }
+  | {
+      readonly k: "bstate"
+      readonly t: number
+      readonly batchId: string
+      readonly counts: ReadonlyArray<number>
+      readonly actual: ReadonlyArray<number>
+      readonly cost: number
+      readonly actualCost: number
+      readonly added: number
+      readonly size: number
+      readonly finished: boolean
+      readonly onComplete: string | null
+      readonly onSuccess: string | null
+    }
+  | {
+      readonly k: "bclaim"
+      readonly t: number
+      readonly batchId: string
+      readonly jobId: string
+      readonly spent: number
+      readonly budget: number | null
+    }
+  | {
+      readonly k: "bfinal"
+      readonly t: number
+      readonly batchId: string
+      readonly names: ReadonlyArray<"onComplete" | "onSuccess">
+      readonly onCompleteJobs: number
+      readonly onSuccessJobs: number
+    }
+
+/**
+ * What the world records of schedules (`Schedules.ts`): each Scheduler's reads of its schedules (`sched` `list`, at
+ * store time) and cursor moves (`sched` `advance`, from `from` to `to`, `ok` when it moved, with the store time of the
+ * pass's read as `passNow`); at the end every job the store holds for a tick (`tjob`, by the tick in its input).
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export type ScheduleEvent =
+  | {
+      readonly k: "sched"
+      readonly t: number
+      readonly who: string
+      readonly what: "list" | "advance"
+      readonly passNow: number
+      readonly from: number
+      readonly to: number
+      readonly ok: boolean
+    }
+  | {
+      readonly k: "tjob"
+      readonly t: number
+      readonly tick: number
+      readonly jobId: string
+      readonly createdAt: number
+    }
+
+/**
+ * One item of a fleet Limiter call as the store applied it (`SimLimiter.ts`), at store time `t`: the verb (`Acquire`,
+ * `Release`, `Renew`, `Pause`, or an operator's `Resume`), what it named, and its result: the result's tag (or the
+ * error tag of a call that failed), the permit's or the pause's end (`until`), and the live permits the Limiter
+ * counted after it (`permits`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface LimitEvent {
+  readonly k: "limit"
+  readonly t: number
+  readonly start: number
+  readonly who: string
+  readonly op: "Acquire" | "Release" | "Renew" | "Pause" | "Resume"
+  readonly resource: string
+  readonly callId: string | null
+  readonly jobId: string | null
+  readonly token: number | null
+  readonly leaseMs: number | null
+  /** A Release: whether the call reached the provider. A Pause: null. */
+  readonly reached: boolean | null
+  /** A Pause: its kind. */
+  readonly kind: string | null
+  readonly ok: boolean
+  readonly res: string
+  readonly until: number | null
+  readonly permits: number | null
+  /** Whether this application's reply was handed to the caller (not when lost, nor for the first of a repeated write). */
+  readonly delivered: boolean
+}
 
 /**
  * An append-only event log. Invariant: events are appended in the order the run performed them.
@@ -267,6 +407,15 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.num(e.attemptsAtStart)
       h.num(e.maxAttempts)
       return
+    case "reply":
+      h.str(e.who)
+      h.str(e.jobId)
+      h.str(e.callId)
+      h.num(e.cents)
+      return
+    case "outage":
+      h.num(e.ms)
+      return
     case "msg":
       h.str(e.op)
       h.str(e.who)
@@ -298,6 +447,28 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.bool(e.ok)
       h.strOrNull(e.before)
       return
+    case "limit":
+      h.num(e.start)
+      h.str(e.who)
+      h.str(e.op)
+      h.str(e.resource)
+      h.strOrNull(e.callId)
+      h.strOrNull(e.jobId)
+      h.numOrNull(e.token)
+      h.numOrNull(e.leaseMs)
+      h.boolOrNull(e.reached)
+      h.strOrNull(e.kind)
+      h.bool(e.ok)
+      h.str(e.res)
+      h.numOrNull(e.until)
+      h.numOrNull(e.permits)
+      h.bool(e.delivered)
+      return
+    case "refusal":
+      h.str(e.resource)
+      h.str(e.callId)
+      h.str(e.reason)
+      return
     case "phase":
       h.str(e.name)
       return
@@ -305,6 +476,51 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.str(e.jobId)
       hashSnap(h, e.snap)
       h.num(e.ledger)
+      return
+    case "batch":
+      h.str(e.batchId)
+      h.str(e.what)
+      h.int(e.jobIds.length)
+      for (const id of e.jobIds) h.str(id)
+      h.bool(e.ok)
+      return
+    case "bstate":
+      h.str(e.batchId)
+      for (const n of e.counts) h.num(n)
+      for (const n of e.actual) h.num(n)
+      h.num(e.cost)
+      h.num(e.actualCost)
+      h.num(e.added)
+      h.num(e.size)
+      h.bool(e.finished)
+      h.strOrNull(e.onComplete)
+      h.strOrNull(e.onSuccess)
+      return
+    case "bclaim":
+      h.str(e.batchId)
+      h.str(e.jobId)
+      h.num(e.spent)
+      h.numOrNull(e.budget)
+      return
+    case "bfinal":
+      h.str(e.batchId)
+      h.int(e.names.length)
+      for (const name of e.names) h.str(name)
+      h.num(e.onCompleteJobs)
+      h.num(e.onSuccessJobs)
+      return
+    case "sched":
+      h.str(e.who)
+      h.str(e.what)
+      h.num(e.passNow)
+      h.num(e.from)
+      h.num(e.to)
+      h.bool(e.ok)
+      return
+    case "tjob":
+      h.num(e.tick)
+      h.str(e.jobId)
+      h.num(e.createdAt)
       return
   }
 }

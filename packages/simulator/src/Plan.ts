@@ -7,6 +7,9 @@
  * @since 0.1.0
  */
 import * as fc from "fast-check"
+import { type BatchPlan, batchPlans } from "./BatchesPlan.js"
+import * as LimitsPlan from "./LimitsPlan.js"
+import { type SchedulePlan, schedulePlan } from "./SchedulesPlan.js"
 
 /**
  * Fault kinds a plan may switch on (see SIMULATION.md's catalog).
@@ -33,7 +36,8 @@ export const faultKinds = [
   "F17",
   "F18",
   "F19",
-  "F20"
+  "F20",
+  "F21"
 ] as const
 
 /**
@@ -41,6 +45,47 @@ export const faultKinds = [
  * @category models
  */
 export type FaultKind = (typeof faultKinds)[number]
+
+/**
+ * What each fault kind does, in a few words (the catalog of SIMULATION.md and the README's fault points). Reports
+ * print a kind as its id and this name.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export const faultNames: { readonly [K in FaultKind]: string } = {
+  F1: "lease expiry mid-call",
+  F2: "duplicate delivery",
+  F3: "visibility expiry",
+  F4: "stale receipt",
+  F5: "store write fails",
+  F6: "store write ambiguous",
+  F7: "slow store call",
+  F8: "crash between persist and ack",
+  F10: "crash at another point",
+  F11: "process pause",
+  F12: "clock skew",
+  F13: "slow model call",
+  F14: "model error",
+  F15: "one-way partition",
+  F16: "redrive to a DLQ",
+  F17: "submit retried",
+  F18: "restart with lost memory",
+  F19: "window inside a store write",
+  F20: "late store reply",
+  F21: "store outage as a call settles"
+}
+
+/**
+ * A fault kind as reports print it: `F6 store write ambiguous`. An id outside the catalog prints alone.
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const faultLabel = (kind: string): string => {
+  const name = (faultNames as { readonly [kind: string]: string | undefined })[kind]
+  return name === undefined ? kind : `${kind} ${name}`
+}
 
 /**
  * A process event scheduled at virtual time `at` (ms after the run starts) on worker slot `worker`.
@@ -70,6 +115,19 @@ export type Targeted =
   | { readonly _tag: "LateClaimReply"; readonly worker: number; readonly extraMs: number }
   /** Every store write of worker `worker` opens a window of `ms` between the store's read and its apply (F19). */
   | { readonly _tag: "WindowedWrites"; readonly worker: number; readonly ms: number }
+  /**
+   * A write that outlives its holder's lease (F19, long): the first outcome write (`settle`) of any worker whose job
+   * could be claimed again once its lease ends waits in the store until the job has been claimed under a later token
+   * and `extraMs` more have passed (0 to 100 ms, while the new holder most likely still runs; at most a lease and 10 s
+   * in all), while its holder crashes (restarted 500 ms later),
+   * pauses for a lease and 3 s, or sends heartbeats that all fail until the write lands (`fate`). A store that checks
+   * the token only as the write arrives applies it then: a stale write.
+   */
+  | {
+      readonly _tag: "StaleWindow"
+      readonly extraMs: number
+      readonly fate: "crash" | "pause" | "mute"
+    }
 
 /**
  * The simulated handler's shape: a chain of `steps` model calls per attempt; a call that fails with a retryable
@@ -141,7 +199,14 @@ export interface Plan {
     readonly tailAlpha: number
     /** Per-mille of calls that fail (F14 on). */
     readonly errorRate: number
+    /** What each call is estimated at (the handler's `estimateCents`), and what it is billed when `costSpread` is 0. */
     readonly priceCents: number
+    /**
+     * How far a call's billed amount strays from its estimate: each call is billed a whole number of cents drawn
+     * from `priceCents - costSpread` to `priceCents + costSpread` (never below 0). A plan saved without it: 0, every
+     * call billed exactly its estimate.
+     */
+    readonly costSpread?: number | undefined
   }
   readonly maxAttempts: number
   /** Per-job budgets in cents (null: none), cycled over the jobs. */
@@ -170,6 +235,15 @@ export interface Plan {
    * transport built on the Store's tables). A plan saved without it: `"transport"`.
    */
   readonly intake?: "transport" | "store" | undefined
+  /**
+   * Fleet limits: the provider resources the jobs use, the provider's own limits and what the fleet declares, the
+   * tenants and their weights (`LimitsPlan.ts`). A plan saved without it names no resource.
+   */
+  readonly limits?: LimitsPlan.LimitsPlan | undefined
+  /** Batches the application submits (see `BatchesPlan.ts`); a plan saved without them submits none. */
+  readonly batches?: ReadonlyArray<BatchPlan> | undefined
+  /** The schedule every worker process declares and runs (see `SchedulesPlan.ts`); a plan saved without it: none. */
+  readonly schedule?: SchedulePlan | null | undefined
 }
 
 /**
@@ -212,16 +286,17 @@ export const isNoRelay = (plan: Plan): boolean => plan.relay === false
  * message a correct worker still needs, and no job depends on the relay. To keep that true the world has only
  * the fault kinds of `noRelayFaults` (redrive and model errors always on when allowed, the heavy tail when the
  * swarm picked it), no targeted scenario and no scheduled process events (a graceful shutdown hands a job back,
- * which costs a receive). A worker that lets its message return while it still works (visibility not extended)
+ * which costs a receive), and no outage of a planned schedule. A worker that lets its message return while it still works (visibility not extended)
  * spends receives faster than attempts: its message is dead-lettered while the job still has attempts left, and
  * with no relay the job is never delivered again (I5). The handler makes one call per attempt: its lease is then
  * sized for that call alone, and an attempt slowed by the latency tail outlasts a quarter of it often enough for
- * such a worker to be seen within a small budget.
+ * such a worker to be seen within a small budget. It names no provider resource: a throttled job takes a receive
+ * without an attempt.
  *
  * @since 0.1.0
  * @category combinators
  */
-export const noRelay = (plan: Plan, allowed: ReadonlyArray<FaultKind>): Plan => ({
+export const noRelay = ({ limits: _limits, ...plan }: Plan, allowed: ReadonlyArray<FaultKind>): Plan => ({
   ...plan,
   relay: false,
   handler: oneCall,
@@ -230,7 +305,9 @@ export const noRelay = (plan: Plan, allowed: ReadonlyArray<FaultKind>): Plan => 
       allowed.includes(kind) && (kind === "F16" || kind === "F14" || (kind === "F13" && plan.faults.includes(kind)))
   ),
   targeted: { _tag: "None" },
-  events: []
+  events: [],
+  // An outage of every process is a crash or a pause of each: none in a no-relay world (see above).
+  ...(plan.schedule === null || plan.schedule === undefined ? {} : { schedule: { ...plan.schedule, outage: null } })
 })
 
 /**
@@ -277,6 +354,11 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
       _tag: fc.constant("WindowedWrites" as const),
       worker: fc.integer({ min: 0, max: Math.max(0, workers - 1) }),
       ms: fc.integer({ min: 100, max: 1_500 })
+    }),
+    fc.record({
+      _tag: fc.constant("StaleWindow" as const),
+      extraMs: fc.integer({ min: 0, max: 100 }),
+      fate: fc.constantFrom<"crash" | "pause" | "mute">("crash", "pause", "mute")
     })
   )
   // Targeted scenarios are faults too: fault-free plans get none.
@@ -310,7 +392,9 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
       medianMs: fc.integer({ min: 50, max: 800 }),
       tailAlpha: fc.double({ min: 1.1, max: 3, noNaN: true }),
       errorRate: fc.integer({ min: 0, max: 300 }),
-      priceCents: fc.integer({ min: 1, max: 5 })
+      priceCents: fc.integer({ min: 1, max: 5 }),
+      // Shrinks toward calls billed exactly their estimate.
+      costSpread: fc.integer({ min: 0, max: 6 })
     }),
     maxAttempts: fc.integer({ min: 1, max: 5 }),
     budgets: fc.array(fc.option(fc.integer({ min: 0, max: 20 }), { nil: null, freq: 2 }), {
@@ -339,11 +423,28 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
     intake: fc.oneof(
       { weight: 3, arbitrary: fc.constant("transport" as const) },
       { weight: 1, arbitrary: fc.constant("store" as const) }
-    )
+    ),
+    // Drawn last, so every field above draws as it did before batches and schedules existed; about one plan in four
+    // gets each, and both shrink toward none.
+    batches: fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: batchPlans }),
+    schedule: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: schedulePlan })
   })
   // A no-relay world is about messages (redrive, one receive per attempt): its workers take deliveries.
-  return plan.map((p) => (p.relay === false ? { ...noRelay(p, allowed), intake: "transport" as const } : p))
+  const drawn = plan.map((p) => (p.relay === false ? { ...noRelay(p, allowed), intake: "transport" as const } : p))
+  // Limits are drawn after everything else, so every other field is what the seed drew before they existed. A
+  // no-relay world has none: a throttled job takes a receive without an attempt, which its redrive policy forbids.
+  return fc
+    .tuple(drawn, LimitsPlan.arbitrary)
+    .map(([p, limits]) => (limits === null || p.relay === false ? p : { ...p, limits }))
 }
+
+/**
+ * The most one call of a plan is billed: its estimate plus the plan's spread.
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const maxCallCents = (plan: Plan): number => plan.model.priceCents + (plan.model.costSpread ?? 0)
 
 /**
  * Whether a fault kind is on in a plan.

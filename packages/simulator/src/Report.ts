@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import type { Plan } from "./Plan.js"
+import { faultKinds, faultLabel, type Plan } from "./Plan.js"
 import type { Failure, Report } from "./Simulate.js"
 
 /**
@@ -102,6 +102,30 @@ export const corpusEntry = (failure: Failure, foundWith: string): CorpusEntry =>
   plan: failure.plan
 })
 
+/** Fault kinds with their names and counts, in catalog order: `F5 store write fails: 12, F6 ...`. */
+const firedList = (fired: { readonly [kind: string]: number }): string => {
+  const entries = Object.entries(fired).sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true }))
+  return entries.length === 0 ? "none" : entries.map(([kind, n]) => `${faultLabel(kind)}: ${n}`).join(", ")
+}
+
+/**
+ * The provider's bill against slowcall's charge ledger, and what their difference means. A call's estimate is reserved
+ * before the call; a reservation whose settlement never came (the worker crashed, or lost the reply mid-call) stands
+ * as the record, above or below what the provider billed for that call. So the totals may differ either way without
+ * a violation; the checkers judge each call (I6: every billed call is in the ledger; I12: a call whose amount reached
+ * a live worker is settled at it).
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const costLine = (billedCents: number, ledgerCents: number): string => {
+  const totals = `billed ${billedCents}c, ledger ${ledgerCents}c`
+  if (ledgerCents === billedCents) return `${totals} (equal)`
+  const gap = Math.abs(ledgerCents - billedCents)
+  const side = ledgerCents > billedCents ? "more" : "less"
+  return `${totals} (${gap}c ${side} in the ledger: reservations standing for calls whose settlement never came, a crash or a lost reply mid-call; each call is checked by I6 and I12)`
+}
+
 /**
  * The human-readable report.
  *
@@ -111,24 +135,26 @@ export const corpusEntry = (failure: Failure, foundWith: string): CorpusEntry =>
 export const format = (report: Report): string => {
   const lines: Array<string> = []
   const ok = report.violations.length === 0
+  const faults =
+    report.faults.length === 0
+      ? "none"
+      : report.faults.length === faultKinds.length
+        ? `all ${faultKinds.length} kinds`
+        : report.faults.map(faultLabel).join(", ")
   lines.push(
-    `slowcall simulate: seed ${report.seed}, ${report.runs} runs, ${report.jobs} jobs x ${report.workers} workers, faults ${report.faults.join(",") || "none"}`
+    `slowcall simulate: seed ${report.seed}, ${report.runs} runs, ${report.jobs} jobs x ${report.workers} workers, faults: ${faults}`
   )
   lines.push(ok ? "result: every invariant holds" : `result: ${report.violations.length} violation(s)`)
   lines.push(
-    `totals: submitted ${report.submitted}, acknowledged ${report.acknowledged}, terminal ${report.terminal}, lost ${report.lost}, duplicate generations ${report.duplicateGenerations.unexcused} unexcused / ${report.duplicateGenerations.excused} excused, stale writes ${report.staleWrites}, billed ${report.billedCents}c vs ledger ${report.ledgerCents}c`
+    `totals: submitted ${report.submitted}, acknowledged ${report.acknowledged}, terminal ${report.terminal}, lost ${report.lost}, duplicate generations ${report.duplicateGenerations.unexcused} unexcused / ${report.duplicateGenerations.excused} excused, stale writes ${report.staleWrites}`
   )
+  lines.push(`cost: ${costLine(report.billedCents, report.ledgerCents)}`)
   lines.push(
     `coverage: ${Object.entries(report.coverage)
       .map(([k, v]) => `${k} ${v}`)
       .join(", ")}${coverageComplete(report) ? "" : "  (some counter is zero: the run set did not exercise it)"}`
   )
-  lines.push(
-    `faults fired: ${Object.entries(report.faultsFired)
-      .sort(([a], [b]) => a.localeCompare(b, "en", { numeric: true }))
-      .map(([k, v]) => `${k} ${v}`)
-      .join(", ")}`
-  )
+  lines.push(`faults fired: ${firedList(report.faultsFired)}`)
   lines.push(`historyHash: ${report.historyHash}   determinism: ${report.determinism}`)
   for (const failure of report.failures) {
     lines.push("")
@@ -138,7 +164,7 @@ export const format = (report: Report): string => {
     lines.push(`replay: ${replayLine(failure)}`)
     lines.push(`determinism: ${failure.determinism}`)
     lines.push(`shrunk plan: ${JSON.stringify(failure.plan)}`)
-    lines.push(`faults that fired: ${JSON.stringify(failure.faultsFired)}`)
+    lines.push(`faults that fired: ${firedList(failure.faultsFired)}`)
     for (const v of failure.violations.slice(0, 5)) {
       lines.push(`  ${v.invariant} job ${v.jobId ?? "-"}: ${v.message}`)
       for (const e of v.witness) lines.push(`    witness ${JSON.stringify(e)}`)

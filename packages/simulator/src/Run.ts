@@ -5,10 +5,13 @@
  *
  * @since 0.1.0
  */
+import { BatchStore } from "@slowcall/core/Batch"
 import * as Client from "@slowcall/core/Client"
 import * as Handler from "@slowcall/core/Handler"
 import { isTerminal, type Job, type JobId } from "@slowcall/core/Job"
 import { leaseFor } from "@slowcall/core/Lease"
+import * as Limiter from "@slowcall/core/Limiter"
+import * as Protocol from "@slowcall/core/Protocol"
 import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Sweeper from "@slowcall/core/Sweeper"
@@ -28,12 +31,17 @@ import {
   type Scope,
   type Supervisor
 } from "effect"
+import { BatchWorld } from "./Batches.js"
 import { type Event, History, hashEvents } from "./History.js"
 import * as Wakeups from "./internal/wakeups.js"
-import { type Actor, actor, crash, Faults, Incarnation, ofIncarnation } from "./internal/world.js"
+import { type Actor, actor, crash, epoch, Faults, Incarnation, ofIncarnation, skewOf } from "./internal/world.js"
+import * as LimitsPlan from "./LimitsPlan.js"
+import { ProviderLimits } from "./LimitsProvider.js"
 import { watch } from "./OpCount.js"
 import { defaultSweeper, type HandlerShape, has, isNoRelay, oneCall, type Plan } from "./Plan.js"
-import { noSkew, type Skew, VirtualClock } from "./SimClock.js"
+import * as Schedules from "./Schedules.js"
+import { VirtualClock } from "./SimClock.js"
+import * as SimLimiter from "./SimLimiter.js"
 import * as SimModel from "./SimModel.js"
 import * as SimRuntime from "./SimRuntime.js"
 import * as SimStore from "./SimStore.js"
@@ -55,10 +63,14 @@ export interface RunResult {
   readonly endMs: number
 }
 
-/** Virtual epoch of every run (so job ids look like real UUID v7s). */
-const epoch = 1_767_225_600_000
 const queue = "sim"
 const healWindowMs = 120_000
+/**
+ * The heal window of a plan with provider limits: a fleet that declares more than the provider allows learns the
+ * provider's limits only from its 429s, and each one pauses the resource and then admits one probe, so the same work
+ * can take several times as long to drain. Still bounded: a job that never gets capacity fails I5.
+ */
+const limitedHealWindowMs = 5 * healWindowMs
 /** With the relay off: later than any run lasts (fault phase, heal and replay windows), so it never fires. */
 const noRelayRepublishAfterMs = 3_600_000
 /** How long a worker claiming from the Store waits without a wake-up before it looks again. */
@@ -107,12 +119,18 @@ interface World {
   readonly peek: (jobId: JobId) => Job | undefined
   readonly transport: Transport.Transport["Type"]
   readonly model: SimModel.SimModel
+  /** The fleet's Limiter (in store time), when the plan has limits; every participant's proxy wraps it. */
+  readonly limiter: Limiter.Limiter["Type"] | undefined
   readonly lease: number
   readonly slots: Array<Slot>
   /** Acknowledged submits: job index -> job id. */
   readonly acknowledged: Map<number, JobId>
-  /** The interleaving window (F19) the next write of the store opens, in ms; 0: none. */
-  window: number
+  /** The plan's batches (none for most plans): their submits, cancels and ground truth (`Batches.ts`). */
+  readonly batches: BatchWorld
+  /** The plan's schedule, run by every worker process (`Schedules.ts`); undefined when it has none. */
+  readonly schedules: Schedules.ScheduleWorld | undefined
+  /** The interleaving window (F19) the next write of the store opens: what it waits for; none when undefined. */
+  window: Effect.Effect<void> | undefined
   readonly fork: <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 }
 
@@ -122,13 +140,18 @@ const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: Ru
     // A window a proxy opened (F19) is taken by the next write the store applies: that proxy's own call, which it
     // makes at once after opening it. Without F19 the store has no window to consult.
     const interleave = () => {
-      const ms = world.window
-      if (ms === 0) return undefined
-      world.window = 0
-      return clock.sleepMillis(ms)
+      const window = world.window
+      world.window = undefined
+      return window
     }
-    const windows = has(plan, "F19") || plan.targeted._tag === "WindowedWrites"
-    const { peek, query, store: memory } = yield* Store.makeMemoryWith(windows ? { interleave } : {})
+    const windows = has(plan, "F19") || plan.targeted._tag === "WindowedWrites" || plan.targeted._tag === "StaleWindow"
+    const {
+      batches,
+      peek,
+      peekBatch,
+      query,
+      store: memory
+    } = yield* Store.makeMemoryWith(windows ? { interleave } : {})
     const noRelay = isNoRelay(plan)
     // Without the relay, the redrive policy matches the attempt cap: a correct worker takes one receive per attempt.
     const memoryTransport = yield* Transport.makeMemory({
@@ -139,38 +162,119 @@ const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: Ru
     // Workers that claim from the Store are woken by a transport of wake-ups only (see `internal/wakeups.ts`).
     const intakeTransport = plan.intake === "store" ? Wakeups.make(clock, wakeupPollMs) : memoryTransport
     const lease = leaseFor(attemptPolicy(plan))
+    const limiter = plan.limits === undefined ? undefined : yield* defineLimits(plan.limits)
     const model = SimModel.make(
       {
         medianMs: plan.model.medianMs,
         tailAlpha: plan.model.tailAlpha,
         errorRate: has(plan, "F14") ? plan.model.errorRate : 0,
         priceCents: plan.model.priceCents,
+        costSpread: plan.model.costSpread ?? 0,
         heavyTail: has(plan, "F13"),
         boundedMaxMs: Math.max(1, Math.floor(plan.callTimeoutMs * 0.8)),
         firstCallLatencyMs:
           plan.targeted._tag === "LatencyLeaseMinusDelta" ? Math.max(1, lease - plan.targeted.deltaMs) : undefined
       },
       history,
-      clock
+      clock,
+      plan.limits === undefined ? undefined : new ProviderLimits(plan.limits, history, epoch)
     )
+    const acknowledged = new Map<number, JobId>()
+    const faults = new Faults(plan, history, clock, lease)
+    // A targeted batch window (F19) is taken by the next write the store applies, as the proxies' windows are.
+    const openWindow = (ms: number, who: string): boolean => {
+      if (!faults.enabled || !has(plan, "F19") || world.window !== undefined) return false
+      faults.note("F19", who, `window inside store.settle of a batch's second-to-last item (targeted)`)
+      world.window = clock.sleepMillis(ms)
+      return true
+    }
+    const batchWorld = new BatchWorld({
+      plan,
+      clock,
+      history,
+      peek,
+      peekBatch,
+      batches,
+      query,
+      acknowledged,
+      openWindow
+    })
     const world: World = {
       plan,
       clock,
       history,
-      faults: new Faults(plan, history, clock, lease),
-      store: options.decorateStore === undefined ? memory : options.decorateStore(memory),
+      faults,
+      store: batchWorld.observe(options.decorateStore === undefined ? memory : options.decorateStore(memory)),
       query,
       peek,
       transport: options.decorateTransport === undefined ? intakeTransport : options.decorateTransport(intakeTransport),
       model,
+      limiter,
       lease,
       slots: [],
-      acknowledged: new Map(),
-      window: 0,
+      acknowledged,
+      batches: batchWorld,
+      schedules: yield* Schedules.make(plan, clock, history),
+      window: undefined,
       fork: Runtime.runFork(runtime)
     }
     return world
   })
+
+/** The fleet's Limiter of a plan with limits: each resource defined as the plan declares it, before any worker runs. */
+const defineLimits = (limits: LimitsPlan.LimitsPlan): Effect.Effect<Limiter.Limiter["Type"]> =>
+  Effect.tap(Limiter.makeMemory, (limiter) =>
+    Effect.orDie(
+      limiter.define({
+        items: limits.resources.map((resource, r) => ({
+          resource: LimitsPlan.resourceId(r),
+          limits: LimitsPlan.declaredLimits(limits, resource)
+        }))
+      })
+    )
+  )
+
+/** How often a targeted stale window looks whether its job was claimed again. */
+const staleWindowPollMs = 20
+
+/**
+ * The targeted window that outlives a lease (`StaleWindow`): the next write the store applies waits until `jobId` is
+ * held under a token above `token`, then the plan's extra time (at most a lease and 10 s in all), while the
+ * scenario's fate strikes the write's holder at once: a crash (restarted 500 ms later), a pause of a lease and 3 s,
+ * or heartbeats that fail until the window closes.
+ */
+const openStaleWindow = (world: World, incarnation: Incarnation, jobId: JobId, token: number): void => {
+  const { clock, faults, history, lease, plan } = world
+  const scenario = plan.targeted
+  if (scenario._tag !== "StaleWindow") return
+  const end = clock.now + lease + 10_000
+  const claimedAgain = () => (world.peek(jobId)?.leaseToken ?? 0) > token
+  const unmute = Effect.sync(() => {
+    faults.muted.delete(incarnation.slot)
+  })
+  const wait: Effect.Effect<void> = Effect.suspend(() => {
+    if (claimedAgain()) return clock.sleepThen(Math.min(scenario.extraMs, Math.max(0, end - clock.now)), unmute)
+    if (clock.now >= end) return unmute
+    return clock.sleepThen(Math.min(staleWindowPollMs, end - clock.now), wait)
+  })
+  world.window = wait
+  switch (scenario.fate) {
+    case "crash":
+      faults.note("F10", incarnation.id, "crash while its outcome write is in the store (targeted)")
+      crashAndMaybeRestart(world, incarnation, 500)
+      return
+    case "pause": {
+      const ms = lease + 3_000
+      faults.note("F11", incarnation.id, "pause while its outcome write is in the store (targeted)")
+      history.push({ k: "life", t: clock.now, who: incarnation.id, what: "pause", ms })
+      incarnation.clock.pausedUntil = clock.now + ms
+      return
+    }
+    case "mute":
+      faults.muted.set(incarnation.slot, end)
+      return
+  }
+}
 
 /** The store and transport one participant sees: proxies that record its calls and inject its faults. */
 const servicesOf = (world: World, who: Actor, submitter = false) => {
@@ -184,7 +288,18 @@ const servicesOf = (world: World, who: Actor, submitter = false) => {
     peek: world.peek,
     submitter,
     openWindow: (ms: number) => {
-      world.window = ms
+      world.window = world.clock.sleepMillis(ms)
+    },
+    openStaleWindow: (incarnation: Incarnation, jobId: JobId, token: number) =>
+      openStaleWindow(world, incarnation, jobId, token),
+    canBeOvertaken: (jobId: JobId, token: number) => {
+      const job = world.peek(jobId)
+      return (
+        job !== undefined &&
+        job.state === "running" &&
+        job.leaseToken === token &&
+        Protocol.settleReason(job, job.leaseUntil ?? world.clock.now, world.plan.model.priceCents) === undefined
+      )
     }
   }
   const peekOwner = (jobId: string) => {
@@ -193,7 +308,8 @@ const servicesOf = (world: World, who: Actor, submitter = false) => {
   }
   return {
     store: SimStore.make(world.store, env),
-    transport: SimTransport.make(world.transport, { ...env, peek: peekOwner })
+    transport: SimTransport.make(world.transport, { ...env, peek: peekOwner }),
+    limiter: world.limiter === undefined ? undefined : SimLimiter.make(world.limiter, env)
   }
 }
 
@@ -254,10 +370,27 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
     result: SimResult,
     estimateCents: plan.model.priceCents,
     attempt: attemptPolicy(plan),
-    run: (_input, ctx) => {
+    run: (input, ctx) => {
       // Calls of this attempt in the order they were sent: the n-th matches the worker's n-th reservation.
       let sent = 0
+      const limits = plan.limits
+      // A job's calls use its resource and reserve its tokens (the input as counted, `max_tokens` for the output).
+      const resource =
+        limits === undefined
+          ? undefined
+          : {
+              id: LimitsPlan.resourceOfJob(limits, Math.abs(input.n)),
+              inputTokens: limits.inputTokens,
+              maxOutput: limits.maxOutput
+            }
       const call = ctx.call({
+        ...(resource === undefined
+          ? {}
+          : {
+              resource: resource.id,
+              tokens: { input: resource.inputTokens, maxOutput: resource.maxOutput },
+              usage: (reply: SimModel.SimReply) => reply.usage
+            }),
         estimateCents: plan.model.priceCents,
         run: Effect.suspend(() => {
           const job = world.peek(ctx.jobId)
@@ -274,7 +407,8 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
             gate: incarnation.gate,
             // The handler's own request timeout, counted on its process's (possibly drifting) clock.
             timeoutMs: incarnation.clock.toWorldMs(plan.callTimeoutMs),
-            onStart
+            onStart,
+            resource
           })
         }),
         cost: (reply) => reply.cents,
@@ -298,13 +432,6 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
   })
 }
 
-const skewOf = (plan: Plan, slot: number): Skew => {
-  const s = plan.skews[slot]
-  return has(plan, "F12") && s !== undefined
-    ? { offsetMs: s.offsetMs, driftPpm: s.driftPpm, jumpAt: epoch + plan.faultPhaseMs / 2, jumpMs: s.jumpMs }
-    : noSkew
-}
-
 /** Start a new incarnation of the worker in `slot`: the real Worker, on its own clock, behind its own proxies. */
 const startWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.fnUntraced(function* (
   world: World,
@@ -322,8 +449,15 @@ const startWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.
       if (!incarnation.dead) world.faults.note("F12", incarnation.id, `clock jump ${skew.jumpMs} ms`)
     })
   }
-  const { store, transport } = servicesOf(world, ofIncarnation(incarnation))
+  const services = servicesOf(world, ofIncarnation(incarnation))
+  const { limiter, store, transport } = services
+  const limits = plan.limits
   const stop = yield* Deferred.make<void>()
+  // The process's Scheduler beside its Worker, in the same scope, on the same clock (plans with a schedule only).
+  const scheduler =
+    world.schedules === undefined
+      ? Effect.void
+      : world.schedules.start(ofIncarnation(incarnation), services, world.query)
   const entry: Slot = { incarnation, fiber: null, stop, starts: n }
   slots[slot] = entry
   entry.fiber = yield* Effect.scoped(
@@ -340,9 +474,17 @@ const startWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.
         unknownHandlerDelayMs: 1_000,
         busyMarginMs: 100,
         receiveErrorDelayMs: 500,
-        storeErrorDelayMs: 500
+        storeErrorDelayMs: 500,
+        ...(limiter === undefined
+          ? {}
+          : {
+              limiter,
+              // A job of a resource paused until resumed looks again every 2 s (runs last seconds, not minutes).
+              throttle: { recheckMs: 1_000, pausedRecheckMs: 2_000 }
+            }),
+        ...(limits?.fair && plan.intake === "store" ? { fairness: { weights: LimitsPlan.weights(limits) } } : {})
       }),
-      Deferred.await(stop)
+      Effect.zipRight(scheduler, Deferred.await(stop))
     )
   ).pipe(
     Effect.provideService(Store.Store, store),
@@ -415,6 +557,7 @@ const submitJob = Effect.fnUntraced(function* (
         type: "sim.generate",
         input,
         requestKey: key,
+        ...(plan.limits === undefined ? {} : { tenant: LimitsPlan.tenantOfJob(plan.limits, i) }),
         maxAttempts: plan.maxAttempts,
         ...(budget === null ? {} : { budgetCents: budget })
       })
@@ -453,9 +596,27 @@ const runWorkload = Effect.fnUntraced(function* (world: World, services: ReturnT
     if (Option.isSome(id) && !world.acknowledged.has(i)) world.acknowledged.set(i, id.value)
   }
   if (plan.resubmits.length > 0) {
-    yield* submitJob(world, client, plan.resubmits[0]!, { n: -1 }, `job-${plan.resubmits[0]}`)
+    // A key whose every submit failed is still free: the conflicting input is then a job of its own, acknowledged.
+    const i = plan.resubmits[0]!
+    const id = yield* submitJob(world, client, i, { n: -1 }, `job-${i}`)
+    if (Option.isSome(id) && !world.acknowledged.has(i)) world.acknowledged.set(i, id.value)
   }
 })
+
+/** The application's batches, through the real Client over the client's faulty view and the world's batch verbs. */
+const batchWorkload = (world: World): Effect.Effect<void> => {
+  if ((world.plan.batches ?? []).length === 0) return Effect.void
+  const services = servicesOf(world, actor("client", true), true)
+  return Effect.flatMap(
+    Client.make.pipe(
+      Effect.provideService(Store.Store, services.store),
+      Effect.provideService(Query.Query, world.query),
+      Effect.provideService(Transport.Transport, services.transport),
+      Effect.provideService(BatchStore, world.batches.verbs())
+    ),
+    (client) => world.batches.workload(client, (at) => until(world, at))
+  )
+}
 
 /** The operator: cancels planned jobs at planned times, whatever state they are in. */
 const operator = (world: World): Effect.Effect<void> =>
@@ -471,6 +632,23 @@ const cancelAsPlanned = Effect.fnUntraced(function* (world: World, store: Store.
     const result = yield* Effect.either(store.cancel({ items: [{ jobId }] }))
     const ok = Either.isRight(result) && result.right.results[0]?._tag === "Cancelled"
     world.history.push({ k: "op", t: world.clock.now, what: "cancel", jobId, ok, before })
+  }
+})
+
+/**
+ * The operator of a plan whose provider reaches a spend cap: once the cap is raised (at the plan's `until`), it
+ * resumes every resource paused until resumed (a `quota_exhausted` pause), looking again every second for one that a
+ * late 429 paused again, until the run ends.
+ */
+const resumeAfterSpendCap = Effect.fnUntraced(function* (world: World, limiter: Limiter.Limiter["Type"], at: number) {
+  yield* until(world, at)
+  for (;;) {
+    const { resources } = yield* Effect.orDie(limiter.read({}))
+    const paused = resources.filter((r) => r.pause !== null && r.pause.until === null)
+    if (paused.length > 0) {
+      yield* Effect.orDie(limiter.resume({ items: paused.map((r) => ({ resource: r.resource })) }))
+    }
+    yield* world.clock.sleepMillis(1_000)
   }
 })
 
@@ -504,6 +682,29 @@ const processes: (world: World) => Effect.Effect<void> = Effect.fnUntraced(funct
         yield* shutdownWorker(world, ev.worker)
         yield* startWorker(world, ev.worker)
         break
+    }
+  }
+})
+
+/**
+ * The planned schedule's outage (plans with faults only): at its time every live worker process is paused, or
+ * crashed and restarted, for its length, so the schedule's ticks come due while no Scheduler runs.
+ */
+const scheduleOutage: (world: World) => Effect.Effect<void> = Effect.fnUntraced(function* (world: World) {
+  const { clock, faults, history, plan, slots } = world
+  const outage = plan.schedule?.outage
+  if (outage === null || outage === undefined) return
+  yield* until(world, outage.at)
+  if (!faults.enabled) return
+  for (const entry of slots) {
+    if (entry.incarnation.dead) continue
+    if (outage.kind === "pause") {
+      faults.note("F11", entry.incarnation.id, "every process paused (schedule outage)")
+      history.push({ k: "life", t: clock.now, who: entry.incarnation.id, what: "pause", ms: outage.ms })
+      entry.incarnation.clock.pausedUntil = clock.now + outage.ms
+    } else {
+      faults.note("F18", entry.incarnation.id, "every process crashed (schedule outage)")
+      crashAndMaybeRestart(world, entry.incarnation, outage.ms)
     }
   }
 })
@@ -557,9 +758,12 @@ const replayDeadLetters: (world: World) => Effect.Effect<void> = Effect.fnUntrac
     const job = world.peek(jobId)
     if (job !== undefined) before.set(jobId, job.state)
   }
-  const replayed = yield* Effect.either(Query.replay(store, world.query, { jobIds: targets }))
+  const replayedJobs: Array<Job> = []
+  const replayed = yield* Effect.either(
+    Query.replay(store, world.query, { jobIds: targets }, (jobs) => Effect.sync(() => replayedJobs.push(...jobs)))
+  )
   if (Either.isLeft(replayed)) return
-  for (const job of replayed.right.jobs) {
+  for (const job of replayedJobs) {
     history.push({
       k: "op",
       t: clock.now,
@@ -601,9 +805,24 @@ const program: (
     Effect.provideService(Transport.Transport, sweeper.transport)
   )
   for (let slot = 0; slot < plan.workers; slot++) yield* startWorker(world, slot)
-  const background = yield* Effect.forkScoped(
-    Effect.all([workload(world), operator(world), processes(world)], { concurrency: 3 })
-  )
+  const tasks = [
+    workload(world),
+    operator(world),
+    processes(world),
+    // Plans without batches run the three fibers they always ran (the same interleavings, the same histories).
+    ...((plan.batches ?? []).length === 0
+      ? []
+      : [batchWorkload(world), world.batches.operator((at) => until(world, at))]),
+    ...(plan.schedule?.outage !== null && plan.schedule?.outage !== undefined && plan.faults.length > 0
+      ? [scheduleOutage(world)]
+      : [])
+  ]
+  const background = yield* Effect.forkScoped(Effect.all(tasks, { concurrency: tasks.length }))
+  const spendCap = plan.limits?.spendCap
+  const limiter = servicesOf(world, actor("operator", false)).limiter
+  if (spendCap != null && limiter !== undefined) {
+    yield* Effect.forkScoped(resumeAfterSpendCap(world, limiter, spendCap.until))
+  }
 
   // Phase 1: workload and faults.
   yield* clock.sleepMillis(plan.faultPhaseMs)
@@ -616,7 +835,7 @@ const program: (
     entry.incarnation.clock.pausedUntil = 0
     if (entry.incarnation.dead || entry.stop === null) yield* startWorker(world, slot)
   }
-  yield* awaitTerminal(world, healWindowMs)
+  yield* awaitTerminal(world, plan.limits == null ? healWindowMs : limitedHealWindowMs)
   yield* finalReads(world, "heal")
   // Phase 3: replay every dead letter; none may re-run a succeeded job.
   yield* replayDeadLetters(world)
@@ -624,6 +843,8 @@ const program: (
   // Phase 4: graceful shutdown and final reads.
   for (let slot = 0; slot < plan.workers; slot++) yield* shutdownWorker(world, slot)
   yield* finalReads(world, "final")
+  yield* world.batches.finalReads()
+  if (world.schedules !== undefined) yield* world.schedules.finalReads(world.query)
 })
 
 /**

@@ -6,7 +6,10 @@
  * ambiguous, F15 partition, F17 a submit's reply), a slow call (F7), a crash of the calling process after a write (F8,
  * F10, F18), targeted heartbeat failures (F1), a window inside the write between the store's read and its apply in
  * which other processes run (F19, through the memory store's `interleave` option), and an applied write whose
- * successful reply arrives late (F20; targeted: a claim's reply later than its lease). A lost reply of a batch of
+ * successful reply arrives late (F20; targeted: a claim's reply later than its lease), and an outage that starts as
+ * a worker settles a call's charge (F21: for 0.2 to 8 s every faulted process's calls fail before applying; targeted:
+ * a holder's outcome write that waits in the store until the job was claimed again, while its holder crashes, pauses
+ * or cannot renew). A lost reply of a batch of
  * several items may follow a write of only its first items, as the Store contract allows. Production code has no
  * switch for any of this: the proxy is the only place faults exist. When a heartbeat's or a settle's reply reaches
  * its caller with a `LeaseLost` item, the proxy records that the caller learned it (a `lost` event).
@@ -58,6 +61,17 @@ export interface SimStoreEnv {
   readonly submitter?: boolean | undefined
   /** Opens an interleaving window of `ms` inside the next write the world's store applies (F19). */
   readonly openWindow: (ms: number) => void
+  /**
+   * Opens the targeted window that outlives a lease inside the next write the world's store applies: it lasts until
+   * `jobId` is claimed under a token above `token` and the scenario's extra time has passed (at most a lease and
+   * 10 s), and the scenario's fate strikes `incarnation` as it opens.
+   */
+  readonly openStaleWindow: (incarnation: Incarnation, jobId: JobId, token: number) => void
+  /**
+   * Whether a write under `token` could still be overtaken: the job runs under that token and could be claimed again
+   * once its lease ends (attempts, spend and cancel allow it). The targeted stale window waits for such a write.
+   */
+  readonly canBeOvertaken: (jobId: JobId, token: number) => boolean
 }
 
 /** A fault point: the verb as the fault log names it (`store.<point>`). */
@@ -65,12 +79,16 @@ type Point = "claim" | "claimNext" | "heartbeat" | "charge" | "settle" | "submit
 
 const storeFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15", "F19", "F20"]
 const kinds = (...extra: ReadonlyArray<FaultKind>): ReadonlyArray<FaultKind> => [...storeFaults, ...extra]
-/** Which faults a point may fire: store errors everywhere, crashes after the writes that a crash there tests. */
+/**
+ * Which faults a point may fire: store errors everywhere, crashes after the writes that a crash there tests, an
+ * outage as a call's charge is settled (what a store outage at the instant a call returns does to its cost).
+ */
 const pointKinds = {
   claim: kinds("F10", "F18"),
   claimNext: kinds("F10", "F18"),
   heartbeat: kinds("F10"),
   charge: storeFaults,
+  settlement: kinds("F21"),
   settleComplete: kinds("F8", "F18"),
   settle: kinds("F8"),
   submit: storeFaults,
@@ -114,9 +132,12 @@ interface Detail {
  * `LateClaim` is the targeted late reply of a claim (F20 with the plan's delay), `Window` the targeted window inside
  * a write (F19 with the plan's length).
  */
-type Decision = FaultKind | "LateClaim" | "Window" | undefined
+type Decision = FaultKind | "LateClaim" | "Window" | "StaleWindow" | "Outage" | undefined
 
-const opensWindow = (fault: Decision): boolean => fault === "F19" || fault === "Window"
+const opensWindow = (fault: Decision): boolean => fault === "F19" || fault === "Window" || fault === "StaleWindow"
+
+/** Whether the call is refused before the store sees it: a clean failure, a failed heartbeat, an outage. */
+const refusing = (fault: Decision): boolean => fault === "F5" || fault === "F1" || fault === "F21" || fault === "Outage"
 
 /** The items of a reply that a fenced write rejected with `LeaseLost`: what its caller learns when the reply lands. */
 type Learned = ReadonlyArray<{ readonly jobId: JobId; readonly token: number }>
@@ -188,11 +209,22 @@ class Recorder {
    * Which fault fires at this call of `point` (one tape entry consumed when faults are on and one of `kinds` is). A
    * targeted scenario decides without the tape.
    */
-  decide(point: Point, kinds: ReadonlyArray<FaultKind>): Decision {
+  decide(
+    point: Point,
+    kinds: ReadonlyArray<FaultKind>,
+    first?: { readonly jobId: JobId; readonly token: number | null }
+  ): Decision {
     const { actor, faults } = this.env
     if (!actor.faulted) return undefined
+    // The store is unreachable for everyone: no tape entry is consumed, nothing else can happen at this point.
+    if (faults.outage) return "Outage"
     const incarnation = actor.incarnation
     if (point === "heartbeat" && incarnation !== null && faults.enabled) {
+      const muted = faults.muted.get(incarnation.slot)
+      if (muted !== undefined && this.env.clock.now < muted) {
+        faults.note("F1", actor.id, "heartbeat fails (targeted: its outcome write waits in the store)")
+        return "F1"
+      }
       const left = faults.heartbeatFailures.get(incarnation.slot) ?? 0
       if (left > 0) {
         faults.heartbeatFailures.set(incarnation.slot, left - 1)
@@ -204,6 +236,19 @@ class Recorder {
       faults.note("F20", actor.id, "claim reply later than the lease (targeted)")
       return "LateClaim"
     }
+    if (
+      point === "settle" &&
+      incarnation !== null &&
+      faults.enabled &&
+      faults.staleWindow !== undefined &&
+      first !== undefined &&
+      first.token !== null &&
+      this.env.canBeOvertaken(first.jobId, first.token)
+    ) {
+      faults.staleWindow = undefined
+      faults.note("F19", actor.id, "window inside store.settle until the job is claimed again (targeted)")
+      return "StaleWindow"
+    }
     if (incarnation !== null && faults.enabled && faults.windowed?.slot === incarnation.slot) {
       faults.note("F19", actor.id, `window inside store.${point} (targeted)`)
       return "Window"
@@ -211,9 +256,32 @@ class Recorder {
     return faults.roll(kinds, actor.id, `store.${point}`, incarnation === null)
   }
 
-  /** The failure of a call refused before the store saw it (F5, F1). */
+  /** The failure of a call refused before the store saw it (F5, F1, an outage). */
   refused(point: Point, fault: Decision): StoreError {
-    return injected("Connection", point, fault === "F1" ? "injected: heartbeat fails" : "injected: write not applied")
+    return injected(
+      "Connection",
+      point,
+      fault === "F1"
+        ? "injected: heartbeat fails"
+        : fault === "F5"
+          ? "injected: write not applied"
+          : "injected: the store is unreachable"
+    )
+  }
+
+  /**
+   * A refused call's failure; an outage that fires here (F21) starts first: the store is unreachable for 0.2 to 8 s
+   * (more often short than long), for every faulted process.
+   */
+  refuse<A>(point: Point, fault: Decision): Effect.Effect<A, StoreError> {
+    if (fault !== "F21") return Effect.fail(this.refused(point, fault))
+    return Effect.flatMap(Random.next, (u) => {
+      const { clock, faults, history } = this.env
+      const ms = 200 + Math.floor(u * u * 7_800)
+      faults.outageUntil = clock.now + ms
+      history.push({ k: "outage", t: clock.now, ms })
+      return Effect.fail(this.refused(point, fault))
+    })
   }
 
   /**
@@ -294,8 +362,13 @@ class Recorder {
     return Effect.suspend(() => {
       const start = this.env.clock.now
       return this.gated(() => {
-        const fault = this.decide(verb.point, verb.kinds(items, this.env))
-        if (fault === "F5" || fault === "F1") {
+        const first = items[0]
+        const fault = this.decide(
+          verb.point,
+          verb.kinds(items, this.env),
+          first === undefined ? undefined : { jobId: verb.jobIdOf(first), token: verb.tokenOf(first) }
+        )
+        if (refusing(fault)) {
           for (const item of items) {
             const jobId = verb.jobIdOf(item)
             const before = this.peek(jobId)
@@ -311,7 +384,7 @@ class Recorder {
               verb.detailOf(item)
             )
           }
-          return Effect.fail(this.refused(verb.point, fault))
+          return this.refuse(verb.point, fault)
         }
         if (fault === undefined && !repeats(items.map(verb.jobIdOf))) {
           // No fault at this point: the send and the answer in one step (the same records, in the same order).
@@ -373,6 +446,11 @@ class Recorder {
           results: replies.flatMap((r) => r.results)
         })
       )
+    }
+    if (fault === "StaleWindow" && this.env.actor.incarnation !== null && items.length > 0) {
+      const first = items[0]!
+      this.env.openStaleWindow(this.env.actor.incarnation, verb.jobIdOf(first), verb.tokenOf(first) ?? 0)
+      return Effect.uninterruptible(this.sendNow(verb, items, call, start, undefined))
     }
     if (opensWindow(fault)) {
       // A write that reached the store lands whatever happens to its caller meanwhile, and is recorded.
@@ -446,7 +524,7 @@ class Recorder {
       const start = this.env.clock.now
       return this.gated(() => {
         const fault = this.decide(point, kinds)
-        if (fault === "F5" || fault === "F1") return Effect.fail(this.refused(point, fault))
+        if (refusing(fault)) return this.refuse(point, fault)
         if (fault === undefined) {
           // No fault at this point: the call, its record and the answer in one step.
           return Effect.matchEffect(call, {
@@ -578,7 +656,8 @@ const chargeVerb: ItemVerb<ChargeItem, ChargeResult> = {
   op: "charge",
   point: "charge",
   fenced: false,
-  kinds: () => pointKinds.charge,
+  kinds: (items, env) =>
+    env.actor.incarnation !== null && items.some((item) => item.settled) ? pointKinds.settlement : pointKinds.charge,
   jobIdOf: (item) => item.jobId,
   tokenOf: (item) => item.token,
   detailOf: chargeDetail,

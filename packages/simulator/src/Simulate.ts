@@ -165,6 +165,13 @@ export const timeline = (events: ReadonlyArray<Event>, jobIds: ReadonlySet<strin
       case "lost":
         if (jobIds.has(e.jobId)) lines.push(`${at} ${e.who.padEnd(8)} learns t${e.token} lost (${e.op} reply)`)
         break
+      case "reply":
+        if (jobIds.has(e.jobId))
+          lines.push(`${at} ${e.who.padEnd(8)} reply of ${e.callId.slice(-4)}: billed ${e.cents}c`)
+        break
+      case "outage":
+        lines.push(`${at} store    OUTAGE for ${e.ms}ms`)
+        break
       default:
         break
     }

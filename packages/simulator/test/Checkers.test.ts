@@ -2,13 +2,16 @@ import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { check } from "../src/Checkers.js"
 import type { Event, Snap, WriteOp } from "../src/History.js"
+import { epoch } from "../src/internal/world.js"
 import * as Plan from "../src/Plan.js"
 
 const plan: Plan.Plan = {
   ...fc.sample(Plan.arbitrary({ jobs: 1, workers: 2, faults: ["F5"] }), { seed: 1, numRuns: 1 })[0]!,
   faults: ["F5"],
   maxAttempts: 3,
-  model: { medianMs: 100, tailAlpha: 2, errorRate: 0, priceCents: 2 }
+  model: { medianMs: 100, tailAlpha: 2, errorRate: 0, priceCents: 2 },
+  // These histories name no provider resource (the fleet limits' checks have their own tests).
+  limits: undefined
 }
 
 const job = "j1"
@@ -263,8 +266,53 @@ describe("check", () => {
     // A renewal applied before the call counts; one applied after it does not.
     expect(lateCalls([...prefix, renewal, late(3_000)])).toEqual([])
     expect(lateCalls([...prefix, late(3_000), { ...renewal, t: 3_500 } as Event])).toHaveLength(1)
-    // A skewed clock may measure a lease past the store's.
-    expect(lateCalls([...prefix, late(3_000)], { ...plan, faults: ["F5", "F12"] })).toEqual([])
+    // A skewed clock excuses a late call only by as much as it fell behind since the claim's send (at 10).
+    const skewed = (skew: { offsetMs: number; driftPpm: number; jumpMs: number }): Plan.Plan => ({
+      ...plan,
+      faults: ["F5", "F12"],
+      skews: [skew, skew]
+    })
+    // 5% slow: 149.5 ms behind at 3000, so a call asked at 3100 is late by more than that, one at 3140 is not excused.
+    const slow = skewed({ offsetMs: 0, driftPpm: -50_000, jumpMs: 0 })
+    expect(lateCalls([...prefix, late(3_100)], slow)).toEqual([])
+    expect(lateCalls([...prefix, late(3_200)], slow)).toEqual([
+      "model call under token 1 by w0.1 asked at 3200, after its lease ended at 3000 (its clock fell behind by at most 162 ms)"
+    ])
+    // A clock 5 s behind from the start measures a lease as long as a true one: the offset excuses nothing.
+    expect(lateCalls([...prefix, late(3_000)], skewed({ offsetMs: -5_000, driftPpm: 0, jumpMs: 0 }))).toHaveLength(1)
+    // A fast clock, or one that jumps forward, ends its lease early in its own eyes: nothing to excuse either.
+    expect(lateCalls([...prefix, late(3_000)], skewed({ offsetMs: 0, driftPpm: 50_000, jumpMs: 2_000 }))).toHaveLength(
+      1
+    )
+  })
+
+  it("I1: a backward clock jump between the lease's grant and the call excuses the call by the jump, no more", () => {
+    // Plans of 10 s jump at the middle of the fault phase, 5 s after the run's epoch; the run's epoch is the world's.
+    const start = epoch
+    const at = (ms: number) => start + ms
+    const running = s({ ...running1, leaseUntil: at(3_000) })
+    const jumped: Plan.Plan = {
+      ...plan,
+      faults: ["F5", "F12"],
+      faultPhaseMs: 4_000,
+      skews: [
+        { offsetMs: 0, driftPpm: 0, jumpMs: -400 },
+        { offsetMs: 0, driftPpm: 0, jumpMs: -400 }
+      ]
+    }
+    const late = (asked: number): Event => ({
+      ...(call(at(asked), "w0.1", 1) as Extract<Event, { k: "call" }>),
+      callId: `${job}:1:2`
+    })
+    const lateCalls = (asked: number, p: Plan.Plan) =>
+      check([submit, write(at(0), "claim", "w0.1", null, base, running), late(asked)], p, "Done", null)
+        .violations.filter((v) => v.invariant === "I1" && v.message.includes("after its lease ended"))
+        .map((v) => v.message)
+    // The jump (at 2000, 400 ms back) came between the claim and the call: 3300 is excused, 3500 is not.
+    expect(lateCalls(3_300, jumped)).toEqual([])
+    expect(lateCalls(3_500, jumped)).toHaveLength(1)
+    // The same jump after the call's asking instant excuses nothing.
+    expect(lateCalls(3_300, { ...jumped, faultPhaseMs: 8_000 })).toHaveLength(1)
   })
 
   it("I10 and I11: nothing under a token after its process learned the lease was lost, but its charges", () => {
@@ -312,6 +360,119 @@ describe("check", () => {
       null
     )
     expect(verdict.violations.map((v) => v.invariant)).toContain("I6")
+  })
+
+  it("I6: a settled row must hold exactly what the provider billed", () => {
+    const history = happy.map((e) =>
+      e.k === "write" && e.op === "charge" && e.settled === true ? { ...e, amount: 3 } : e
+    )
+    const verdict = check(history, plan, "Done", null)
+    expect(verdict.violations.filter((v) => v.invariant === "I6").map((v) => v.message)).toContain(
+      `call ${job}:1:1 billed 2c but was settled at 3c`
+    )
+  })
+
+  describe("I12: a billed amount that reached a worker that lived on is in its call's row", () => {
+    // The call was reserved at 1 cent (its estimate) and billed 3: the reply carrying the 3 cents reached w0.1 at 110.
+    const billed = { ...(call(10, "w0.1", 1, 3) as Extract<Event, { k: "call" }>), spentAtStart: 1 }
+    const reply: Event = { k: "reply", t: 110, who: "w0.1", jobId: job, callId: `${job}:1:1`, cents: 3 }
+    const refused = (t: number): Event => ({
+      ...(charge(t, "w0.1", 1, 3, true, 1) as Extract<Event, { k: "write" }>),
+      ok: false,
+      res: "StoreError"
+    })
+    const left = s({ state: "succeeded", token: 1, attempts: 1, costCents: 1, updatedAt: 900 })
+    const history = (...middle: ReadonlyArray<Event>): Array<Event> => [
+      submit,
+      write(10, "claim", "w0.1", null, base, running1),
+      charge(10, "w0.1", 1, 1, false, 1),
+      billed,
+      ...middle,
+      ...finals(left, 1)
+    ]
+    const i12 = (events: ReadonlyArray<Event>) =>
+      check(events, plan, "Done", null).violations.filter((v) => v.invariant === "I12" || v.invariant === "I6")
+
+    it("is broken by a worker that gave up its settlement and lived on", () => {
+      expect(i12(history(reply, refused(110), refused(160), refused(260), refused(460))).map((v) => v.message)).toEqual(
+        [
+          `call ${job}:1:1 billed 3c, which reached w0.1 at 110, but its ledger row holds 1c unsettled while w0.1 lived on`
+        ]
+      )
+    })
+
+    it("excuses an amount that never reached its caller, and a caller that crashed before it could settle", () => {
+      expect(i12(history())).toEqual([])
+      expect(i12(history(reply, refused(110), { k: "life", t: 300, who: "w0.1", what: "crash", ms: null }))).toEqual([])
+    })
+
+    it("excuses a shutdown only while the settlement was still refused after it began", () => {
+      const shutdown: Event = { k: "life", t: 200, who: "w0.1", what: "shutdown", ms: null }
+      expect(i12(history(reply, refused(110), shutdown, refused(250)))).toEqual([])
+      expect(i12(history(reply, refused(110), shutdown))).toHaveLength(1)
+    })
+
+    it("counts a settlement refused past the short retries; a slow one that was never refused is not counted", () => {
+      const settled = charge(900, "w0.1", 1, 3, true, 3)
+      const verdict = check(history(reply, refused(110), settled), plan, "Done", null)
+      expect(verdict.coverage.lateSettlement).toBe(1)
+      expect(verdict.violations.filter((v) => v.invariant === "I12")).toEqual([])
+      expect(check(history(reply, settled), plan, "Done", null).coverage.lateSettlement).toBe(0)
+    })
+  })
+
+  it("a store outage is a fault on every process: it excuses a takeover", () => {
+    const takeover = s({
+      state: "running",
+      token: 2,
+      attempts: 2,
+      leaseOwner: "w1.1",
+      leaseUntil: 9_000,
+      updatedAt: 3_100
+    })
+    const history: Array<Event> = [
+      submit,
+      write(10, "claim", "w0.1", null, base, running1),
+      call(10, "w0.1", 1),
+      { k: "outage", t: 500, ms: 3_000 },
+      write(3_100, "claim", "w1.1", null, running1, takeover, { takeover: true }),
+      call(3_100, "w1.1", 2),
+      ...finals(takeover, 0)
+    ]
+    expect(check(history, plan, "Done", null).totals.duplicateGenerations).toEqual({ excused: 1, unexcused: 0 })
+  })
+
+  it("counts a fenced write that reached the record only after the job was claimed under a later token", () => {
+    const takeover = s({
+      state: "running",
+      token: 2,
+      attempts: 2,
+      leaseOwner: "w1.1",
+      leaseUntil: 9_000,
+      updatedAt: 3_100
+    })
+    const stale = {
+      ...(write(3_200, "settle", "w0.1", 1, takeover, takeover, { outcome: "Complete" }) as Extract<
+        Event,
+        { k: "write" }
+      >),
+      start: 1_000,
+      ok: false,
+      res: "LeaseLost"
+    }
+    const verdict = check(
+      [
+        submit,
+        write(10, "claim", "w0.1", null, base, running1),
+        write(3_100, "claim", "w1.1", null, running1, takeover),
+        stale
+      ],
+      plan,
+      "Done",
+      null
+    )
+    expect(verdict.coverage.writeOutlivedLease).toBe(1)
+    expect(verdict.coverage.fencedWriteRejected).toBe(1)
   })
 
   it("I9: acking while the acker's own attempt is still running", () => {

@@ -98,6 +98,8 @@ describe("hashEvents", () => {
         { k: "msg", t: 1, op: "ack", who: "w0.1", jobId: "j", receipt: "r", count: 1, state: "running", owner: "o" },
         ["receipt", "count", "state", "owner"]
       ],
+      [{ k: "reply", t: 1, who: "w0.1", jobId: "j", callId: "c", cents: 3 }, []],
+      [{ k: "outage", t: 1, ms: 700 }, []],
       [{ k: "fault", t: 1, id: "F5", who: "w0.1", point: "store.claim" }, []],
       [{ k: "life", t: 1, who: "w0.1", what: "pause", ms: 5 }, ["ms"]],
       [{ k: "op", t: 1, what: "cancel", jobId: "j", ok: true, before: "running" }, ["before"]],

@@ -35,7 +35,10 @@ const slowAndFlaky: ReadonlyArray<Plan.Plan> = [1, 2, 3, 4, 5, 6].map((seed) => 
       cancels: [],
       resubmits: [],
       submitAt: [0],
-      model: { medianMs: 700, tailAlpha: 2, errorRate: 500, priceCents: 1 }
+      model: { medianMs: 700, tailAlpha: 2, errorRate: 500, priceCents: 1 },
+      // Eight single jobs: no batch items beside them, no schedule's ticks.
+      batches: [],
+      schedule: null
     },
     Plan.faultKinds
   )

@@ -1,6 +1,7 @@
 /**
- * What plans draw beyond faults: the handler's shape and the sweeper's settings, and the two targeted scenarios for
- * late replies and windowed writes. A run of a fault-free plan with a chain of calls makes exactly that many calls.
+ * What plans draw beyond faults: the handler's shape, the sweeper's settings, billed amounts around the estimate, and
+ * the targeted scenarios for late replies, windowed writes and a write that outlives its lease. A run of a fault-free
+ * plan with a chain of calls makes exactly that many calls, each settled at what the provider billed.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -36,6 +37,41 @@ describe("plans", () => {
       const t = plan.targeted as { readonly worker: number }
       expect(t.worker).toBeLessThan(plan.workers)
     }
+  })
+
+  it("draw billed amounts around the estimate and the window that outlives a lease", () => {
+    const spreads = plans.map((p) => p.model.costSpread ?? 0)
+    expect(Math.min(...spreads)).toBe(0)
+    expect(Math.max(...spreads)).toBe(6)
+    const stale = plans.filter((p) => p.targeted._tag === "StaleWindow")
+    expect(new Set(stale.map((p) => (p.targeted as { readonly fate: string }).fate))).toEqual(
+      new Set(["crash", "pause", "mute"])
+    )
+  })
+
+  it("bill a fault-free run's calls above and below their estimate, each settled at exactly its bill", () => {
+    const base = fc.sample(Plan.arbitrary({ jobs: 6, workers: 2, faults: [] }), { seed: 5, numRuns: 1 })[0]!
+    const plan: Plan.Plan = {
+      ...base,
+      budgets: [null],
+      cancels: [],
+      handler: { steps: 3, retries: 0, fallback: false },
+      model: { ...base.model, priceCents: 4, errorRate: 0, costSpread: 3 }
+    }
+    const { run, verdict } = Simulate.runAndCheck(plan)
+    expect(verdict.violations).toEqual([])
+    const calls = run.events.filter((e) => e.k === "call")
+    const cents = new Set(calls.map((c) => c.cents))
+    expect([...cents].some((c) => c > 4)).toBe(true)
+    expect([...cents].some((c) => c < 4)).toBe(true)
+    const settled = new Map(
+      run.events.flatMap((e) =>
+        e.k === "write" && e.op === "charge" && e.settled === true ? [[e.callId, e.amount]] : []
+      )
+    )
+    for (const call of calls) expect(settled.get(call.callId)).toBe(call.cents)
+    // Every call's amount reached its caller, who settled it.
+    expect(run.events.filter((e) => e.k === "reply").length).toBe(calls.filter((c) => c.cents > 0).length)
   })
 
   it("run a fault-free chain of three calls as three calls per job, under one token each", () => {

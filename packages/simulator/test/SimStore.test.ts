@@ -67,7 +67,10 @@ const withProxy = <A>(
       peek,
       openWindow: (ms) => {
         window = ms
-      }
+      },
+      // The targeted window that outlives a lease needs a world of processes: the run tests cover it.
+      openStaleWindow: () => undefined,
+      canBeOvertaken: () => false
     })
     return yield* Effect.orDie(body(store))
   })
@@ -170,6 +173,48 @@ describe("SimStore", () => {
       [false, "StoreError", "queued", "queued"]
     ])
     expect(events.filter((e) => e.k === "fault").map((e) => e.k === "fault" && e.point)).toEqual(["store.claim"])
+  })
+
+  it("F21: a settlement of a worker's charge starts an outage that refuses every call until it ends", () => {
+    // Arrange: F21 fires at the one point that may draw it, the charge settlement.
+    const plan = planWith(["F21"], [999])
+    // Act: reserve, settle (the outage starts), renew during it, then settle again once the longest outage is over.
+    const { events, value, writes } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        yield* store.submit({ items: [item(jobIds[0]!, 0)] })
+        yield* store.claim({ items: [{ jobId: jobIds[0]!, owner: "w0.1/a", leaseMs: 20_000 }] })
+        const charge = (amountCents: number, settled: boolean) =>
+          Effect.either(store.charge({ items: [{ jobId: jobIds[0]!, callId: "c1", token: 1, amountCents, settled }] }))
+        const reserved = yield* charge(1, false)
+        const settling = yield* charge(3, true)
+        const during = yield* Effect.either(
+          store.heartbeat({ items: [{ jobId: jobIds[0]!, token: 1, leaseMs: 20_000 }] })
+        )
+        yield* Effect.sleep(8_000)
+        const after = yield* charge(3, true)
+        return { reserved, settling, during, after }
+      })
+    )
+    // Assert: the reservation went through; the settlement and the heartbeat after it were refused; once the
+    // outage was over the settlement landed.
+    expect([value.reserved, value.settling, value.during, value.after].map((e) => e._tag === "Right")).toEqual([
+      true,
+      false,
+      false,
+      true
+    ])
+    expect(Either.isLeft(value.settling) && value.settling.left.reason).toBe("Connection")
+    const outage = events.find((e) => e.k === "outage")
+    expect(outage?.k === "outage" && outage.ms >= 200 && outage.ms <= 8_000).toBe(true)
+    expect(events.filter((e) => e.k === "fault").map((e) => e.k === "fault" && [e.id, e.point])).toEqual([
+      ["F21", "store.charge"]
+    ])
+    expect(writes.filter((w) => w.op !== "submit" && w.op !== "claim").map((w) => [w.op, w.ok, w.res])).toEqual([
+      ["charge", true, "ok"],
+      ["charge", false, "StoreError"],
+      ["heartbeat", false, "StoreError"],
+      ["charge", true, "ok"]
+    ])
   })
 
   it("F6: applies a prefix of the batch, records what applied, and loses the reply", () => {

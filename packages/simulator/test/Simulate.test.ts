@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { StoreError } from "@slowcall/core/Errors"
 import type { Store } from "@slowcall/core/Store"
 import { Effect } from "effect"
 import { OpCount } from "../src/OpCount.js"
@@ -26,6 +27,15 @@ const size = (plan: Plan.Plan): number =>
   plan.faults.length +
   plan.cancels.length +
   plan.resubmits.length
+
+/** A planted bug outside production code: the store refuses every charge settlement for good (a final error). */
+const settlementsRefused = (store: Store["Type"]): Store["Type"] => ({
+  ...store,
+  charge: (options) =>
+    options.items.some((item) => item.settled)
+      ? Effect.fail(new StoreError({ reason: "Constraint", operation: "charge", detail: "planted: refused for good" }))
+      : store.charge(options)
+})
 
 /** A planted defect: the store's replay verb dies, which crashes the run's driver in its replay phase. */
 const replayDies = (store: Store["Type"]): Store["Type"] => ({
@@ -138,6 +148,42 @@ describe("simulate", () => {
     expect(fromCorpus.violations.map((v) => v.invariant)).toContain("I6")
     expect(Simulate.replayPlan(failure.plan).violations).toEqual([])
   })
+  it("I12: amounts that reached live workers but never reached the ledger are reported, per call", () => {
+    const base = Simulate.planOf(Simulate.arbitraryFor({ seed: 8, runs: 1, jobs: 3, workers: 2, faults: [] }), 8)
+    const plan: Plan.Plan = {
+      ...base,
+      budgets: [null],
+      cancels: [],
+      model: { ...base.model, priceCents: 2, errorRate: 0, costSpread: 2 }
+    }
+    const clean = Simulate.runAndCheck(plan)
+    expect(clean.verdict.violations).toEqual([])
+    const { run, verdict } = Simulate.runAndCheck(plan, { decorateStore: settlementsRefused })
+    // Every call billed above its 2-cent estimate is left at the estimate while its worker lives on.
+    const above = run.events.filter((e) => e.k === "call" && e.cents > 2)
+    expect(above.length).toBeGreaterThan(0)
+    const i12 = verdict.violations.filter((v) => v.invariant === "I12")
+    expect(i12.length).toBe(Math.min(5, above.length))
+    expect(i12[0]?.message).toMatch(/unsettled while w\d\.\d lived on$/)
+  })
+
+  it("the targeted stale window holds an outcome write in the store until the job was claimed again", () => {
+    const options = { seed: 11, runs: 40, jobs: 6, workers: 3, faults: Plan.faultKinds }
+    const arbitrary = Simulate.arbitraryFor(options)
+    let outlived = 0
+    for (let i = 0; i < options.runs && outlived === 0; i++) {
+      const plan = Simulate.planOf(arbitrary, options.seed + i)
+      const { verdict } = Simulate.runAndCheck({
+        ...plan,
+        maxAttempts: 5,
+        targeted: { _tag: "StaleWindow", extraMs: 100, fate: "crash" }
+      })
+      expect(verdict.violations).toEqual([])
+      outlived += verdict.coverage.writeOutlivedLease
+    }
+    expect(outlived).toBeGreaterThan(0)
+  })
+
   it("a hunt given stopOn passes failing runs that break other invariants and stops at the first that breaks one", () => {
     const options = {
       seed: 5,

@@ -1,7 +1,8 @@
 /**
  * A TCP fault proxy for integration tests: sits between a client and a server (Postgres, Redis, ...) and injects the
- * network faults that break job systems in production: latency, a black hole (bytes vanish, connections hang), and
- * connection resets, either for every connection at once or when a chosen request passes through.
+ * network faults that break job systems in production: latency, a black hole (bytes vanish, connections hang), a
+ * hold (bytes wait in the network and arrive late, all at once, even after their sender gave up), and connection
+ * resets, either for every connection at once or when a chosen request passes through.
  *
  * It is a live test utility (real sockets, real timers), not part of any Store.
  *
@@ -25,6 +26,20 @@ export interface ResetRule {
 }
 
 /**
+ * A rule that starts a hold (`FaultProxy.setHold`) when a client-to-server chunk matches: that chunk and everything
+ * after it, on every connection and in both directions, waits until the hold is released. `onHold` is told when it
+ * fires. A rule fires `times` times (default once); `cancel` disarms it.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface HoldRule {
+  readonly match: (chunk: Buffer) => boolean
+  readonly times?: number | undefined
+  readonly onHold?: (() => void) | undefined
+}
+
+/**
  * A running proxy. Every fault applies to live connections and to new ones until it is turned off; `resetAll`
  * tears down what is open now (the client sees ECONNRESET).
  *
@@ -38,6 +53,16 @@ export interface FaultProxy {
   readonly setLatency: (ms: number) => void
   /** While on, bytes in both directions are dropped and new connections are never connected upstream. */
   readonly setBlackhole: (on: boolean) => void
+  /**
+   * While on, bytes in both directions wait in the proxy (in order, none dropped) and new connections wait to be
+   * connected upstream; off delivers everything that waited. What a client sent before it closed its connection
+   * during a hold still reaches the server afterwards (then the upstream connection ends), as a delayed packet would.
+   */
+  readonly setHold: (on: boolean) => void
+  /** Whether a hold is on. */
+  readonly holding: () => boolean
+  /** Adds a hold rule; `fired` says how many times it started a hold, `cancel` disarms it. */
+  readonly addHoldRule: (rule: HoldRule) => { readonly fired: () => number; readonly cancel: () => void }
   /** Resets every open connection now. */
   readonly resetAll: () => void
   /** Adds a reset rule; returns how many times it has fired so far (read it later). */
@@ -87,28 +112,54 @@ export const start = (options: FaultProxyOptions): Promise<FaultProxy> =>
     let latencyMs = 0
     let blackhole = false
     let accepted = 0
+    // While a hold is on, `released` is the promise every forwarded chunk waits for.
+    let hold: { readonly released: Promise<void>; readonly release: () => void } | undefined
+    const holdRules: Array<{ rule: HoldRule; fired: number; cancelled: boolean }> = []
+    const setHold = (on: boolean) => {
+      if (on && hold === undefined) {
+        let release = () => {}
+        const released = new Promise<void>((resolve) => {
+          release = resolve
+        })
+        hold = { released, release }
+      } else if (!on && hold !== undefined) {
+        const { release } = hold
+        hold = undefined
+        release()
+      }
+    }
     const pairs = new Set<Pair>()
     const rules: Array<{ rule: ResetRule; fired: number }> = []
 
-    /** Forwards in order, after the current latency, unless the black hole swallows the chunk. */
+    /**
+     * Forwards in order, after the current latency and once any hold is released, unless the black hole swallows the
+     * chunk. `drained` resolves once everything forwarded so far was written.
+     */
     const forwarder = (to: () => net.Socket | undefined) => {
       let chain = Promise.resolve()
-      return (chunk: Buffer) => {
+      let queued = 0
+      const forward = (chunk: Buffer) => {
         if (blackhole) return
         const delay = latencyMs
-        chain = chain.then(
-          () =>
-            new Promise<void>((done) => {
-              const send = () => {
-                const socket = to()
-                if (!blackhole && socket !== undefined && !socket.destroyed) socket.write(chunk)
-                done()
-              }
-              if (delay > 0) setTimeout(send, delay)
-              else send()
-            })
-        )
+        const held = hold?.released
+        queued += 1
+        chain = chain
+          .then(() => held)
+          .then(
+            () =>
+              new Promise<void>((done) => {
+                const send = () => {
+                  const socket = to()
+                  if (!blackhole && socket !== undefined && !socket.destroyed) socket.write(chunk)
+                  queued -= 1
+                  done()
+                }
+                if (delay > 0) setTimeout(send, delay)
+                else send()
+              })
+          )
       }
+      return { forward, busy: () => queued > 0 || hold !== undefined, drained: () => chain }
     }
 
     const teardown = (pair: Pair) => {
@@ -130,9 +181,27 @@ export const start = (options: FaultProxyOptions): Promise<FaultProxy> =>
       }
       const toServer = forwarder(() => pair.upstream)
       const toClient = forwarder(() => (doomed ? undefined : pair.client))
-      client.on("error", () => teardown(pair))
-      client.on("close", () => teardown(pair))
+      // A client gone while its bytes still wait (a hold): they reach the server first, then the upstream ends.
+      let clientGone = false
+      const onClientGone = () => {
+        if (clientGone) return
+        clientGone = true
+        if (pair.upstream === undefined || !toServer.busy()) return teardown(pair)
+        void toServer.drained().then(() => {
+          pair.upstream?.end()
+          pairs.delete(pair)
+        })
+      }
+      client.on("error", onClientGone)
+      client.on("close", onClientGone)
       client.on("data", (chunk) => {
+        for (const entry of holdRules) {
+          if (!entry.cancelled && entry.fired < (entry.rule.times ?? 1) && entry.rule.match(chunk)) {
+            entry.fired++
+            setHold(true)
+            entry.rule.onHold?.()
+          }
+        }
         for (const entry of rules) {
           const limit = entry.rule.times ?? 1
           if (entry.fired < limit && entry.rule.match(chunk)) {
@@ -144,11 +213,11 @@ export const start = (options: FaultProxyOptions): Promise<FaultProxy> =>
           }
         }
         if (pair.upstream === undefined) pending.push({ chunk, resetAfter: false })
-        else toServer(chunk)
+        else toServer.forward(chunk)
       })
       const connectUpstream = () => {
         if (client.destroyed) return
-        if (blackhole) {
+        if (blackhole || hold !== undefined) {
           setTimeout(connectUpstream, 50)
           return
         }
@@ -157,10 +226,10 @@ export const start = (options: FaultProxyOptions): Promise<FaultProxy> =>
           pair.upstream = upstream
           for (const { chunk, resetAfter } of pending.splice(0)) {
             if (resetAfter) return forwardThenReset(upstream, chunk)
-            toServer(chunk)
+            toServer.forward(chunk)
           }
         })
-        upstream.on("data", toClient)
+        upstream.on("data", toClient.forward)
         upstream.on("error", () => teardown(pair))
         upstream.on("close", () => teardown(pair))
       }
@@ -177,6 +246,18 @@ export const start = (options: FaultProxyOptions): Promise<FaultProxy> =>
         },
         setBlackhole: (on) => {
           blackhole = on
+        },
+        setHold,
+        holding: () => hold !== undefined,
+        addHoldRule: (rule) => {
+          const entry = { rule, fired: 0, cancelled: false }
+          holdRules.push(entry)
+          return {
+            fired: () => entry.fired,
+            cancel: () => {
+              entry.cancelled = true
+            }
+          }
         },
         resetAll: () => {
           for (const pair of [...pairs]) teardown(pair)
@@ -196,6 +277,7 @@ export const start = (options: FaultProxyOptions): Promise<FaultProxy> =>
         },
         close: () =>
           new Promise<void>((done) => {
+            setHold(false)
             for (const pair of [...pairs]) teardown(pair)
             server.close(() => done())
           })

@@ -14,9 +14,11 @@ import type { Query } from "@slowcall/core/Query"
 import type { Store } from "@slowcall/core/Store"
 import type { Layer } from "effect"
 import { batchTests } from "./internal/storeConformance/batches.js"
+import { batchRecordTests } from "./internal/storeConformance/batchRecords.js"
 import { chargeTests } from "./internal/storeConformance/charges.js"
 import { claimTests } from "./internal/storeConformance/claim.js"
 import { concurrencyTests } from "./internal/storeConformance/concurrency.js"
+import { fairnessTests } from "./internal/storeConformance/fairness.js"
 import { fencingTests } from "./internal/storeConformance/fencing.js"
 import { type Area, makeFixture } from "./internal/storeConformance/fixture.js"
 import { queryTests } from "./internal/storeConformance/queries.js"
@@ -42,6 +44,11 @@ export interface StoreCapabilities {
    * tested then.
    */
   readonly sharedState: boolean
+  /**
+   * The layer provides `Batch.BatchStore` over the same records: the batch-record tests run then (chunks landing
+   * whole, batch idempotency, counts and cost, callbacks once, batch budget, cancel and replay).
+   */
+  readonly batches?: boolean | undefined
 }
 
 /**
@@ -63,11 +70,13 @@ export interface StoreConformanceOptions {
 const areas: ReadonlyArray<(area: Area) => void> = [
   submitTests,
   claimTests,
+  fairnessTests,
   fencingTests,
   chargeTests,
   sweepTests,
   queryTests,
   batchTests,
+  batchRecordTests,
   concurrencyTests
 ]
 

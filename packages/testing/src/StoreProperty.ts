@@ -16,14 +16,15 @@
  *
  * @since 0.2.0
  */
+import { BatchStore } from "@slowcall/core/Batch"
 import { inputHash } from "@slowcall/core/Canonical"
 import type { Json } from "@slowcall/core/Job"
 import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
 import { Effect, type Layer, ManagedRuntime } from "effect"
 import fc from "fast-check"
-import { expect, it } from "vitest"
-import { command, prelude } from "./internal/storeProperty/arbitraries.js"
+import { assertAgainstModel, registerProperty } from "./internal/modelRuns.js"
+import { commandWith, prelude } from "./internal/storeProperty/arbitraries.js"
 import { compareRecords, type Real, type World } from "./internal/storeProperty/world.js"
 import { makeJobFactory } from "./JobFactory.js"
 import * as StoreModel from "./StoreModel.js"
@@ -49,6 +50,12 @@ export interface StorePropertyOptions {
   readonly path?: string | undefined
   /** The command arbitrary's own replay path: the `replayPath="..."` comment of a reported counterexample. */
   readonly replayPath?: string | undefined
+  /**
+   * Whether the sequences include the batch verbs (`BatchStore`: open, add in chunks, cancel, replay, reads) beside
+   * the job verbs; the layer must then provide `BatchStore` too. Batch items are jobs of the sequence's queue, so
+   * every job command meets them, and the batch records are compared after every write.
+   */
+  readonly batches?: boolean | undefined
   /** The vitest timeout of the test `StoreProperty` registers (default 10 minutes). */
   readonly timeoutMs?: number | undefined
 }
@@ -73,10 +80,22 @@ interface Backend {
   readonly dispose: () => Promise<void>
 }
 
-const open = async (layer: Layer.Layer<Store | Query, unknown>): Promise<Backend> => {
+const open = async (layer: Layer.Layer<Store | Query, unknown>, batches: boolean): Promise<Backend> => {
   const runtime = ManagedRuntime.make(layer)
-  const [store, query] = await runtime.runPromise(Effect.all([Store, Query]))
-  return { real: { store, query, run: (effect) => runtime.runPromise(effect) }, dispose: () => runtime.dispose() }
+  const [store, query, batchStore] = await runtime.runPromise(
+    Effect.all([Store, Query, Effect.serviceOption(BatchStore)])
+  )
+  if (batches && batchStore._tag === "None")
+    throw new Error("StoreProperty: batches asked for, but the layer has no BatchStore")
+  return {
+    real: {
+      store,
+      query,
+      batches: batches && batchStore._tag === "Some" ? batchStore.value : undefined,
+      run: (effect) => runtime.runPromise(effect)
+    },
+    dispose: () => runtime.dispose()
+  }
 }
 
 /**
@@ -92,24 +111,26 @@ export const check = async (options: StorePropertyOptions): Promise<{ readonly r
   const inputs = await Effect.runPromise(
     Effect.forEach(INPUTS, (input) => Effect.map(Effect.orDie(inputHash(input)), (hash) => ({ input, hash })))
   )
-  const shared = options.freshPerRun === true ? undefined : await open(options.layer)
+  const batches = options.batches === true
+  const shared = options.freshPerRun === true ? undefined : await open(options.layer, batches)
   let runs = 0
   const started = performance.now()
   const property = fc.asyncProperty(
     prelude,
-    fc.commands([command], {
+    fc.commands([commandWith({ batches })], {
       maxCommands: options.maxCommands ?? 20,
       size: "max",
       ...(options.replayPath === undefined ? {} : { replayPath: options.replayPath })
     }),
     async (first, commands) => {
-      const backend = shared ?? (await open(options.layer))
+      const backend = shared ?? (await open(options.layer, batches))
       const world: World = {
         model: StoreModel.make(),
         clock: BASE_TIME - (runs % 20_000) * HOUR,
         queue: factory.uniqueName("prop"),
         tenants: [factory.uniqueName("ta"), factory.uniqueName("tb")],
         jobs: [],
+        batches: [],
         factory,
         inputs
       }
@@ -124,22 +145,9 @@ export const check = async (options: StorePropertyOptions): Promise<{ readonly r
       }
     }
   )
-  try {
-    await fc.assert(property, {
-      numRuns: options.numRuns ?? 1000,
-      ...(options.seed === undefined ? {} : { seed: options.seed }),
-      ...(options.path === undefined ? {} : { path: options.path })
-    })
-  } catch (error) {
-    const report = error instanceof Error ? error.message : String(error)
-    const cause =
-      error instanceof Error && error.cause instanceof Error ? `\nThe difference:\n${error.cause.message}` : ""
-    throw new Error(
-      `StoreProperty (${options.name}) found a difference between the backend and the model:\n${report}${cause}`
-    )
-  } finally {
+  await assertAgainstModel("StoreProperty", property, options, async () => {
     await shared?.dispose()
-  }
+  })
   return { runs, ms: performance.now() - started }
 }
 
@@ -151,14 +159,5 @@ export const check = async (options: StorePropertyOptions): Promise<{ readonly r
  * @category testing
  */
 export const StoreProperty = (options: StorePropertyOptions): void => {
-  const numRuns = options.numRuns ?? 1000
-  it(
-    `StoreProperty: ${options.name} agrees with the reference model over ${numRuns} random sequences`,
-    async () => {
-      const { runs, ms } = await check(options)
-      console.info(`[StoreProperty: ${options.name}] ${runs} sequences in ${(ms / 1000).toFixed(1)} s`)
-      expect(runs).toBe(numRuns)
-    },
-    options.timeoutMs ?? 600_000
-  )
+  registerProperty("StoreProperty", options, check, 600_000)
 }

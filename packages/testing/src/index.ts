@@ -1,6 +1,7 @@
 /**
- * Conformance suites that every Store and Transport adapter runs, the model-based property of the Store with its
- * reference model, and the job factory they arrange state with.
+ * Conformance suites that every Store, Transport and Limiter adapter runs, the model-based properties of the Store
+ * (one command at a time, and concurrent batches checked for linearizability) and of the Limiter with their
+ * reference models, a stress run of the Limiter, and the job factory they arrange state with.
  *
  * @since 0.1.0
  */
@@ -13,6 +14,38 @@ export * as FaultProxy from "./FaultProxy.js"
  * @since 0.1.0
  */
 export * as JobFactory from "./JobFactory.js"
+/**
+ * @since 0.4.0
+ */
+export * as LimiterConcurrency from "./LimiterConcurrency.js"
+/**
+ * @since 0.4.0
+ */
+export * as LimiterConcurrentProperty from "./LimiterConcurrentProperty.js"
+/**
+ * @since 0.4.0
+ */
+export * as LimiterConformance from "./LimiterConformance.js"
+/**
+ * @since 0.4.0
+ */
+export * as LimiterModel from "./LimiterModel.js"
+/**
+ * @since 0.4.0
+ */
+export * as LimiterProperty from "./LimiterProperty.js"
+/**
+ * @since 0.4.0
+ */
+export * as LimiterStress from "./LimiterStress.js"
+/**
+ * @since 0.3.0
+ */
+export * as StoreConcurrency from "./StoreConcurrency.js"
+/**
+ * @since 0.3.0
+ */
+export * as StoreConcurrentProperty from "./StoreConcurrentProperty.js"
 /**
  * @since 0.1.0
  */

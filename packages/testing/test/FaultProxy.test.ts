@@ -103,4 +103,50 @@ describe("FaultProxy", () => {
     expect(proxy.accepted()).toBe(3)
     await proxy.close()
   })
+
+  it("a hold delivers the bytes it kept, in order, once released, even after the client left", async () => {
+    const proxy = await FaultProxy.start({ targetHost: "127.0.0.1", targetPort: echoPort })
+    const client = await connect(proxy.port)
+    proxy.setHold(true)
+    expect(proxy.holding()).toBe(true)
+    client.socket.write("held-1")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    client.socket.write("held-2")
+    expect(await waitFor(() => received.some((r) => r.includes("held-")), 300)).toBe(false)
+    // The sender gives up and closes; what it sent is still on its way.
+    client.socket.destroy()
+    await waitFor(() => client.events.includes("close"))
+    proxy.setHold(false)
+    expect(await waitFor(() => received.join("").includes("held-1held-2"))).toBe(true)
+    expect(client.data).toEqual([])
+    await proxy.close()
+  })
+
+  it("a hold rule starts the hold at the matching request, which waits with everything after it", async () => {
+    const proxy = await FaultProxy.start({ targetHost: "127.0.0.1", targetPort: echoPort })
+    let held = 0
+    const rule = proxy.addHoldRule({ match: (chunk) => chunk.includes("outcome"), onHold: () => held++ })
+    const first = await connect(proxy.port)
+    const second = await connect(proxy.port)
+    first.socket.write("before")
+    expect(await waitFor(() => first.data.join("") === "before")).toBe(true)
+    first.socket.write("outcome-1")
+    expect(await waitFor(() => held === 1)).toBe(true)
+    second.socket.write("other")
+    expect(await waitFor(() => received.includes("outcome-1") || received.includes("other"), 300)).toBe(false)
+    expect([proxy.holding(), rule.fired()]).toEqual([true, 1])
+    proxy.setHold(false)
+    expect(await waitFor(() => first.data.join("") === "beforeoutcome-1" && second.data.join("") === "other")).toBe(
+      true
+    )
+    // Fired its one time: the next match passes; a cancelled rule never fires.
+    const cancelled = proxy.addHoldRule({ match: (chunk) => chunk.includes("outcome") })
+    cancelled.cancel()
+    first.socket.write("outcome-2")
+    expect(await waitFor(() => first.data.join("").endsWith("outcome-2"))).toBe(true)
+    expect([proxy.holding(), rule.fired(), cancelled.fired()]).toEqual([false, 1, 0])
+    first.socket.destroy()
+    second.socket.destroy()
+    await proxy.close()
+  })
 })

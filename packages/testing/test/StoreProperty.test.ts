@@ -69,6 +69,17 @@ const mutants: ReadonlyArray<readonly [string, Layer.Layer<Store.Store | Query>]
   [
     "a sweep ignores its limit",
     mutant((store) => ({ sweep: (options) => store.sweep({ ...options, limit: undefined }) }))
+  ],
+  [
+    "a fair claim takes jobs in the plain order",
+    mutant((store) => ({ claimNext: (options) => store.claimNext({ ...options, fair: undefined }) }))
+  ],
+  [
+    "a fair claim ignores the tenants' weights",
+    mutant((store) => ({
+      claimNext: (options) =>
+        store.claimNext({ ...options, fair: options.fair && { ...options.fair, weights: undefined } })
+    }))
   ]
 ]
 

@@ -6,7 +6,7 @@
 
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobNotFound } from "@slowcall/core/Errors"
-import type { JobState } from "@slowcall/core/Job"
+import type { JobId, JobState } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
 import type { Query, SpendGroup, WaitingGroup } from "@slowcall/core/Query"
 import { Effect } from "effect"
@@ -39,7 +39,7 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
 
   const list: QueryService["list"] = (options) => {
     if (options.after !== undefined && !isUuid(options.after)) return Effect.succeed([])
-    const paged = options.after !== undefined || options.requestKey !== undefined
+    const paged = options.after !== undefined || options.requestKey !== undefined || options.inputHash !== undefined
     const oldest = options.order === "oldest"
     const params = [
       options.queue ?? null,
@@ -54,7 +54,8 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
         ? run("list", oldest ? reads.pageOldest : reads.pageNewest, [
             ...params,
             options.requestKey ?? null,
-            options.after ?? null
+            options.after ?? null,
+            options.inputHash ?? null
           ])
         : run("list", oldest ? st.listOldest : st.listNewest, params)
     ).pipe(Effect.map((rows) => rows.map(toJob)))
@@ -73,7 +74,9 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
               errorClass: (row.error_class ?? null) as ErrorClass | null,
               inputHash: String(row.input_hash),
               count: Number(row.count),
-              costCents: Number(row.cost_cents)
+              costCents: Number(row.cost_cents),
+              lastFailedAt: Number(row.last_failed_at),
+              jobIds: (row.job_ids as ReadonlyArray<string>).map((id) => id as JobId)
             }))
           )
         )
@@ -88,23 +91,21 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
       {
         byState: run("stats", st.statsByState, filters),
         oldest: run("stats", st.statsOldest, [...filters, options.now ?? null]),
-        cost: run("stats", st.statsCost, [...filters, options.failedSince]),
+        cost: run("stats", st.statsCost, filters),
+        failed: run("stats", st.statsFailed, [...filters, options.failedSince]),
         spend: run("stats", reads.spend, [...filters, options.spendSince ?? null]),
         waiting: run("stats", reads.waiting, [...filters, options.now ?? null])
       },
-      { concurrency: 5 }
+      { concurrency: 6 }
     ).pipe(
-      Effect.map(({ byState, cost, oldest, spend, waiting }) => {
+      Effect.map(({ byState, cost, failed, oldest, spend, waiting }) => {
         const counts: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, abandoned: 0 }
         for (const row of byState) counts[row.state as JobState] = Number(row.count)
         const oldestQueuedAt: Record<string, number> = {}
         for (const row of oldest) oldestQueuedAt[String(row.priority)] = micros(row.oldest)
         const costCentsByErrorClass: Record<string, number> = {}
-        let failedInWindow = 0
-        for (const row of cost) {
-          failedInWindow += Number(row.failed)
-          if (row.error_class !== null) costCentsByErrorClass[String(row.error_class)] = Number(row.cost_cents)
-        }
+        for (const row of cost) costCentsByErrorClass[String(row.error_class)] = Number(row.cost_cents)
+        const failedInWindow = Number(failed[0]?.failed ?? 0)
         return {
           byState: counts,
           oldestQueuedAt,
@@ -144,8 +145,31 @@ export const makeQuery = (q: Queryable, st: Statements): QueryService => {
       isUuid(options.jobId)
         ? run("charges", st.charges, [options.jobId]).pipe(Effect.map((rows) => rows.map(toCharge)))
         : Effect.succeed([]),
+    estimates: (options) => {
+      // An id that is not a uuid names no job: its estimate is 0 without asking.
+      const ids = options.jobIds.filter(isUuid)
+      return ids.length === 0
+        ? Effect.succeed(options.jobIds.map(() => 0))
+        : run("estimates", reads.estimates, [ids]).pipe(
+            Effect.map((rows) => {
+              const byId = new Map(ids.map((id, i) => [id, Number(rows[i]?.estimate ?? 0)]))
+              return options.jobIds.map((id) => byId.get(id) ?? 0)
+            })
+          )
+    },
     deadLetters,
     stats,
+    count: (options) =>
+      run("count", reads.count, [
+        options.queue ?? null,
+        options.tenant ?? null,
+        options.state ?? null,
+        options.type ?? null,
+        options.errorClass ?? null,
+        options.requestKey ?? null,
+        Math.floor(options.upTo),
+        options.inputHash ?? null
+      ]).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0))),
     countQueued: (options) =>
       run("countQueued", reads.countQueued, [options.queue, options.tenant ?? null, Math.floor(options.upTo)]).pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0))

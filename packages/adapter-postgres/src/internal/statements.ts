@@ -26,6 +26,8 @@
  * @internal
  */
 
+import * as Fairness from "@slowcall/core/Fairness"
+
 /** Epoch milliseconds of a timestamptz expression. */
 const ms = (expr: string): string => `(extract(epoch from ${expr}) * 1000)::float8`
 
@@ -102,10 +104,11 @@ const leaseCleared = "lease_owner = NULL, lease_until = NULL"
 /**
  * CTE `locked`: the existing rows among the items of CTE `input`, locked in id order before any of them is written.
  * Two batches that name the same jobs in different orders then queue behind each other instead of deadlocking.
- * Every batch write joins it, so it runs first.
+ * Every batch write joins it, so it runs first. `columns` are read from the row as locked: after waiting for a
+ * concurrent writer, FOR UPDATE returns the newest version, where the statement's snapshot would show the old one.
  */
-const lockedRows = (s: string): string =>
-  `locked AS (SELECT j.id FROM ${s}.jobs j WHERE j.id IN (SELECT x.job_id FROM input x) ORDER BY j.id FOR UPDATE)`
+const lockedRows = (s: string, columns = "j.id"): string =>
+  `locked AS (SELECT ${columns} FROM ${s}.jobs j WHERE j.id IN (SELECT x.job_id FROM input x) ORDER BY j.id FOR UPDATE)`
 
 /** The FROM of a batch write: the items whose rows `locked` holds. */
 const lockedInput = "FROM input i JOIN locked l ON l.id = i.job_id"
@@ -113,8 +116,10 @@ const lockedInput = "FROM input i JOIN locked l ON l.id = i.job_id"
 /**
  * `Protocol.fallbackEstimate` of job `id`: the largest total charged under one token, 0 without charges. Sums run
  * in ledger order, as the protocol's do.
+ *
+ * @internal
  */
-const fallbackEstimate = (s: string, id: string): string => `greatest(0, (
+export const fallbackEstimate = (s: string, id: string): string => `greatest(0, (
     SELECT max(spent.total) FROM (
       SELECT sum(c.amount_cents ORDER BY c.seq) AS total FROM ${s}.charges c WHERE c.job_id = ${id} GROUP BY c.token
     ) spent
@@ -122,14 +127,20 @@ const fallbackEstimate = (s: string, id: string): string => `greatest(0, (
 
 /**
  * `Protocol.settleReason` of row `j` at `now` with the estimate `i.estimate` (cancelled, deadline, exhausted,
- * budget, in that order), or 'claim' when none holds. Evaluated in SET, so on the newest row version.
+ * budget, in that order), then, for an item of a batch, `Batch.claimVerdict`'s two (the batch cancelled, the batch's
+ * budget), or 'claim' when none holds. Evaluated in SET, so on the newest row version.
  */
-const claimVerdict = (now: string): string => `(CASE
+const claimVerdict = (s: string, now: string): string => `(CASE
     WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
     WHEN j.deadline_at IS NOT NULL AND j.deadline_at <= ${now} THEN 'deadline'
     WHEN j.attempts - j.attempts_base >= j.max_attempts THEN 'exhausted'
     WHEN j.budget_cents IS NOT NULL
       AND NOT (j.cost_cents < j.budget_cents AND j.cost_cents + i.estimate <= j.budget_cents) THEN 'budget'
+    WHEN j.batch_id IS NOT NULL AND EXISTS (SELECT 1 FROM ${s}.batches b
+      WHERE b.id = j.batch_id AND b.cancel_requested_at IS NOT NULL) THEN 'cancelled'
+    WHEN j.batch_id IS NOT NULL AND EXISTS (SELECT 1 FROM ${s}.batches b WHERE b.id = j.batch_id
+      AND b.budget_cents IS NOT NULL
+      AND NOT (b.cost_cents < b.budget_cents AND b.cost_cents + i.estimate <= b.budget_cents)) THEN 'budget'
     ELSE 'claim'
   END)`
 
@@ -142,7 +153,7 @@ const claimVerdict = (now: string): string => `(CASE
  * newest version, so a holder that settled concurrently is not mistaken for a lapsed one.
  */
 const claimWrite = (s: string, now: string): string => {
-  const v = claimVerdict(now)
+  const v = claimVerdict(s, now)
   return `${lockedRows(s)}, upd AS (
     UPDATE ${s}.jobs j SET
       state = CASE ${v} WHEN 'claim' THEN 'running' WHEN 'exhausted' THEN 'failed' ELSE 'abandoned' END,
@@ -293,6 +304,109 @@ const claimNextSql = (s: string, limit: number): string => {
     ORDER BY 1`
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Fair claims (`Fairness.ts`)
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * `Fairness.decayed` of a service `service` written at `at` (NULL: none), at store time `now`, decay step `$11`:
+ * the same floating-point operations in the same order, with `Fairness.decayFactors` spliced in as literals.
+ */
+const fairDecayed = (service: string, at: string, now: string): string => {
+  const steps = `greatest(0, floor(${ms(now)} / $11::float8) - floor(${ms(at)} / $11::float8))`
+  const whole = `floor(${steps} / ${Fairness.defaults.steps})`
+  const factors = `(ARRAY[${Fairness.decayFactors.map((f) => String(f)).join(", ")}]::float8[])`
+  return `(CASE WHEN ${service} IS NULL OR ${whole} >= ${Fairness.defaults.forgetAfter} THEN 0::float8
+    ELSE ${service} * ${factors}[(${steps} - ${whole} * ${Fairness.defaults.steps})::int + 1]
+      * power(2::float8, -${whole}) END)`
+}
+
+/**
+ * How many candidates beyond the batch a fair claim may pass over because another writer holds them. The bound keeps
+ * the row lookups of the lock step a small, known number, which the planner then does by id (unbounded, it
+ * estimated hundreds and read the whole table instead).
+ */
+const FAIR_PASS_OVER = 64
+
+/**
+ * claimNext with `fair`, picking at most `limit` rows. Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4
+ * lease ms, $5 now, $6 types and $7 versions (as claimNext), $8 tenants named in the weights and $9 their weights,
+ * $10 the default weight, $11 the decay step ms (`Fairness.stepMs`). `Fairness.pick`: the tenants with queued jobs
+ * (a loose index scan over jobs_fair_order, plus the no-tenant tenant), each with its decayed service and weight;
+ * per tenant its first `limit` due runnable jobs in claim order, the k-th (from 0) keyed `decayed + k / weight`;
+ * the `limit` smallest keys (ties in claim order) are locked with SKIP LOCKED, so a row another writer holds is passed
+ * over and keeps its rank (at most `FAIR_PASS_OVER` of them), and claimed as claimNext claims; each tenant with picks gets service
+ * `decayed + picks / weight` at now, in the same statement. Outputs: as claimNext.
+ *
+ * Locking: service is read from the statement's snapshot, so two fair claims of one queue must not overlap: the
+ * caller runs this statement in a transaction that first takes `fairLock` (one fair claim per queue at a time; the
+ * statement's snapshot is taken after the lock). Claims that are not fair, sweeps and transport receives are not
+ * blocked by it: they meet the rows as they meet any claimer's, with SKIP LOCKED or a row lock.
+ */
+const claimNextFairSql = (s: string, limit: number): string => {
+  const now = storeNow(5)
+  const n = Math.max(1, Math.floor(limit))
+  const due = `j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
+        AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))`
+  const head = (match: string) => `SELECT h.*, row_number() OVER (ORDER BY h.priority DESC, h.run_after, h.seq) AS k
+      FROM (
+        SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
+        WHERE ${match} AND ${due}
+        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${n}
+      ) h`
+  return `WITH RECURSIVE named AS (
+      (SELECT j.tenant FROM ${s}.jobs j
+        WHERE j.queue = $1 AND j.state = 'queued' AND j.tenant IS NOT NULL ORDER BY j.tenant LIMIT 1)
+      UNION ALL
+      SELECT (SELECT j.tenant FROM ${s}.jobs j
+        WHERE j.queue = $1 AND j.state = 'queued' AND j.tenant > t.tenant ORDER BY j.tenant LIMIT 1)
+      FROM named t WHERE t.tenant IS NOT NULL
+    ), flows AS (
+      SELECT t.tenant FROM named t WHERE t.tenant IS NOT NULL
+      UNION ALL
+      SELECT NULL::text WHERE EXISTS (
+        SELECT 1 FROM ${s}.jobs j WHERE j.queue = $1 AND j.state = 'queued' AND j.tenant IS NULL
+      )
+    ), weighted AS (
+      SELECT f.tenant,
+        coalesce((SELECT x.w FROM unnest($8::text[], $9::float8[]) AS x(t, w) WHERE x.t = f.tenant LIMIT 1),
+          $10::float8) AS w,
+        ${fairDecayed("fs.service", "fs.at", now)} AS d
+      FROM flows f
+      LEFT JOIN ${s}.fair_service fs ON fs.queue = $1 AND fs.tenant IS NOT DISTINCT FROM f.tenant
+    ), cand AS (
+      SELECT c.id, c.priority, c.run_after, c.seq, wt.tenant AS flow, wt.d + (c.k - 1)::float8 / wt.w AS key
+      FROM weighted wt CROSS JOIN LATERAL (${head("j.tenant = wt.tenant")}) c
+      WHERE wt.tenant IS NOT NULL
+      UNION ALL
+      SELECT c.id, c.priority, c.run_after, c.seq, NULL::text, wt.d + (c.k - 1)::float8 / wt.w
+      FROM weighted wt CROSS JOIN LATERAL (${head("j.tenant IS NULL")}) c
+      WHERE wt.tenant IS NULL
+    ), ordered AS (
+      SELECT * FROM cand c ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n + FAIR_PASS_OVER}
+    ), picked AS (
+      SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow FROM ${s}.jobs j JOIN ordered c ON c.id = j.id
+      WHERE j.state = 'queued' AND j.run_after <= ${now}
+      ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED
+    ), ranked AS (
+      SELECT p.*, row_number() OVER (ORDER BY p.key, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
+    ), input AS (
+      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
+        r.ord, r.flow
+      FROM ranked r WHERE r.ord <= $2::int
+    ), service AS (
+      INSERT INTO ${s}.fair_service AS fs (queue, tenant, service, at)
+      SELECT $1, wt.tenant, wt.d + p.picks::float8 / wt.w, ${now}
+      FROM (SELECT i.flow, count(*) AS picks FROM input i GROUP BY i.flow) p
+      JOIN weighted wt ON wt.tenant IS NOT DISTINCT FROM p.flow
+      ON CONFLICT (queue, tenant) DO UPDATE SET service = EXCLUDED.service, at = EXCLUDED.at
+    ), ${claimWrite(s, now)}
+    SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
+    UNION ALL
+    SELECT 0, false, false, ${ms(now)}, ${noJob}
+    ORDER BY 1`
+}
+
 /**
  * heartbeat. Inputs: $1 ids, $2 tokens, $3 lease ms, $4 progress (NULL: unchanged), $5 now. Fenced
  * (`Protocol.holds`); `Protocol.heartbeatTransition`: the lease runs to now + lease ms, progress clamped to 0..1.
@@ -315,18 +429,18 @@ const heartbeatSql = (s: string): string => {
 }
 
 /**
- * settle. Inputs: $1 ids, $2 tokens, $3 kinds ('complete' | 'retry' | 'fail' | 'abandon' | 'release'), $4
- * results (JSON text), $5 retry delays ms, $6 error classes, $7 evidence, $8 abandon reasons (NULL where a kind
- * has no such field), $9 now. Fenced (`Protocol.holds`); `Protocol.settleTransition`, including a retry whose
- * run_after (now + delay) reaches the deadline becoming abandoned(deadline). The attempt row of the token ends
+ * settle. Inputs: $1 ids, $2 tokens, $3 kinds ('complete' | 'retry' | 'fail' | 'abandon' | 'release' |
+ * 'throttle'), $4 results (JSON text), $5 retry and throttle delays ms, $6 error classes, $7 evidence, $8 abandon
+ * reasons (NULL where a kind has no such field), $9 now. Fenced (`Protocol.holds`); `Protocol.settleTransition`,
+ * including a retry or throttle whose run_after (now + delay) reaches the deadline becoming abandoned(deadline). The attempt row of the token ends
  * with the matching outcome in the same statement. Outputs per item: `applied` and the job.
  */
 const settleSql = (s: string): string => {
   const now = storeNow(9)
   const runAfter = `${now} + ${millis("greatest(0, i.delay_ms)")}`
   // The outcome in effect: a retry that could not start before the deadline is an abandon.
-  const kind = `(CASE WHEN i.kind = 'retry' AND j.deadline_at IS NOT NULL AND ${runAfter} >= j.deadline_at
-      THEN 'abandon' ELSE i.kind END)`
+  const kind = `(CASE WHEN i.kind IN ('retry', 'throttle') AND j.deadline_at IS NOT NULL
+      AND ${runAfter} >= j.deadline_at THEN 'abandon' ELSE i.kind END)`
   return `WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[],
         $8::text[])
@@ -334,17 +448,19 @@ const settleSql = (s: string): string => {
     ), ${lockedRows(s)}, upd AS (
       UPDATE ${s}.jobs j SET
         state = CASE ${kind} WHEN 'complete' THEN 'succeeded' WHEN 'retry' THEN 'queued' WHEN 'release' THEN 'queued'
-          WHEN 'fail' THEN 'failed' ELSE 'abandoned' END,
+          WHEN 'throttle' THEN 'queued' WHEN 'fail' THEN 'failed' ELSE 'abandoned' END,
         abandon_reason = CASE WHEN ${kind} = 'abandon'
-          THEN (CASE WHEN i.kind = 'retry' THEN 'deadline' ELSE i.reason END) ELSE j.abandon_reason END,
+          THEN (CASE WHEN i.kind IN ('retry', 'throttle') THEN 'deadline' ELSE i.reason END) ELSE j.abandon_reason END,
         result = CASE WHEN i.kind = 'complete' THEN i.result::jsonb ELSE j.result END,
         progress = CASE WHEN i.kind = 'complete' THEN 1 ELSE j.progress END,
         error_class = CASE i.kind WHEN 'complete' THEN NULL WHEN 'release' THEN j.error_class
           ELSE coalesce(i.error_class, j.error_class) END,
         last_error = CASE i.kind WHEN 'complete' THEN NULL WHEN 'release' THEN j.last_error
           ELSE coalesce(i.evidence, j.last_error) END,
-        run_after = CASE ${kind} WHEN 'retry' THEN ${runAfter} WHEN 'release' THEN ${now} ELSE j.run_after END,
-        attempts_base = CASE WHEN i.kind = 'release' THEN j.attempts_base + 1 ELSE j.attempts_base END,
+        run_after = CASE ${kind} WHEN 'retry' THEN ${runAfter} WHEN 'throttle' THEN ${runAfter} WHEN 'release' THEN ${now}
+          ELSE j.run_after END,
+        attempts_base = CASE WHEN ${kind} IN ('release', 'throttle') THEN j.attempts_base + 1
+          ELSE j.attempts_base END,
         failed_at = CASE WHEN i.kind = 'fail' THEN ${now} ELSE j.failed_at END,
         visible_at = NULL, ${leaseCleared}, updated_at = ${bump("j", now)}
       ${lockedInput}
@@ -353,7 +469,8 @@ const settleSql = (s: string): string => {
     ), ended AS (
       UPDATE ${s}.attempts a SET ended_at = ${now},
         outcome = CASE upd.state WHEN 'succeeded' THEN 'succeeded' WHEN 'failed' THEN 'failed'
-          WHEN 'abandoned' THEN 'abandoned' ELSE (CASE upd.settle_kind WHEN 'release' THEN 'released' ELSE 'retried' END)
+          WHEN 'abandoned' THEN 'abandoned'
+          ELSE (CASE WHEN upd.settle_kind IN ('release', 'throttle') THEN 'released' ELSE 'retried' END)
         END,
         error_class = upd.end_error_class, evidence = upd.end_evidence
       FROM upd WHERE a.job_id = upd.id AND a.token = upd.lease_token AND a.outcome = 'running'
@@ -366,14 +483,16 @@ const settleSql = (s: string): string => {
  * `found`, `cost_cents`. Not fenced. `Protocol.chargeStep`: ON CONFLICT (job_id, call_id) makes the ledger row
  * the arbiter: a new call id inserts, a settlement of an unsettled row updates, anything else matches no row.
  * The job's cost moves by exactly the delta the ledger row recorded, in the same statement, under the job row's
- * lock (re-evaluated on the newest version), so concurrent charges add up.
+ * lock (re-evaluated on the newest version), so concurrent charges add up. An item that writes nothing answers the
+ * cost as locked, not as the snapshot saw it: a repeat that waited for the charge it repeats answers the spend that
+ * charge left.
  */
 const chargeSql = (s: string): string => {
   const now = storeNow(6)
   return `WITH input AS (
       SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::float8[], $5::boolean[])
         WITH ORDINALITY AS i(job_id, call_id, token, amount_cents, settled, ord)
-    ), ${lockedRows(s)}, c AS (
+    ), ${lockedRows(s, "j.id, j.cost_cents")}, c AS (
       INSERT INTO ${s}.charges AS c (job_id, call_id, token, amount_cents, settled, applied_delta_cents,
         created_at, updated_at)
       SELECT i.job_id, i.call_id, i.token, i.amount_cents, i.settled, i.amount_cents, ${now}, ${now}
@@ -388,9 +507,9 @@ const chargeSql = (s: string): string => {
       FROM c WHERE j.id = c.job_id
       RETURNING j.id, j.cost_cents
     )
-    SELECT i.ord, j.id IS NOT NULL AS found, coalesce(upd.cost_cents, j.cost_cents) AS cost_cents,
+    SELECT i.ord, l.id IS NOT NULL AS found, coalesce(upd.cost_cents, l.cost_cents) AS cost_cents,
       ${ms(now)} AS now_ms
-    FROM input i LEFT JOIN ${s}.jobs j ON j.id = i.job_id LEFT JOIN upd ON upd.id = i.job_id
+    FROM input i LEFT JOIN locked l ON l.id = i.job_id LEFT JOIN upd ON upd.id = i.job_id
     ORDER BY i.ord`
 }
 
@@ -421,7 +540,8 @@ const cancelSql = (s: string): string => {
 }
 
 /**
- * replay. Inputs: $1 ids, $2 queue, $3 tenant, $4 error class, $5 type (filters, NULL: any), $6 now.
+ * replay. Inputs: $1 ids, $2 queue, $3 tenant, $4 error class, $5 type (filters, NULL: any), $6 now, $7 input hash
+ * (a filter, NULL: any).
  * `Protocol.replayTransition` on each `Protocol.replayable` job: failed -> queued, due now, a fresh run
  * (attempts_base = attempts), no leftover cancel request; the transport's hiding and the outbox mark are cleared
  * so the job is delivered and relayed again. The UPDATE re-checks `state = 'failed'` on the newest row version,
@@ -439,6 +559,7 @@ const replaySql = (s: string): string => {
       WHERE j.id = i.job_id AND j.state = 'failed'
         AND ($2::text IS NULL OR j.queue = $2) AND ($3::text IS NULL OR j.tenant = $3)
         AND ($4::text IS NULL OR j.error_class = $4) AND ($5::text IS NULL OR j.type = $5)
+        AND ($7::text IS NULL OR j.input_hash = $7)
       RETURNING j.*, i.ord
     )
     ${writeReply(s, now)}`
@@ -538,7 +659,18 @@ export const makeStatements = (schema: string) => {
     }
     return text
   }
-  return { claimNext, ...fixedStatements(s, schema) }
+  const claimNextFairByLimit = new Map<number, string>()
+  /** claimNext with `fair` for a batch of `max` (`claimNextFairSql` at `claimNextLimit(max)`), made once per limit. */
+  const claimNextFair = (max: number): string => {
+    const limit = claimNextLimit(max)
+    let text = claimNextFairByLimit.get(limit)
+    if (text === undefined) {
+      text = `/* slowcall:claimNextFair */ ${claimNextFairSql(s, limit)}`
+      claimNextFairByLimit.set(limit, text)
+    }
+    return text
+  }
+  return { claimNext, claimNextFair, ...fixedStatements(s, schema) }
 }
 
 const fixedStatements = (s: string, schema: string) =>
@@ -552,6 +684,11 @@ const fixedStatements = (s: string, schema: string) =>
     cancel: cancelSql(s),
     replay: replaySql(s),
     sweep: sweepSql(s),
+    /**
+     * The lock a fair claim of queue $1 takes first in its transaction (see `claimNextFairSql`): a transaction-scoped
+     * advisory lock on (schema, queue), so fair claims of one queue run one at a time.
+     */
+    fairLock: `SELECT pg_advisory_xact_lock(hashtext('slowcall.fair ${schema}'), hashtext($1::text))`,
     /** get. Inputs: $1 id, $2 tenant (NULL: any). */
     get: `SELECT ${jobColumns("j")} FROM ${s}.jobs j WHERE j.id = $1::uuid AND ($2::text IS NULL OR j.tenant = $2)`,
     /**
@@ -576,10 +713,15 @@ const fixedStatements = (s: string, schema: string) =>
       ORDER BY j.updated_at DESC, j.seq DESC LIMIT $5::int`,
     /**
      * dead-letter groups. Inputs: $1 queue, $2 tenant, $3 error class, $4 type. Largest count first, then largest
-     * cost, then input hash, then the group whose first job came first. Costs are summed in insertion order.
+     * cost, then input hash, then the group whose first job came first. Costs are summed in insertion order. Per
+     * group: when its most recent job became failed (a row without the mark, stored before it was kept, by its last
+     * write) and its first 50 job ids (`Query.groupJobIdsLimit`) most recently failed first, the later inserted
+     * first on equal times. The partial index `jobs_dead_letters` holds exactly the failed rows.
      */
     deadLetterGroups: `SELECT j.error_class, j.input_hash, count(*)::int AS count,
-        sum(j.cost_cents ORDER BY j.seq)::float8 AS cost_cents
+        sum(j.cost_cents ORDER BY j.seq)::float8 AS cost_cents,
+        ${ms("max(coalesce(j.failed_at, j.updated_at))")} AS last_failed_at,
+        (array_agg(j.id::text ORDER BY coalesce(j.failed_at, j.updated_at) DESC, j.seq DESC))[1:50] AS job_ids
       FROM ${s}.jobs j
       WHERE j.state = 'failed' AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
         AND ($3::text IS NULL OR j.error_class = $3) AND ($4::text IS NULL OR j.type = $4)
@@ -594,14 +736,21 @@ const fixedStatements = (s: string, schema: string) =>
         AND ($2::text IS NULL OR j.tenant = $2)
       GROUP BY j.priority`,
     /**
-     * cost by error class (summed in insertion order) and the failure count since $3. Inputs: $1 queue, $2 tenant,
-     * $3 failed-since ms.
+     * cost by error class: the ledger rows of every attempt that ended with a class, summed under it (in job,
+     * token, then ledger order), whatever the job did next; a class with such attempts and no rows sums to 0.
+     * Inputs: $1 queue, $2 tenant.
      */
-    statsCost: `SELECT j.error_class, sum(j.cost_cents ORDER BY j.seq)::float8 AS cost_cents,
-        count(*) FILTER (WHERE j.state = 'failed' AND j.failed_at >= ${ts("$3")})::int AS failed
-      FROM ${s}.jobs j
-      WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
-      GROUP BY j.error_class`,
+    statsCost: `SELECT a.error_class,
+        coalesce(sum(c.amount_cents ORDER BY j.seq, a.token, c.seq), 0)::float8 AS cost_cents
+      FROM ${s}.attempts a
+      JOIN ${s}.jobs j ON j.id = a.job_id
+      LEFT JOIN ${s}.charges c ON c.job_id = a.job_id AND c.token = a.token
+      WHERE a.error_class IS NOT NULL AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
+      GROUP BY a.error_class`,
+    /** failures since $3 (jobs still failed). Inputs: $1 queue, $2 tenant, $3 failed-since ms. */
+    statsFailed: `SELECT count(*)::int AS failed FROM ${s}.jobs j
+      WHERE j.state = 'failed' AND j.failed_at >= ${ts("$3")}
+        AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)`,
     now: `SELECT ${ms("now()")} AS now_ms`,
     /**
      * transport receive. Inputs: $1 queue, $2 max, $3 visibility ms, $4 now. Due queued jobs not hidden by an

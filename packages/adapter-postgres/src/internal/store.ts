@@ -8,6 +8,7 @@
  * @internal
  */
 import { StoreError } from "@slowcall/core/Errors"
+import * as Fairness from "@slowcall/core/Fairness"
 import type { Job, JobId } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
 import type {
@@ -76,6 +77,14 @@ const outcomeFields = (outcome: Protocol.Outcome) => {
       }
     case "Release":
       return { ...none, kind: "release" }
+    case "Throttle":
+      return {
+        ...none,
+        kind: "throttle",
+        delayMs: outcome.delayMs,
+        errorClass: "rate_limited" as const,
+        evidence: outcome.error
+      }
   }
 }
 
@@ -122,6 +131,11 @@ interface Sql {
     params: ReadonlyArray<unknown>
   ) => Effect.Effect<Array<Row>, StoreError>
   readonly readNow: Effect.Effect<number, StoreError>
+  /** Runs `fn` in one transaction (or in the caller's, when the store runs inside one). */
+  readonly transaction: (
+    operation: string,
+    fn: (tx: Queryable) => Promise<ReadonlyArray<Row>>
+  ) => Effect.Effect<ReadonlyArray<Row>, StoreError>
 }
 
 /** A statement whose reply rows are read item by item. */
@@ -233,25 +247,66 @@ const claim =
 const claimNext =
   (sql: Sql): StoreService["claimNext"] =>
   (options) =>
-    Effect.map(
-      sql.run("claimNext", sql.st.claimNext(options.max), [
-        options.queue,
-        Math.max(0, options.max),
-        options.owner,
-        options.leaseMs,
-        options.now ?? null,
-        options.types === undefined ? null : options.types.map((t) => t.type),
-        options.types === undefined ? null : options.types.map((t) => t.version)
-      ]),
-      (rows) => ({
-        now: options.now ?? micros(rows[0]?.now_ms),
-        results: rows.flatMap((row): Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> => {
-          if (row.applied !== true) return []
-          const job = toJob(row)
-          return [job.state === "running" ? { _tag: "Claimed", job, takeover: false } : { _tag: "Settled", job }]
-        })
-      })
-    )
+    options.fair !== undefined
+      ? claimNextFair(sql, options, options.fair)
+      : Effect.map(
+          sql.run("claimNext", sql.st.claimNext(options.max), [
+            options.queue,
+            Math.max(0, options.max),
+            options.owner,
+            options.leaseMs,
+            options.now ?? null,
+            options.types === undefined ? null : options.types.map((t) => t.type),
+            options.types === undefined ? null : options.types.map((t) => t.version)
+          ]),
+          (rows) => ({ now: options.now ?? micros(rows[0]?.now_ms), results: claimNextResults(rows) })
+        )
+
+/** claimNext reply rows: only the written ones, in pick order. */
+const claimNextResults = (
+  rows: ReadonlyArray<Row>
+): Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> =>
+  rows.flatMap((row): Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> => {
+    if (row.applied !== true) return []
+    const job = toJob(row)
+    return [job.state === "running" ? { _tag: "Claimed", job, takeover: false } : { _tag: "Settled", job }]
+  })
+
+/**
+ * claimNext with `fair`: `fairLock` on the queue, then `claimNextFair`, in one transaction, so fair claims of one
+ * queue never read each other's service stale. A bad `fair` fails before anything is sent.
+ */
+const claimNextFair = (
+  sql: Sql,
+  options: Parameters<StoreService["claimNext"]>[0],
+  fair: Fairness.FairOptions
+): ReturnType<StoreService["claimNext"]> => {
+  const problem = Fairness.problem(fair)
+  if (problem !== undefined) {
+    return Effect.fail(new StoreError({ reason: "Constraint", operation: "claimNext", detail: problem }))
+  }
+  const weights = Object.entries(fair.weights ?? {})
+  const params = [
+    options.queue,
+    Math.max(0, options.max),
+    options.owner,
+    options.leaseMs,
+    options.now ?? null,
+    options.types === undefined ? null : options.types.map((t) => t.type),
+    options.types === undefined ? null : options.types.map((t) => t.version),
+    weights.map(([tenant]) => tenant),
+    weights.map(([, weight]) => weight),
+    fair.defaultWeight ?? Fairness.defaults.defaultWeight,
+    Fairness.stepMs(fair)
+  ]
+  return Effect.map(
+    sql.transaction("claimNext", async (tx) => {
+      await tx.query(sql.st.fairLock, [options.queue])
+      return tx.query<Row>(sql.st.claimNextFair(options.max), params)
+    }),
+    (rows) => ({ now: options.now ?? micros(rows[0]?.now_ms), results: claimNextResults(rows) })
+  )
+}
 
 const heartbeat =
   (sql: Sql): StoreService["heartbeat"] =>
@@ -372,7 +427,8 @@ const replay =
           filter.tenant ?? null,
           filter.errorClass ?? null,
           filter.type ?? null,
-          now
+          now,
+          filter.inputHash ?? null
         ])((item, row): ReplayItemResult | undefined => {
           const job = toJobOrUndefined(row)
           if (job === undefined) return { _tag: "Skipped", jobId: item.jobId, state: null }
@@ -417,10 +473,20 @@ const sweep =
  *
  * @internal
  */
-export const makeProtocolStore = (q: Queryable, st: Statements): StoreService => {
+export const makeProtocolStore = (
+  q: Queryable,
+  st: Statements,
+  transaction: <A>(fn: (tx: Queryable) => Promise<A>) => Promise<A> = (fn) => fn(q)
+): StoreService => {
   const run = (operation: string, text: string, params: ReadonlyArray<unknown>) =>
     Effect.tryPromise({ try: () => q.query<Row>(text, params), catch: (error) => toStoreError(operation, error) })
-  const sql: Sql = { st, run, readNow: Effect.map(run("now", st.now, []), (rows) => micros(rows[0]?.now_ms)) }
+  const sql: Sql = {
+    st,
+    run,
+    readNow: Effect.map(run("now", st.now, []), (rows) => micros(rows[0]?.now_ms)),
+    transaction: (operation, fn) =>
+      Effect.tryPromise({ try: () => transaction(fn), catch: (error) => toStoreError(operation, error) })
+  }
   return {
     submit: submit(sql),
     claim: claim(sql),

@@ -8,6 +8,7 @@
  */
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import type { AbandonReason, Attempt, AttemptOutcome, Charge, Job, JobId, JobState, Json } from "@slowcall/core/Job"
+import type { SubmitItem } from "@slowcall/core/Protocol"
 import { replyFields } from "./keys.js"
 
 /** A raw script reply value. */
@@ -137,3 +138,22 @@ export const toSum = (cell: string): { readonly count: number; readonly sum: num
   const bar = cell.indexOf("|")
   return { count: Number(cell.slice(0, bar)), sum: Number(cell.slice(bar + 1)) }
 }
+
+/** One submitted item as the submit and batch scripts read it (`lua/includes` decodes the same fifteen fields in this order). */
+export const itemArgs = (item: SubmitItem): ReadonlyArray<string> => [
+  item.id,
+  optString(item.tenant),
+  item.type,
+  String(item.version),
+  optString(item.requestKey),
+  item.inputHash,
+  JSON.stringify(item.input),
+  optString(item.inputRef),
+  optNumber(item.priority),
+  optNumber(item.delayMs),
+  optNumber(item.deadlineAt),
+  optNumber(item.budgetCents),
+  String(item.maxAttempts),
+  optString(item.traceId),
+  optString(item.fingerprint)
+]

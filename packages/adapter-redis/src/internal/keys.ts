@@ -19,14 +19,35 @@
  *   have queued jobs; `x:c` and `x:tc:enc(tenant)` (ledger rows, members `enc(jobId)<callId>`, by the time the
  *   call started).
  * - Hashes of sums: `g`, `g:t:enc(tenant)`, `g:y:enc(type)`, `g:ty:enc(tenant)enc(type)` (dead-letter groups:
- *   count and cost per error class and input hash); `e`, `e:t:enc(tenant)` (count and cost per error class).
+ *   count and cost per error class and input hash); `ea`, `ea:t:enc(tenant)` (per error class, the number of attempts
+ *   that ended with it and the sum of their ledger rows; named apart from the job-level `e` sums of earlier
+ *   versions, which they replace).
+ * - Beside each dead-letter group's sum, the group's failed jobs by the time they became failed (a sorted set per
+ *   group field, same members as above): `x:gj:<field>`, `x:gjt:enc(tenant)<field>`, `x:gjy:enc(type)<field>`,
+ *   `x:gjty:enc(tenant)enc(type)<field>`, where `<field>` is the group's field in the sums (`c<class>:<input hash>` or
+ *   `n:<input hash>`): a group's latest failure and most recent job ids without a walk over the dead letters.
+ * - Batches (`lua/includes/records.lua`): `Q b:<batchId>` (the batch record, `batchFields`), `Q bi:<batchId>` (a list
+ *   of its items' job ids in the order they landed) and `Q bk` (batch request keys: tenant and key to batch id). A
+ *   batch lives in the slot of its items' queue, which all its items and callbacks share (the queue is given when
+ *   the batch is opened), so every script that writes an item writes its batch too; an item's record holds its
+ *   batch id (`bt`). A batch id has a route like a job id.
  * - `Q rk`: request keys (tenant and key to job id); `Q ev`: the sharded pub/sub channel of the queue's writes.
+ * - Fair claims (`includes/fairness.lua`), kept only in a queue whose meta hash has the field `fx` (set by its first
+ *   fair claim, which builds them from `x:s:queued`): `x:ft`, the set of tenant codes with queued jobs (`n` for no
+ *   tenant, `t<tenant>` otherwise); `x:nr:<priority>` and `x:np`, the no-tenant counterparts of `x:tr:` and `x:tp:`;
+ *   `fs`, each tenant code's attained service as `<service>|<store time written>`.
  *
  * Global keys, each in a slot of its own: `<prefix>:queues` (every queue ever submitted to) and
  * `<prefix>:r:{<bucket>}` (64 hashes from job id to queue: how a verb that names only job ids finds their slot).
  *
+ * The Limiter's keys all start with `<prefix>:{%limits}:` (one hash tag, one slot, so one script serves a call over
+ * any resources; no queue's tag can be `%limits`, since a queue's `%` is escaped): `all` (the set of resources with
+ * a record), `r:enc(resource)` (the state hash), `p:enc(resource)` (permits by name) and `e:enc(resource)` (permit
+ * names by end). `lua/includes/limits.lua` describes their fields.
+ *
  * @internal
  */
+import * as Limits from "@slowcall/core/Limits"
 
 /**
  * The suffixes after a queue's prefix, by name. The Lua scripts read them as the table `K`.
@@ -57,8 +78,12 @@ export const suffix = {
   tenantGroups: "g:t:",
   typeGroups: "g:y:",
   tenantTypeGroups: "g:ty:",
-  costs: "e",
-  tenantCosts: "e:t:",
+  groupJobs: "x:gj:",
+  tenantGroupJobs: "x:gjt:",
+  typeGroupJobs: "x:gjy:",
+  tenantTypeGroupJobs: "x:gjty:",
+  costs: "ea",
+  tenantCosts: "ea:t:",
   keyed: "x:k:",
   waitingTypes: "x:w",
   waiting: "x:wq:",
@@ -67,7 +92,14 @@ export const suffix = {
   ledger: "x:c",
   tenantLedger: "x:tc:",
   requestKeys: "rk",
-  events: "ev"
+  events: "ev",
+  fairTenants: "x:ft",
+  noTenantReady: "x:nr:",
+  noTenantPrios: "x:np",
+  fairService: "fs",
+  batch: "b:",
+  batchItems: "bi:",
+  batchKeys: "bk"
 } as const
 
 /**
@@ -109,7 +141,40 @@ export const jobFields = [
   ["failedAt", "fa", "n"],
   ["republishedAt", "rp", "n"],
   ["visibleAt", "vi", "n"],
-  ["receiveCount", "rc", "n"]
+  ["receiveCount", "rc", "n"],
+  ["batchId", "bt", "s"]
+] as const
+
+/**
+ * How a batch record is stored (`Q b:<id>`, a hash): the record's field, the hash field and whether it is a number;
+ * the counts are fields named after the states. The callbacks are JSON text (`Callback` with its input as JSON
+ * text). A script returns a batch as its id then these fields in this order (false for null).
+ *
+ * @internal
+ */
+export const batchFields = [
+  ["tenant", "tn", "s"],
+  ["requestKey", "rk", "s"],
+  ["fingerprint", "fp", "s"],
+  ["size", "sz", "n"],
+  ["added", "ad", "n"],
+  ["queued", "q", "n"],
+  ["running", "r", "n"],
+  ["succeeded", "s", "n"],
+  ["failed", "f", "n"],
+  ["abandoned", "a", "n"],
+  ["costCents", "co", "n"],
+  ["budgetCents", "bu", "n"],
+  ["deadlineAt", "dl", "n"],
+  ["onComplete", "oc", "s"],
+  ["onSuccess", "os", "s"],
+  ["onCompleteJobId", "oci", "s"],
+  ["onSuccessJobId", "osi", "s"],
+  ["parentJobId", "pj", "s"],
+  ["cancelRequestedAt", "cx", "n"],
+  ["createdAt", "cr", "n"],
+  ["updatedAt", "up", "n"],
+  ["finishedAt", "fi", "n"]
 ] as const
 
 /**
@@ -223,6 +288,20 @@ export const make = (prefix: string): Keys => {
   }
 }
 
+/**
+ * The suffixes of the Limiter's keys after `limitsBase`. The Lua scripts read them as the table `LK`.
+ *
+ * @internal
+ */
+export const limitSuffix = { all: "all", state: "r:", permits: "p:", ends: "e:" } as const
+
+/**
+ * The start of every key of the Limiter: one hash tag for all resources.
+ *
+ * @internal
+ */
+export const limitsBase = (prefix: string): string => `${prefix}:{%limits}:`
+
 const luaString = (value: string): string => JSON.stringify(value)
 
 /**
@@ -240,14 +319,23 @@ export const luaKeys = (): string => {
   const byShort = jobFields.map(([name, short]) => `${short} = ${luaString(name)}`).join(", ")
   const numeric = jobFields.flatMap(([, short, kind]) => (kind === "n" ? [`${short} = true`] : [])).join(", ")
   return [
-    "-- Generated from src/internal/keys.ts: the key layout and the record's hash fields (flat tables: a script",
-    "-- builds them on every call).",
+    "-- Generated from src/internal/keys.ts: the key layout, the record's hash fields and the Limiter's keys and",
+    "-- defaults (flat tables: a script builds them on every call).",
     `local K = { ${k} }`,
     `local FIELD_NAMES = ${list(jobFields.map(([name]) => name))}`,
     `local FIELD_SHORTS = ${list(jobFields.map(([, short]) => short))}`,
     `local NAME_OF = { ${byShort} }`,
     `local NUMERIC = { ${numeric} }`,
     `local REPLY = ${list(replyFields)}`,
+    `local BATCH_NAMES = ${list(batchFields.map(([name]) => name))}`,
+    `local BATCH_SHORTS = ${list(batchFields.map(([, short]) => short))}`,
+    `local BATCH_NAME_OF = { ${batchFields.map(([name, short]) => `${short} = ${luaString(name)}`).join(", ")} }`,
+    `local BATCH_NUMERIC = { ${batchFields.flatMap(([, short, kind]) => (kind === "n" ? [`${short} = true`] : [])).join(", ")} }`,
+    `local LK = { ${Object.entries(limitSuffix)
+      .map(([name, value]) => `${name} = ${luaString(value)}`)
+      .join(", ")} }`,
+    `local LIMIT_BURST_SECONDS = ${Limits.defaults.burstSeconds}`,
+    `local LIMIT_RETENTION_MS = ${Limits.defaults.permitRetentionMs}`,
     ""
   ].join("\n")
 }

@@ -1,8 +1,8 @@
 /**
  * The Query service on Redis: read-only scripts over the indexes the write scripts keep (`lua/list.lua`,
- * `deadLetters.lua`, `stats.lua`, `get.lua`), and the attempt and ledger hashes read whole. A read without a queue
- * spans every queue of the prefix (the set `<prefix>:queues`): one script per queue, merged here; across queues,
- * equal `createdAt` go by queue name, then insertion order.
+ * `count.lua`, `deadLetters.lua`, `stats.lua`, `get.lua`), and the attempt and ledger hashes read whole. A read
+ * without a queue spans every queue of the prefix (the set `<prefix>:queues`): one script per queue, merged here;
+ * across queues, equal `createdAt` go by queue name, then insertion order.
  *
  * @internal
  */
@@ -10,13 +10,26 @@ import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { JobNotFound } from "@slowcall/core/Errors"
 import type { Job, JobId, JobState } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
-import type { DeadLetterGroup, Query, SpendGroup, StoreStats, WaitingGroup } from "@slowcall/core/Query"
+import {
+  type DeadLetterGroup,
+  groupJobIdsLimit,
+  type Query,
+  type SpendGroup,
+  type StoreStats,
+  type WaitingGroup
+} from "@slowcall/core/Query"
 import { Effect } from "effect"
 import { optNumber, optString, type Raw, toAttempts, toCharges, toJob, toSum } from "./codec.js"
 import { attempt, type Context, script } from "./context.js"
 import { enc, suffix } from "./keys.js"
 
 type QueryService = Query["Type"]
+
+/** One dead-letter group as `deadLetters.lua` returns it: field, "count|cost", then member and score pairs. */
+type GroupCells = readonly [string, string, ReadonlyArray<string>]
+
+/** The job id of an index member (`<12-digit insertion counter><id>`). */
+const idOfMember = (member: string): JobId => member.slice(12) as JobId
 
 const STATES: ReadonlyArray<JobState> = ["queued", "running", "succeeded", "failed", "abandoned"]
 
@@ -91,7 +104,8 @@ export const makeQuery = (ctx: Context): QueryService => {
                 optString(options.requestKey),
                 cursor === undefined ? "" : cursor.createdAt,
                 tiesOf(queue),
-                cursor === undefined ? "" : cursor.member
+                cursor === undefined ? "" : cursor.member,
+                optString(options.inputHash)
               ],
               false
             ),
@@ -137,30 +151,66 @@ export const makeQuery = (ctx: Context): QueryService => {
               false
             ),
             (raw) => {
-              const [jobs, groups] = raw as [ReadonlyArray<Raw>, ReadonlyArray<string>]
-              return { jobs: jobs.map((r) => toJob(queue, r)), groups }
+              const [jobs, groups] = raw as [ReadonlyArray<Raw>, ReadonlyArray<GroupCells>]
+              return { queue, jobs: jobs.map((r) => toJob(queue, r)), groups }
             }
           ),
         { concurrency: 8 }
       )
-      const sums = new Map<string, { errorClass: ErrorClass | null; inputHash: string; count: number; sum: number }>()
-      for (const { groups } of perQueue) {
-        for (let i = 0; i < groups.length; i += 2) {
-          const field = groups[i]!
+      const sums = new Map<
+        string,
+        {
+          errorClass: ErrorClass | null
+          inputHash: string
+          count: number
+          sum: number
+          recent: Array<{
+            readonly jobId: JobId
+            readonly failedAt: number
+            readonly queue: string
+            readonly rank: number
+          }>
+        }
+      >()
+      for (const { queue, groups } of perQueue) {
+        for (const [field, cell, entries] of groups) {
           const colon = field.indexOf(":")
           const errorClass = field.startsWith("c") ? (field.slice(1, colon) as ErrorClass) : null
           const inputHash = field.slice(colon + 1)
-          const { count, sum } = toSum(groups[i + 1]!)
+          const { count, sum } = toSum(cell)
+          const recent = []
+          for (let i = 0; i < entries.length; i += 2) {
+            recent.push({ jobId: idOfMember(entries[i]!), failedAt: Number(entries[i + 1]), queue, rank: i })
+          }
           const group = sums.get(field)
-          if (group === undefined) sums.set(field, { errorClass, inputHash, count, sum })
+          if (group === undefined) sums.set(field, { errorClass, inputHash, count, sum, recent })
           else {
             group.count += count
             group.sum += sum
+            group.recent.push(...recent)
           }
         }
       }
       const groups: Array<DeadLetterGroup> = [...sums.values()]
-        .map((g) => ({ errorClass: g.errorClass, inputHash: g.inputHash, count: g.count, costCents: g.sum }))
+        .map((g) => {
+          // One queue's entries come in order; across queues, the latest failure first, then by queue name.
+          const recent =
+            perQueue.length === 1
+              ? g.recent
+              : g.recent.sort(
+                  (a, b) =>
+                    b.failedAt - a.failedAt || (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.rank - b.rank)
+                )
+          return {
+            errorClass: g.errorClass,
+            inputHash: g.inputHash,
+            count: g.count,
+            costCents: g.sum,
+            // A group whose index is missing (jobs failed before it was kept) shows no time and no ids.
+            lastFailedAt: recent[0]?.failedAt ?? 0,
+            jobIds: recent.slice(0, groupJobIdsLimit).map((entry) => entry.jobId)
+          }
+        })
         .sort(
           (a, b) =>
             b.count - a.count ||
@@ -175,6 +225,25 @@ export const makeQuery = (ctx: Context): QueryService => {
               .sort((a, b) => b.updatedAt - a.updatedAt)
               .slice(0, limit)
       return { jobs, groups }
+    })
+
+  const estimates: QueryService["estimates"] = (options) =>
+    Effect.gen(function* () {
+      const routes = yield* ctx.routes.resolve("estimates", options.jobIds)
+      // The ledger hashes of the jobs found, read a few at a time; the rule is the protocol's own.
+      return yield* Effect.forEach(
+        options.jobIds,
+        (jobId) => {
+          const queue = routes.get(jobId)
+          return queue === undefined
+            ? Effect.succeed(0)
+            : Effect.map(
+                attempt(ctx.client, "estimates", false, () => ctx.client.hgetall(ctx.keys.charges(queue, jobId))),
+                (hash) => Protocol.fallbackEstimate(toCharges(jobId, hash))
+              )
+        },
+        { concurrency: 16 }
+      )
     })
 
   const stats: QueryService["stats"] = (options) =>
@@ -263,6 +332,35 @@ export const makeQuery = (ctx: Context): QueryService => {
       } satisfies StoreStats
     })
 
+  const count: QueryService["count"] = (options) =>
+    Effect.gen(function* () {
+      const queues = yield* queuesOf("count", options.queue)
+      // Queue by queue, each asked only for what the bound still allows.
+      let total = 0
+      for (const queue of queues) {
+        const left = Math.max(0, Math.floor(options.upTo)) - total
+        if (left <= 0) break
+        const counted = yield* script(
+          ctx,
+          "count",
+          "count",
+          queue,
+          [
+            optString(options.tenant),
+            optString(options.state),
+            optString(options.type),
+            optString(options.errorClass),
+            optString(options.requestKey),
+            String(left),
+            optString(options.inputHash)
+          ],
+          false
+        )
+        total += Number(counted)
+      }
+      return total
+    })
+
   const countQueued: QueryService["countQueued"] = (options) => {
     const upTo = Math.max(0, Math.floor(options.upTo))
     const base = ctx.keys.queueBase(options.queue)
@@ -284,8 +382,10 @@ export const makeQuery = (ctx: Context): QueryService => {
     list,
     attempts: (options) => rowsOf("attempts", options.jobId, ctx.keys.attempts, toAttempts),
     charges: (options) => rowsOf("charges", options.jobId, ctx.keys.charges, toCharges),
+    estimates,
     deadLetters,
     stats,
+    count,
     countQueued
   } satisfies QueryService
 }

@@ -17,6 +17,7 @@ export const names = [
   "submit",
   "claim",
   "claimNext",
+  "claimNextFair",
   "heartbeat",
   "charge",
   "settle",
@@ -25,12 +26,23 @@ export const names = [
   "sweep",
   "get",
   "list",
+  "count",
   "deadLetters",
   "stats",
   "receive",
   "hide",
   "purge",
-  "retract"
+  "retract",
+  "limitDefine",
+  "limitApply",
+  "limitResume",
+  "limitRead",
+  "batchOpen",
+  "batchAdd",
+  "batchGet",
+  "batchCancel",
+  "batchReplay",
+  "batchJobs"
 ] as const
 
 /** @internal */

@@ -25,6 +25,8 @@ export interface NodeSettings {
 export interface ServerCheck {
   readonly nodes: ReadonlyArray<NodeSettings>
   readonly warnings: ReadonlyArray<string>
+  /** What each server with an append-only file keeps through a crash of Redis and through one of the machine. */
+  readonly durability: ReadonlyArray<string>
 }
 
 const configOf = async (node: Redis): Promise<Omit<NodeSettings, "node">> => {
@@ -82,6 +84,34 @@ export const warningsOf = (settings: NodeSettings): ReadonlyArray<string> => {
 }
 
 /**
+ * What one server with an append-only file keeps: a crash of Redis alone (`kill -9`) loses nothing the server
+ * acknowledged, the writes being in the operating system already; a crash of the machine loses what was not yet
+ * fsynced, which `appendfsync` decides. Servers without an append-only file get warnings instead (`warningsOf`).
+ *
+ * @internal
+ */
+export const durabilityOf = (settings: NodeSettings): ReadonlyArray<string> => {
+  if (settings.appendonly !== "yes") return []
+  const at = `Redis ${settings.node}`
+  switch (settings.appendfsync) {
+    case "always":
+      return [
+        `${at} fsyncs its append-only file before every reply (appendfsync always): a crash of Redis or of the ` +
+          "machine loses no acknowledged job, attempt or charge."
+      ]
+    case "everysec":
+      return [
+        `${at} fsyncs its append-only file once a second (appendfsync everysec): a crash of Redis alone loses ` +
+          "nothing, but a crash of the machine (power loss, kernel panic) can lose up to a second of acknowledged " +
+          "jobs, attempts and charges. appendfsync always loses none of them (each write is fsynced before the " +
+          "reply, at the cost of an fsync per write)."
+      ]
+    default:
+      return []
+  }
+}
+
+/**
  * Reads the settings of every server behind `client`.
  *
  * @internal
@@ -96,7 +126,7 @@ export const check = (client: Client): Effect.Effect<ServerCheck, StoreError> =>
           ...(await configOf(server))
         }))
       )
-      return { nodes, warnings: nodes.flatMap(warningsOf) }
+      return { nodes, warnings: nodes.flatMap(warningsOf), durability: nodes.flatMap(durabilityOf) }
     },
     catch: (error) => toStoreError("checkServer", error, false)
   })

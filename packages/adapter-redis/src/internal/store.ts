@@ -11,6 +11,7 @@
  * @internal
  */
 import { StoreError } from "@slowcall/core/Errors"
+import * as Fairness from "@slowcall/core/Fairness"
 import type { Job, JobId, JobState } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Protocol from "@slowcall/core/Protocol"
@@ -33,7 +34,7 @@ import type {
   SweepResult
 } from "@slowcall/core/Store"
 import { Effect } from "effect"
-import { nowArg, optNumber, optString, type Raw, toJob } from "./codec.js"
+import { itemArgs, nowArg, optNumber, optString, type Raw, toJob } from "./codec.js"
 import { type Context, script, serverNow } from "./context.js"
 import { toStoreError } from "./errors.js"
 import { guarded } from "./guard.js"
@@ -127,6 +128,8 @@ const outcomeArgs = (outcome: Protocol.Outcome): ReadonlyArray<string> => {
       return ["abandon", "", "", optString(outcome.errorClass), optString(outcome.error), outcome.reason]
     case "Release":
       return ["release", "", "", "-", "-", ""]
+    case "Throttle":
+      return ["throttle", "", String(outcome.delayMs), optString("rate_limited"), optString(outcome.error), ""]
   }
 }
 
@@ -146,25 +149,7 @@ export const makeStore = (ctx: Context): StoreService => {
   /** The submit script's arguments for some items of one queue. */
   const submitArgs = (items: ReadonlyArray<SubmitItem>, now: number | undefined): Array<string> => {
     const args = [nowArg(now)]
-    for (const item of items) {
-      args.push(
-        item.id,
-        optString(item.tenant),
-        item.type,
-        String(item.version),
-        optString(item.requestKey),
-        item.inputHash,
-        JSON.stringify(item.input),
-        optString(item.inputRef),
-        optNumber(item.priority),
-        optNumber(item.delayMs),
-        optNumber(item.deadlineAt),
-        optNumber(item.budgetCents),
-        String(item.maxAttempts),
-        optString(item.traceId),
-        optString(item.fingerprint)
-      )
-    }
+    for (const item of items) args.push(...itemArgs(item))
     return args
   }
 
@@ -395,12 +380,21 @@ export const makeStore = (ctx: Context): StoreService => {
         )
     )
 
-  const claimNext: StoreService["claimNext"] = (options) =>
-    Effect.map(
+  /** claimNext with `fair`: one `claimNextFair` script (a bad `fair` fails before anything is sent). */
+  const claimNextFair = (
+    options: Parameters<StoreService["claimNext"]>[0],
+    fair: Fairness.FairOptions
+  ): ReturnType<StoreService["claimNext"]> => {
+    const problem = Fairness.problem(fair)
+    if (problem !== undefined) {
+      return Effect.fail(new StoreError({ reason: "Constraint", operation: "claimNext", detail: problem }))
+    }
+    const weights = Object.entries(fair.weights ?? {})
+    return Effect.map(
       script(
         ctx,
         "claimNext",
-        "claimNext",
+        "claimNextFair",
         options.queue,
         [
           nowArg(options.now),
@@ -408,7 +402,10 @@ export const makeStore = (ctx: Context): StoreService => {
           String(Math.max(0, options.max)),
           options.owner,
           String(options.leaseMs),
-          // The `Protocol.runnableBy` filter: "-" for none, else "+" and then one "type@version" per argument.
+          String(fair.defaultWeight ?? Fairness.defaults.defaultWeight),
+          String(Fairness.stepMs(fair)),
+          String(weights.length),
+          ...weights.flatMap(([tenant, weight]) => [tenant, String(weight)]),
           options.types === undefined ? "-" : "+",
           ...(options.types ?? []).map((t) => `${t.type}@${t.version}`)
         ],
@@ -424,6 +421,39 @@ export const makeStore = (ctx: Context): StoreService => {
         }
       }
     )
+  }
+
+  const claimNext: StoreService["claimNext"] = (options) =>
+    options.fair !== undefined
+      ? claimNextFair(options, options.fair)
+      : Effect.map(
+          script(
+            ctx,
+            "claimNext",
+            "claimNext",
+            options.queue,
+            [
+              nowArg(options.now),
+              retention,
+              String(Math.max(0, options.max)),
+              options.owner,
+              String(options.leaseMs),
+              // The `Protocol.runnableBy` filter: "-" for none, else "+" and then one "type@version" per argument.
+              options.types === undefined ? "-" : "+",
+              ...(options.types ?? []).map((t) => `${t.type}@${t.version}`)
+            ],
+            true
+          ),
+          (raw) => {
+            const reply = split(raw)
+            return {
+              now: reply.now,
+              results: reply.results.map((r) => claimResult(options.queue, r, r[1]![0] as JobId)) as Array<
+                Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>
+              >
+            }
+          }
+        )
 
   const heartbeat: StoreService["heartbeat"] = (options) =>
     byQueue<HeartbeatItem, HeartbeatResult>(
@@ -596,6 +626,7 @@ export const makeStore = (ctx: Context): StoreService => {
               optString(filter.tenant),
               optString(filter.errorClass),
               optString(filter.type),
+              optString(filter.inputHash),
               ...items.map((i) => i.jobId)
             ],
             true

@@ -3,7 +3,8 @@
 -- ARGV: now ("" = server TIME), then 5 values per item: job id, call id, token, amount cents, settled "1"/"0".
 -- Returns: { now, results... }, each { "Charged", costCents } | { "NotFound" }.
 -- Atomic: the ledger row (keyed by call id) and the job's spend change in one script, so a call id counts
---         once however often it is sent and the spend is always the ledger's sum.
+--         once however often it is sent and the spend is always the ledger's sum; a row of an attempt that
+--         ended with an error class moves that class's cost sum in the same script.
 -- @include base
 -- @include protocol
 -- @include records
@@ -36,6 +37,13 @@ for a = 2, #ARGV, 5 do
         indexCharge(job, callId, row.createdAt)
       end
       redis.call("HSET", key, callId, encodeCharge(row))
+      -- A row of an attempt that has ended with a class (a late settlement, a stale worker's call) moves its sum.
+      local class = endedClass(job.id, row.token)
+      if class ~= nil and result.delta ~= 0 then
+        for _, k in ipairs(costKeys(job)) do
+          addSum(k, class, 0, result.delta)
+        end
+      end
       local new = charged(job, result.delta, now)
       save(job, new)
       touched(new)

@@ -4,12 +4,13 @@
 -- ARGV: tenant, state, type, error class (each "-" or "+text"), limit ("" = all), order ("newest" | "oldest"),
 --       request key ("-" or "+text"), then the cursor: its createdAt ("" = none), where this queue's entries at
 --       that createdAt fall against it in ascending (score, member) order ("same": by the cursor's member, the
---       next ARGV, the cursor being a job of this queue; "high": all above it; "low": all below it), its member.
+--       next ARGV, the cursor being a job of this queue; "high": all above it; "low": all below it), its member,
+--       then the input hash ("-" or "+text").
 -- Returns: the matching jobs in createdAt order, insertion order breaking ties, at most limit, after the cursor.
 -- Index: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`) by createdAt, with the insertion
 --        counter in the member; without a state, the five of them merged in that same order; with a request
---        key, the jobs of that key (`x:k:<key>`) alone. Type and error class (and with a key, state and tenant)
---        are checked on each record walked. The cursor's place in each source is found by ZCOUNT and a binary
+--        key, the jobs of that key (`x:k:<key>`) alone. Type, error class and input hash (and with a key, state
+--        and tenant) are checked on each record walked. The cursor's place in each source is found by ZCOUNT and a binary
 --        search over its ties, so a page costs O(log^2 n) to find, not a walk from the start.
 -- Atomic: one script reads one instant of the queue.
 -- @include base
@@ -24,6 +25,7 @@ local requestKey = optString(ARGV[7])
 local afterScore = optNumber(ARGV[8])
 local afterTies = ARGV[9]
 local afterMember = ARGV[10]
+local inputHash = optString(ARGV[11])
 
 local PAGE = 200
 
@@ -145,6 +147,7 @@ while true do
   bestSource.at = bestSource.at + 1
   local job = load(idOfMember(best[1]))
   if job ~= nil and (jobType == nil or job.type == jobType) and (errorClass == nil or job.errorClass == errorClass)
+    and (inputHash == nil or job.inputHash == inputHash)
     and (requestKey == nil or ((state == nil or job.state == state) and (tenant == nil or job.tenant == tenant))) then
     out[#out + 1] = jobReply(job)
     if limit ~= nil and #out >= limit then

@@ -1,7 +1,8 @@
--- settle: end attempts under their tokens (Store.settle): complete, retry, fail, abandon or release.
+-- settle: end attempts under their tokens (Store.settle): complete, retry, fail, abandon, release or throttle.
 -- KEYS[1]: the queue's meta hash; every other key is built from its prefix (one slot).
 -- ARGV: now ("" = server TIME), retention ms ("" = keep), then 8 values per item: job id, token, kind
---       (complete | retry | fail | abandon | release), result JSON (complete), delay ms (retry), error class (opt),
+--       (complete | retry | fail | abandon | release | throttle), result JSON (complete), delay ms (retry, throttle),
+--       error class (opt),
 --       error (opt), abandon reason (abandon; "" otherwise). Optional strings are "-" or "+text".
 -- Returns: { now, results... }, each { "Settled", job } | { "LeaseLost", currentToken | false, state | false }.
 -- Atomic: the fence, the record, the attempt row and the indexes change in one script.

@@ -6,7 +6,7 @@
 --          runAfter, ... }, { error class, "count|cost", ... }, failures since, { version, type, due count,
 --          oldest due runAfter, ... }, { tenant (false for none), type, state, cost, jobs, ... } }.
 -- Index: ZCARD of `x:s:<state>` (or per tenant); the first due member of `x:r:<priority>` for each priority
---        of `x:p`; the sums of `e`; ZCOUNT of `x:fa`; per pair of `x:w`, the due count and first due member of
+--        of `x:p`; the sums of `ea`; ZCOUNT of `x:fa`; per pair of `x:w`, the due count and first due member of
 --        `x:wq:<pair>`; the ledger rows of `x:c` in the window, each read with its job's tenant, type and state
 --        (the spend costs one read per row in the window).
 -- Atomic: one script reads one instant of the queue.

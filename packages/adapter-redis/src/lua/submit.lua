@@ -12,30 +12,13 @@
 -- @include records
 
 local now = storeNow(ARGV[1])
-local ARITY = 15
-local count = (#ARGV - 1) / ARITY
+local count = (#ARGV - 1) / ITEM_ARITY
 
 local items = {}
 local seen = {}
 for i = 0, count - 1 do
-  local a = 1 + i * ARITY
-  local item = {
-    id = ARGV[a + 1],
-    tenant = optString(ARGV[a + 2]),
-    type = ARGV[a + 3],
-    version = tonumber(ARGV[a + 4]),
-    requestKey = optString(ARGV[a + 5]),
-    inputHash = ARGV[a + 6],
-    input = ARGV[a + 7],
-    inputRef = optString(ARGV[a + 8]),
-    priority = optNumber(ARGV[a + 9]),
-    delayMs = optNumber(ARGV[a + 10]),
-    deadlineAt = optNumber(ARGV[a + 11]),
-    budgetCents = optNumber(ARGV[a + 12]),
-    maxAttempts = tonumber(ARGV[a + 13]),
-    traceId = optString(ARGV[a + 14]),
-    fingerprint = optString(ARGV[a + 15])
-  }
+  local a = 1 + i * ITEM_ARITY
+  local item = readItem(a)
   if seen[item.id] or redis.call("EXISTS", jobKey(item.id)) == 1 then
     return { "constraint", item.id }
   end

@@ -10,7 +10,7 @@ import { CliError } from "../CliError.js"
 /** @internal */
 export const request = <A = any>(
   base: string,
-  method: "GET" | "POST",
+  method: "GET" | "POST" | "PUT" | "DELETE",
   path: string,
   body?: unknown
 ): Effect.Effect<A, CliError> =>

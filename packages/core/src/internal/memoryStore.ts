@@ -9,11 +9,20 @@
  * @internal
  */
 import { type Clock, Effect } from "effect"
+import * as Batch from "../Batch.js"
 import type { ErrorClass } from "../ErrorClass.js"
 import { JobNotFound, StoreError } from "../Errors.js"
+import * as Fairness from "../Fairness.js"
 import type { Attempt, Charge, Job, JobId, JobState } from "../Job.js"
 import * as Protocol from "../Protocol.js"
-import type { DeadLetterGroup, Query, SpendGroup, StoreStats, WaitingGroup } from "../Query.js"
+import {
+  type DeadLetterGroup,
+  groupJobIdsLimit,
+  type Query,
+  type SpendGroup,
+  type StoreStats,
+  type WaitingGroup
+} from "../Query.js"
 import type {
   CancelResult,
   ChargeResult,
@@ -40,6 +49,8 @@ interface Row {
   readonly attempts: Array<Attempt>
   readonly charges: Map<string, Protocol.ChargeRow>
 }
+
+type Mutable<A> = { -readonly [K in keyof A]: A[K] }
 
 interface Filter {
   readonly queue?: string | undefined
@@ -68,13 +79,28 @@ const lost = (jobId: JobId, token: number, row: Row | undefined): Fenced => ({
 export interface Made {
   readonly store: Store["Type"]
   readonly query: Query["Type"]
+  readonly batches: Batch.BatchStore["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
+  readonly peekBatch: (batchId: Batch.BatchId) => Batch.Batch | undefined
+}
+
+/** A batch and its items in the order they landed. */
+interface BatchRow {
+  batch: Batch.Batch
+  readonly items: Array<JobId>
 }
 
 /** The store over one clock: `makeWith` reads the clock in scope. */
 const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
   const rows = new Map<JobId, Row>()
   const requestKeys = new Map<string, JobId>()
+  /** Attained service per (queue, tenant), for fair claims (`Fairness.ts`). */
+  const fairService = new Map<string, Fairness.Service>()
+  const batches = new Map<Batch.BatchId, BatchRow>()
+  /** Batch request keys: `JSON.stringify([tenant, requestKey])`. */
+  const batchKeys = new Map<string, Batch.BatchId>()
+  /** The batch each batch item belongs to. */
+  const batchOf = new Map<JobId, BatchRow>()
   let seq = 0
 
   const storeNow = (now: number | undefined): number => now ?? clock.unsafeCurrentTimeMillis()
@@ -120,8 +146,46 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       })
     }
     if (transition.becameFailed) row.failedAt = now
+    const before = row.job
     row.job = transition.job
+    itemWritten(before, row.job)
     return transition.job
+  }
+
+  /** The batch write that goes with a write to a batch item (`Batch.afterItemWrite`), callbacks inserted. */
+  const itemWritten = (before: Job, after: Job): void => {
+    const batchRow = batchOf.get(after.id)
+    if (batchRow === undefined) return
+    const step = Batch.afterItemWrite(batchRow.batch, before, after)
+    batchRow.batch = step.batch
+    for (const item of step.callbacks) insert(item, step.at)
+  }
+
+  /** Inserts a queued job unless its request key names a job already (callbacks go through here too). */
+  const insert = (item: Protocol.SubmitItem, now: number): SubmitOutcome => {
+    const requestKey = item.requestKey ?? null
+    const key = requestKey === null ? null : keyOf(item.queue, item.tenant ?? null, requestKey)
+    const existingId = key === null ? undefined : requestKeys.get(key)
+    const existing = existingId === undefined ? undefined : rows.get(existingId)
+    if (existing !== undefined) {
+      return Protocol.submitVerdict(existing.job, item) === "Existing"
+        ? { _tag: "Existing", job: existing.job }
+        : { _tag: "KeyReused", requestKey: requestKey!, existingJobId: existing.job.id }
+    }
+    const job = Protocol.newJob(item, now)
+    rows.set(job.id, { job, seq: seq++, failedAt: null, republishedAt: null, attempts: [], charges: new Map() })
+    if (key !== null) requestKeys.set(key, job.id)
+    return { _tag: "Created", job }
+  }
+
+  /** A job id that exists already, among `items` or in the store: a caller bug. */
+  const duplicateId = (items: ReadonlyArray<Protocol.SubmitItem>): JobId | undefined => {
+    const fresh = new Set<JobId>()
+    for (const item of items) {
+      if (rows.has(item.id) || fresh.has(item.id)) return item.id
+      fresh.add(item.id)
+    }
+    return undefined
   }
 
   const keyOf = (queue: string, tenant: string | null, requestKey: string): string =>
@@ -133,11 +197,10 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
     item: { owner: string; leaseMs: number; estimateCents?: number | undefined }
   ): ClaimResult => {
     const job = row.job
-    const verdict = Protocol.claimVerdict(
-      job,
-      now,
-      item.estimateCents ?? Protocol.fallbackEstimate(row.charges.values())
-    )
+    const estimate = item.estimateCents ?? Protocol.fallbackEstimate(row.charges.values())
+    const batch = batchOf.get(job.id)?.batch
+    const verdict =
+      batch === undefined ? Protocol.claimVerdict(job, now, estimate) : Batch.claimVerdict(job, batch, now, estimate)
     switch (verdict._tag) {
       case "Settled":
         return { _tag: "Settled", job }
@@ -162,6 +225,44 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       .filter((row) => row.job.queue === queue && row.job.state === "queued" && row.job.runAfter <= now)
       .sort((a, b) => b.job.priority - a.job.priority || a.job.runAfter - b.job.runAfter || a.seq - b.seq)
 
+  /** `claimNext` with `fair`: the picks of `Fairness.pick`, claimed in pick order, and the tenants' new service. */
+  const claimNextFair = (
+    options: Parameters<Store["Type"]["claimNext"]>[0],
+    fair: Fairness.FairOptions
+  ): ReturnType<Store["Type"]["claimNext"]> => {
+    const problem = Fairness.problem(fair)
+    if (problem !== undefined) {
+      return Effect.fail(new StoreError({ reason: "Constraint", operation: "claimNext", detail: problem }))
+    }
+    return write("claimNext", () => {
+      const now = storeNow(options.now)
+      const serviceKey = (tenant: string | null) => JSON.stringify([options.queue, tenant])
+      const candidates = dueInQueue(options.queue, now)
+        .filter((row) => Protocol.runnableBy(row.job, options.types))
+        .map((row) => ({
+          row,
+          tenant: row.job.tenant,
+          priority: row.job.priority,
+          runAfter: row.job.runAfter,
+          seq: row.seq
+        }))
+      const { picks, services } = Fairness.pick({
+        candidates,
+        service: (tenant) => fairService.get(serviceKey(tenant)),
+        fair,
+        now,
+        max: options.max
+      })
+      for (const [tenant, service] of services) fairService.set(serviceKey(tenant), service)
+      const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
+      for (const candidate of picks) {
+        const result = claimOne(candidate.row, now, options)
+        if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
+      }
+      return { now, results }
+    })
+  }
+
   const store: Store["Type"] = {
     now: Effect.sync(() => clock.unsafeCurrentTimeMillis()),
 
@@ -169,45 +270,17 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       Effect.flatten(
         write("submit", (): Effect.Effect<Reply<SubmitOutcome>, StoreError> => {
           const now = storeNow(options.now)
-          const fresh = new Set<JobId>()
-          for (const item of options.items) {
-            if (rows.has(item.id) || fresh.has(item.id)) {
-              return Effect.fail(
-                new StoreError({
-                  reason: "Constraint",
-                  operation: "submit",
-                  detail: `job id ${item.id} already exists`
-                })
-              )
-            }
-            fresh.add(item.id)
+          const duplicate = duplicateId(options.items)
+          if (duplicate !== undefined) {
+            return Effect.fail(
+              new StoreError({
+                reason: "Constraint",
+                operation: "submit",
+                detail: `job id ${duplicate} already exists`
+              })
+            )
           }
-          const results: Array<SubmitOutcome> = []
-          for (const item of options.items) {
-            const requestKey = item.requestKey ?? null
-            const key = requestKey === null ? null : keyOf(item.queue, item.tenant ?? null, requestKey)
-            const existingId = key === null ? undefined : requestKeys.get(key)
-            const existing = existingId === undefined ? undefined : rows.get(existingId)
-            if (existing !== undefined) {
-              results.push(
-                Protocol.submitVerdict(existing.job, item) === "Existing"
-                  ? { _tag: "Existing", job: existing.job }
-                  : { _tag: "KeyReused", requestKey: requestKey!, existingJobId: existing.job.id }
-              )
-              continue
-            }
-            const job = Protocol.newJob(item, now)
-            rows.set(job.id, {
-              job,
-              seq: seq++,
-              failedAt: null,
-              republishedAt: null,
-              attempts: [],
-              charges: new Map()
-            })
-            if (key !== null) requestKeys.set(key, job.id)
-            results.push({ _tag: "Created", job })
-          }
+          const results = options.items.map((item) => insert(item, now))
           return Effect.succeed({ now, results })
         })
       ),
@@ -222,8 +295,10 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
         return { now, results }
       }),
 
-    claimNext: (options) =>
-      write("claimNext", () => {
+    claimNext: (options) => {
+      const fair = options.fair
+      if (fair !== undefined) return claimNextFair(options, fair)
+      return write("claimNext", () => {
         const now = storeNow(options.now)
         const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
         for (const row of dueInQueue(options.queue, now)) {
@@ -233,7 +308,8 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
           if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
         }
         return { now, results }
-      }),
+      })
+    },
 
     heartbeat: (options) =>
       write("heartbeat", () => {
@@ -261,7 +337,9 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
           const step = Protocol.chargeStep(row.charges.get(item.callId), item, now)
           if (step !== undefined) {
             row.charges.set(item.callId, step.row)
+            const before = row.job
             row.job = Protocol.charged(row.job, step.deltaCents, now)
+            itemWritten(before, row.job)
           }
           return { _tag: "Charged", costCents: row.job.costCents }
         })
@@ -378,11 +456,26 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
             (row) =>
               matches(row.job, options) &&
               (options.requestKey === undefined || row.job.requestKey === options.requestKey) &&
+              (options.inputHash === undefined || row.job.inputHash === options.inputHash) &&
               (after === undefined || order(after, row) < 0)
           )
           .sort(order)
           .slice(0, limit)
           .map((row) => row.job)
+      }),
+
+    count: (options) =>
+      Effect.sync(() => {
+        const upTo = Math.max(0, Math.floor(options.upTo))
+        let count = 0
+        for (const row of rows.values()) {
+          if (count >= upTo) break
+          if (!matches(row.job, options)) continue
+          if (options.requestKey !== undefined && row.job.requestKey !== options.requestKey) continue
+          if (options.inputHash !== undefined && row.job.inputHash !== options.inputHash) continue
+          count++
+        }
+        return count
       }),
 
     attempts: (options) =>
@@ -395,22 +488,42 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
         return [...row.charges.values()].map((charge): Charge => ({ jobId: row.job.id, ...charge }))
       }),
 
+    estimates: (options) =>
+      Effect.sync(() =>
+        options.jobIds.map((jobId) => {
+          const row = rows.get(jobId)
+          return row === undefined ? 0 : Protocol.fallbackEstimate(row.charges.values())
+        })
+      ),
+
     deadLetters: (options) =>
       Effect.sync(() => {
         const failed = [...rows.values()].filter((row) => matches(row.job, { ...options, state: "failed" }))
-        const groups = new Map<string, { -readonly [K in keyof DeadLetterGroup]: DeadLetterGroup[K] }>()
-        for (const { job } of failed) {
+        const failedAt = (row: Row): number => row.failedAt ?? row.job.updatedAt
+        const groups = new Map<string, Omit<Mutable<DeadLetterGroup>, "jobIds"> & { jobIds: Array<JobId> }>()
+        // Most recently failed first, so each group's ids come in that order and its first sets lastFailedAt.
+        const byFailure = [...failed].sort((a, b) => failedAt(b) - failedAt(a) || b.seq - a.seq)
+        for (const row of byFailure) {
+          const job = row.job
           const key = JSON.stringify([job.errorClass, job.inputHash])
-          const group = groups.get(key) ?? {
-            errorClass: job.errorClass,
-            inputHash: job.inputHash,
-            count: 0,
-            costCents: 0
+          const group = groups.get(key)
+          if (group === undefined) {
+            groups.set(key, {
+              errorClass: job.errorClass,
+              inputHash: job.inputHash,
+              count: 1,
+              costCents: 0,
+              lastFailedAt: failedAt(row),
+              jobIds: [job.id]
+            })
+          } else {
+            group.count += 1
+            if (group.jobIds.length < groupJobIdsLimit) group.jobIds.push(job.id)
           }
-          group.count += 1
-          group.costCents += job.costCents
-          groups.set(key, group)
         }
+        // Costs are summed in insertion order, as every backend sums them.
+        for (const { job } of failed)
+          groups.get(JSON.stringify([job.errorClass, job.inputHash]))!.costCents += job.costCents
         const ordered: Array<DeadLetterGroup> = [...groups.values()].sort(
           (a, b) =>
             b.count - a.count ||
@@ -452,8 +565,12 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
             group.oldestDueAt = Math.min(group.oldestDueAt, job.runAfter)
             waiting.set(byType, group)
           }
-          if (job.errorClass !== null) {
-            costCentsByErrorClass[job.errorClass] = (costCentsByErrorClass[job.errorClass] ?? 0) + job.costCents
+          // Each ended attempt's ledger rows count under the class it ended with, whatever the job did next.
+          for (const attempt of row.attempts) {
+            if (attempt.errorClass === null) continue
+            let cost = costCentsByErrorClass[attempt.errorClass] ?? 0
+            for (const charge of row.charges.values()) if (charge.token === attempt.token) cost += charge.amountCents
+            costCentsByErrorClass[attempt.errorClass] = cost
           }
           if (job.state === "failed" && row.failedAt !== null && row.failedAt >= options.failedSince) failedInWindow++
           let spent = 0
@@ -503,7 +620,134 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       })
   }
 
-  return { store, query, peek: (jobId) => rows.get(jobId)?.job }
+  const batchVisible = (batchRow: BatchRow, tenant: string | undefined): boolean =>
+    tenant === undefined || batchRow.batch.tenant === tenant
+
+  const batchStore: Batch.BatchStore["Type"] = {
+    open: (options) =>
+      write("batchOpen", () => {
+        const now = storeNow(options.now)
+        const spec = options.spec
+        const requestKey = spec.requestKey ?? null
+        const key = requestKey === null ? null : JSON.stringify([spec.tenant ?? null, requestKey])
+        const existingId = key === null ? undefined : batchKeys.get(key)
+        const existing = existingId === undefined ? undefined : batches.get(existingId)
+        if (existing !== undefined) {
+          const result: Batch.OpenResult =
+            Batch.openVerdict(existing.batch, spec) === "Existing"
+              ? { _tag: "Existing", batch: existing.batch }
+              : { _tag: "KeyReused", requestKey: requestKey!, existingBatchId: existing.batch.id }
+          return { now, result }
+        }
+        const batchRow: BatchRow = { batch: Batch.newBatch(spec, now), items: [] }
+        batches.set(spec.id, batchRow)
+        if (key !== null) batchKeys.set(key, spec.id)
+        return { now, result: { _tag: "Created", batch: batchRow.batch } as Batch.OpenResult }
+      }),
+
+    add: (options) =>
+      Effect.flatten(
+        write("batchAdd", (): Effect.Effect<Batch.BatchReply<Batch.AddResult>, StoreError> => {
+          const now = storeNow(options.now)
+          const batchRow = batches.get(options.batchId)
+          if (batchRow === undefined) {
+            return Effect.succeed({ now, result: { _tag: "NotFound", batchId: options.batchId } })
+          }
+          const verdict = Batch.addVerdict(batchRow.batch, options.offset, options.items.length)
+          if (verdict._tag !== "Append") {
+            return Effect.succeed({ now, result: { _tag: verdict._tag, batch: batchRow.batch } })
+          }
+          const items = options.items.slice(verdict.skip).map((item) => Batch.itemOf(batchRow.batch, item))
+          const duplicate = duplicateId(items)
+          if (duplicate !== undefined) {
+            return Effect.fail(
+              new StoreError({
+                reason: "Constraint",
+                operation: "batchAdd",
+                detail: `job id ${duplicate} already exists`
+              })
+            )
+          }
+          const jobs = items.map((item) => {
+            const job = Protocol.newJob(item, now)
+            rows.set(job.id, { job, seq: seq++, failedAt: null, republishedAt: null, attempts: [], charges: new Map() })
+            batchRow.items.push(job.id)
+            batchOf.set(job.id, batchRow)
+            return job
+          })
+          batchRow.batch = Batch.appended(batchRow.batch, jobs.length, now)
+          return Effect.succeed({ now, result: { _tag: "Added", batch: batchRow.batch, jobs } })
+        })
+      ),
+
+    get: (options) =>
+      Effect.sync(() => {
+        const batchRow = batches.get(options.batchId)
+        return batchRow === undefined || !batchVisible(batchRow, options.tenant) ? undefined : batchRow.batch
+      }),
+
+    cancel: (options) =>
+      write("batchCancel", (): Batch.BatchReply<Batch.CancelBatchResult> => {
+        const now = storeNow(options.now)
+        const batchRow = batches.get(options.batchId)
+        if (batchRow === undefined || !batchVisible(batchRow, options.tenant)) {
+          return { now, result: { _tag: "NotFound", batchId: options.batchId } }
+        }
+        const verdict = Batch.cancelVerdict(batchRow.batch)
+        if (verdict !== "Cancel") return { now, result: { _tag: verdict, batch: batchRow.batch } }
+        batchRow.batch = Batch.cancelTransition(batchRow.batch, now)
+        const jobs: Array<Job> = []
+        for (const jobId of batchRow.items) {
+          const row = rows.get(jobId)!
+          const itemVerdict = Protocol.cancelVerdict(row.job)
+          if (itemVerdict === "Abandon" || itemVerdict === "Request") {
+            jobs.push(apply(row, now, Protocol.cancelTransition(row.job, now, itemVerdict)))
+          }
+        }
+        const step = Batch.finish(batchRow.batch, now)
+        batchRow.batch = step.batch
+        for (const item of step.callbacks) insert(item, step.at)
+        return { now, result: { _tag: "Cancelled", batch: batchRow.batch, jobs } }
+      }),
+
+    replay: (options) =>
+      write("batchReplay", (): Batch.BatchReply<Batch.ReplayBatchResult> => {
+        const now = storeNow(options.now)
+        const batchRow = batches.get(options.batchId)
+        if (batchRow === undefined || !batchVisible(batchRow, options.tenant)) {
+          return { now, result: { _tag: "NotFound", batchId: options.batchId } }
+        }
+        const jobs: Array<Job> = []
+        for (const jobId of batchRow.items) {
+          const row = rows.get(jobId)!
+          if (Protocol.replayable(row.job)) jobs.push(apply(row, now, Protocol.replayTransition(row.job, now)))
+        }
+        return { now, result: { _tag: "Replayed", batch: batchRow.batch, jobs } }
+      }),
+
+    jobs: (options) =>
+      Effect.sync(() => {
+        const batchRow = batches.get(options.batchId)
+        if (batchRow === undefined || !batchVisible(batchRow, options.tenant)) return []
+        const start = options.after === undefined ? 0 : batchRow.items.indexOf(options.after) + 1
+        if (options.after !== undefined && start === 0) return []
+        const limit = options.limit ?? Protocol.defaults.listLimit
+        const out: Array<Job> = []
+        for (let i = start; i < batchRow.items.length && out.length < limit; i++) {
+          const job = rows.get(batchRow.items[i]!)!.job
+          if (Batch.listed(job, options.state)) out.push(job)
+        }
+        return out
+      })
+  }
+
+  return {
+    store,
+    query,
+    batches: batchStore,
+    peek: (jobId) => rows.get(jobId)?.job,
+    peekBatch: (batchId) => batches.get(batchId)?.batch
+  }
 }
 
 /** @internal */

@@ -98,7 +98,7 @@ export const record = (options: {
 /**
  * A model call in its `slowcall.model_call` span: the job, token, attempt and call id, the GenAI attributes the call
  * declares (`gen_ai.system`, `gen_ai.request.model`, and on success `gen_ai.usage.input_tokens` / `output_tokens` from
- * its `usage`), and on success `slowcall.cost_cents`, the actual cost its `cost` gives (through `costOf`, so the cost
+ * its `span.usage`, else the call's own `usage`), and on success `slowcall.cost_cents`, the actual cost its `cost` gives (through `costOf`, so the cost
  function runs once for the span and the settlement together).
  *
  * @internal
@@ -106,7 +106,7 @@ export const record = (options: {
 export const modelCall = <A, E, R>(
   run: Effect.Effect<A, E, R>,
   info: {
-    readonly call: CallOptions<A, E, R>
+    readonly call: CallOptions<A, any, any>
     readonly callId: string
     readonly job: Job
     readonly token: number
@@ -127,7 +127,7 @@ export const modelCall = <A, E, R>(
   const annotated = Effect.tap(run, (result) => {
     const after: Record<string, unknown> = {}
     try {
-      const usage = call.span?.usage?.(result)
+      const usage = (call.span?.usage ?? call.usage)?.(result)
       if (usage?.inputTokens !== undefined) after["gen_ai.usage.input_tokens"] = usage.inputTokens
       if (usage?.outputTokens !== undefined) after["gen_ai.usage.output_tokens"] = usage.outputTokens
     } catch {

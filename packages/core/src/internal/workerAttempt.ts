@@ -156,6 +156,7 @@ const finish = <R>(
         job,
         ended,
         stop: control.stopReason,
+        throttled: control.throttled,
         spentCents,
         nextEstimateCents: declared ?? Math.max(0, spentCents - job.costCents)
       })
@@ -277,7 +278,11 @@ const startAttempt = <R>(
     job,
     control,
     aroundCall: env.admission?.aroundCall,
-    tracing: env.tracer !== undefined
+    tracing: env.tracer !== undefined,
+    abandoned: () => env.abandoning,
+    limits: env.limits,
+    permitLeaseMs: held.leaseMs,
+    defaultResource: handler.resource
   })
   // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
   const run = Effect.suspend(() => handler.run(admitted.right, ctx))

@@ -94,6 +94,12 @@ export interface Batcher<I, R, E> {
    */
   readonly flusher: Effect.Effect<never>
   /** Items waiting for the next call. */
+  /**
+   * Hand one item in now, in the caller's step, and get an effect that waits for its answer: the item is queued for
+   * the flusher at once, so any item handed in after it goes out after it (in the same call or a later one). Needs a
+   * batcher made with `start`.
+   */
+  readonly post: (item: I) => Effect.Effect<Answer<R>, E>
   readonly queued: () => number
 }
 
@@ -223,6 +229,24 @@ export const makeBatcher = <I, R, E>(options: {
           })
         )
       }),
+    post: (item) => {
+      let answer: Effect.Effect<Answer<R>, E> | undefined
+      let waiter: ((effect: Effect.Effect<Answer<R>, E>) => void) | undefined
+      const resume = (effect: Effect.Effect<Answer<R>, E>): void => {
+        if (waiter === undefined) answer = effect
+        else waiter(effect)
+      }
+      queue.push({ item, resume, veto: undefined })
+      if (!inFlight) {
+        inFlight = true
+        ensureFlusher()
+        signal.fire()
+      }
+      return Effect.async<Answer<R>, E>((resumeWaiter) => {
+        if (answer !== undefined) resumeWaiter(answer)
+        else waiter = resumeWaiter
+      })
+    },
     queued: () => queue.length,
     flusher
   }

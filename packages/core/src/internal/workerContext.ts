@@ -7,7 +7,11 @@
  *    fenced, so the spend of a call made under a lost lease is still recorded);
  * 4. `deadline`: the reservation's reply carries store time; at or past the job's deadline the reservation is
  *    settled at 0 and the call fails with `DeadlineExceeded` (no model call starts after the deadline);
- * 5. `admit`: the worker's admission hook wraps the call (fleet-wide concurrency and rate limits);
+ * 5. `admit`: the worker's admission hook wraps the call; a call that names a provider resource (its own, else its
+ *    handler's) is admitted by the fleet limiter (`workerLimits.ts`): granted, it runs under a permit released after
+ *    it with the provider's usage; told to wait (or paused), it does not start, its reservation is settled at 0 and
+ *    the attempt stops as `throttled` (the job goes back to queued until the wait ends, no attempt used); a 429 it
+ *    runs into pauses the resource for the fleet and throttles the job the same way;
  * 6. `lease`: at the instant the call would start, the local lease end (send time of the last granted claim or
  *    renewal, plus the lease) must still be ahead; else the reservation is settled at 0, the attempt stops as
  *    self-fenced and no call starts (a call now could overlap the next holder's);
@@ -16,23 +20,36 @@
  *    do not bill, the reservation kept where they may have); a call interrupted once it had started settles at the
  *    handler's `costOnInterrupt` when it gives an amount, else its reservation stays.
  * The budget check, the call numbering and the reservation run under the attempt's ledger lock, so parallel calls of
- * one handler never reserve past the budget together; the settlement of a call that returned runs uninterruptibly,
- * so a cancel or a lost lease cannot drop the actual cost.
+ * one handler never reserve past the budget together; the settlement of a call that was made runs uninterruptibly,
+ * so a cancel or a lost lease cannot drop the actual cost, and its write is retried until it lands (a store outage
+ * as the call returns delays the attempt's end, never loses the cost): only a failure the Store reports as final, or
+ * the end of a closing worker's grace periods, leaves the reservation as the record, and that is logged.
  *
  * @internal
  */
-import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, Metric, type MetricLabel } from "effect"
+import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, Metric, type MetricLabel, Option } from "effect"
 import { defaultCostOnError } from "../ErrorClass.js"
 import type { StoreError } from "../Errors.js"
 import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
 import type { Job } from "../Job.js"
+import type * as Limiter from "../Limiter.js"
 import * as Metrics from "../Metrics.js"
 import { normalize } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { ChargeItem } from "../Store.js"
+import { withNow } from "./now.js"
 import { catchFailure, countThen } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import * as Control from "./workerControl.js"
+import {
+  type PauseAsk,
+  pauseAfterFailure,
+  pauseAfterSuccess,
+  type Throttled,
+  throttledBy,
+  usageOf,
+  type WorkerLimits
+} from "./workerLimits.js"
 import { retryStore } from "./workerStore.js"
 
 /**
@@ -58,6 +75,9 @@ export type Charge = (
 
 const settleFailed = "charge settlement failed; the reservation stays as the record"
 
+/** Delay before retry `n` (0-based) of a made call's settlement: 50 ms doubling, at most 1 s. */
+const settleRetryDelayMs = (n: number): number => Math.min(50 * 2 ** n, 1_000)
+
 /** When a started call began, on which Clock and under which metric labels: read where the lease gate passed it. */
 interface Timing {
   clock: Clock.Clock | undefined
@@ -82,26 +102,58 @@ export const make = (options: {
   readonly aroundCall?: AroundCall | undefined
   /** Whether each call gets a `slowcall.model_call` span (a tracer other than Effect's built-in one is installed). */
   readonly tracing?: boolean | undefined
+  /**
+   * Whether the worker has given up on what is still in flight (a closing worker's grace periods are over): the one
+   * thing that stops the settlement of a made call from being retried. Never, when not given.
+   */
+  readonly abandoned?: (() => boolean) | undefined
+  /** The fleet limiter, when the worker has one: calls that name a resource are admitted by it. */
+  readonly limits?: WorkerLimits | undefined
+  /** The lease of a limiter permit (the job's lease: permits are renewed with its heartbeats). */
+  readonly permitLeaseMs?: number | undefined
+  /** The handler's resource, for calls that name none. */
+  readonly defaultResource?: string | undefined
 }): HandlerContext => {
-  const { aroundCall, control, job } = options
+  const { aroundCall, control, job, limits } = options
   const token = job.leaseToken
+  const abandoned = options.abandoned ?? (() => false)
   const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => Control.withLock(Control.ledgerOf(control), effect)
 
-  /** One charge write; the caller holds the ledger lock so `knownCostCents` follows the ledger in write order. */
+  /** One charge write, sent once; the caller holds the ledger lock so `knownCostCents` follows the ledger in write order. */
+  const chargeOnce = (callId: string, amountCents: number, settled: boolean): Effect.Effect<number, StoreError> =>
+    Effect.map(options.charge({ jobId: job.id, callId, token, amountCents, settled }), ({ costCents, now }) => {
+      control.knownCostCents = costCents
+      return now
+    })
+
+  /** One charge write with the worker's few short retries (a reservation, or a refund of a call never made). */
   const charge = (callId: string, amountCents: number, settled: boolean): Effect.Effect<number, StoreError> =>
-    Effect.map(
-      retryStore(options.charge({ jobId: job.id, callId, token, amountCents, settled })),
-      ({ costCents, now }) => {
-        control.knownCostCents = costCents
-        return now
-      }
-    )
+    retryStore(chargeOnce(callId, amountCents, settled))
+
+  /**
+   * The settlement of a call that was made, sent until it lands: a retryable store failure is tried again (50 ms
+   * doubling, at most 1 s apart), whatever becomes of the lease meanwhile (charges are not fenced: the money was
+   * spent, and a charge is idempotent by call id, so a retry of a write that applied changes nothing). A failure the
+   * Store reports as final, or one once the worker has `abandoned` what it holds, ends it. The ledger lock is taken
+   * per try, so the attempt's other calls are not held up between tries.
+   */
+  const settleMade = (callId: string, amountCents: number): Effect.Effect<number, StoreError> => {
+    const attempt = (n: number): Effect.Effect<number, StoreError> =>
+      catchFailure(locked(chargeOnce(callId, amountCents, true)), (error) =>
+        error.isRetryable && !abandoned()
+          ? Effect.zipRight(Effect.sleep(settleRetryDelayMs(n)), attempt(n + 1))
+          : Effect.fail(error)
+      )
+    return attempt(0)
+  }
 
   /**
    * Settle `callId` with the amount `amount` gives; a throwing cost function leaves the reservation as the record.
-   * Its value is the store time of the write (or nothing): callers discard it.
+   * `made`: the call was made (its settlement is retried until it lands, see `settleMade`), else it never started
+   * (a refund at 0, with the few short retries: a lost refund leaves the reservation, an over-count). Its value is
+   * the store time of the write (or nothing): callers discard it.
    */
-  const settle = (callId: string, amount: () => number | undefined): Effect.Effect<unknown> =>
+  const settle = (callId: string, amount: () => number | undefined, made: boolean): Effect.Effect<unknown> =>
     Effect.suspend(() => {
       let amountCents: number | undefined
       try {
@@ -110,8 +162,12 @@ export const make = (options: {
         return Effect.logWarning(settleFailed, new Cause.UnknownException(error))
       }
       if (amountCents === undefined) return Effect.void
-      return catchFailure(locked(charge(callId, Math.max(0, amountCents), true)), (error) =>
-        Effect.logWarning(settleFailed, error)
+      const settled = Math.max(0, amountCents)
+      if (!made)
+        return catchFailure(locked(charge(callId, settled, true)), (error) => Effect.logWarning(settleFailed, error))
+      // The cost of a made call is lost from the ledger here: an error, with what an operator needs to record it.
+      return catchFailure(settleMade(callId, settled), (error) =>
+        Effect.logError(settleFailed, error).pipe(Effect.annotateLogs({ callId, amountCents: settled }))
       )
     })
 
@@ -149,7 +205,7 @@ export const make = (options: {
 
   /** Past the local lease end: the reservation is settled at 0 and the attempt is stopped as self-fenced. */
   const fenceSelf = (callId: string): Effect.Effect<never> =>
-    settle(callId, () => 0).pipe(
+    settle(callId, () => 0, false).pipe(
       Effect.zipRight(Control.stop(control, "self_fenced")),
       Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
       Effect.zipRight(Effect.interrupt)
@@ -177,6 +233,143 @@ export const make = (options: {
       return Effect.onExit(run, () => Effect.sync(() => recordDuration(clock, startedAt, labels)))
     })
 
+  /** Stop the attempt as throttled (the first wait counts): the job goes back to queued until `throttled.until`. */
+  const throttle = (throttled: Throttled): Effect.Effect<boolean> =>
+    Effect.suspend(() => {
+      control.throttled ??= throttled
+      return Control.stop(control, "throttled")
+    })
+
+  /** A limiter write after a call: its failure is logged, never the call's (a permit lapses by itself). */
+  const logged = <A>(effect: Effect.Effect<A, StoreError>): Effect.Effect<A | undefined> =>
+    catchFailure(effect, (error) =>
+      Effect.as(Effect.logWarning("limiter write after a model call failed", error), undefined)
+    )
+
+  /**
+   * A reserved call admitted by the fleet limiter: `Acquire` (one request and the call's token reservation), then
+   * the call under its permit, then `Release` corrected by the reported usage, and the pause a 429 asks for.
+   */
+  const limited = <A, E, R>(
+    wl: WorkerLimits,
+    call: CallOptions<A, E, R>,
+    callId: string,
+    resource: string,
+    run: Effect.Effect<A, E, R>,
+    started: () => boolean
+  ): Effect.Effect<A, E | StoreError, R> => {
+    const holder = { jobId: job.id, token }
+    const afterCall = (exit: Exit.Exit<A, E>): Effect.Effect<unknown> =>
+      Effect.suspend(() => {
+        control.permits?.delete(callId)
+        const reached = started()
+        let usage: Limiter.Usage | undefined
+        let ask: PauseAsk | undefined
+        if (Exit.isSuccess(exit)) {
+          try {
+            usage = usageOf(call.usage?.(exit.value))
+          } catch {
+            usage = undefined
+          }
+          try {
+            ask = pauseAfterSuccess(call.rateLimit?.(exit.value))
+          } catch {
+            ask = undefined
+          }
+        } else if (reached) {
+          const failure = Cause.failureOption(exit.cause)
+          if (Option.isSome(failure)) ask = pauseAfterFailure(failure.value)
+        }
+        const release: Limiter.Release = {
+          _tag: "Release",
+          resource,
+          callId,
+          holder,
+          reached,
+          ...(usage === undefined ? {} : { usage })
+        }
+        // A call that returned hands its result back at once: its permit goes back (and any pause it asks for goes
+        // out) beside the settlement, not before it. Its Release is handed in before the result is handed back, so
+        // the handler's next call cannot be told to wait for this call's own permit (with a cap of one, every chained
+        // call would wait so, and its job would never get past the first call). One that failed waits for its pause,
+        // which may throttle the job.
+        if (Exit.isSuccess(exit)) {
+          return Effect.forkDaemon(ask === undefined ? logged(wl.post(release)) : tell(ask, release, exit))
+        }
+        return ask === undefined ? logged(wl.apply(release)) : tell(ask, release, exit)
+      })
+    const tell = (pauseAsk: PauseAsk, release: Limiter.Release, exit: Exit.Exit<A, E>): Effect.Effect<unknown> =>
+      withNow((local) => {
+        const estimate = pauseAsk.kind === "rate_limited" ? wl.storeNow(local) + pauseAsk.waitMs : null
+        const pause: Limiter.Pause = {
+          _tag: "Pause",
+          resource,
+          kind: pauseAsk.kind,
+          until: estimate,
+          reason: pauseAsk.why
+        }
+        return Effect.flatMap(logged(wl.apply(pause)), (answer): Effect.Effect<unknown> => {
+          const released = logged(wl.apply(release))
+          // A call that succeeded keeps its result; one that failed on the 429 waits out the pause, no attempt used.
+          if (Exit.isSuccess(exit)) return released
+          const now = answer?.now ?? wl.storeNow(local)
+          const result = answer?.result
+          const throttled: Throttled =
+            result?._tag === "Paused"
+              ? throttledBy(wl, resource, now, result)
+              : estimate === null
+                ? throttledBy(wl, resource, now, { _tag: "Paused", until: null, kind: pauseAsk.kind })
+                : { resource, why: pauseAsk.why, until: estimate, delayMs: Math.max(0, estimate - now) }
+          return Effect.zipRight(released, throttle(throttled))
+        })
+      })
+    /**
+     * Nothing was called: the reservation goes back, and the job waits without using an attempt. The refund is not
+     * cut by a stop that comes while it is on its way (a cancel seen at a heartbeat): it would leave the reservation.
+     */
+    const waitOut = (now: number, result: Parameters<typeof throttledBy>[3]): Effect.Effect<never> =>
+      Effect.uninterruptible(settle(callId, () => 0, false)).pipe(
+        Effect.zipRight(throttle(throttledBy(wl, resource, now, result))),
+        Effect.zipRight(Effect.interrupt)
+      )
+    const acquire = (): Effect.Effect<A, E | StoreError, R> =>
+      Effect.flatMap(
+        wl.apply({
+          _tag: "Acquire",
+          resource,
+          callId,
+          holder,
+          leaseMs: Math.max(1, options.permitLeaseMs ?? 60_000),
+          tenant: job.tenant,
+          priority: job.priority,
+          cost: { requests: 1, inputTokens: call.tokens?.input ?? 0, outputTokens: call.tokens?.maxOutput ?? 0 }
+        }),
+        ({ now, result }): Effect.Effect<A, E | StoreError, R> => {
+          switch (result._tag) {
+            case "Granted": {
+              control.permits ??= new Map()
+              control.permits.set(callId, resource)
+              return Effect.onExit(run, afterCall)
+            }
+            case "Wait":
+              // An attempt that has made calls already waits for the room in place, its reservation kept: queued
+              // again, it would start over and pay for those calls again, and under steady contention a chain of
+              // calls could lose its place this way without end. A stop (cancel, lease lost, shutdown) ends the wait.
+              if (control.callCount > 1) {
+                // Stopped while it waits, nothing was called: `made` gives the reservation back.
+                return Effect.zipRight(Effect.sleep(throttledBy(wl, resource, now, result).delayMs), acquire())
+              }
+              return waitOut(now, result)
+            case "Paused":
+              return waitOut(now, result)
+            default:
+              return Effect.die(new Error(`limiter answered ${result._tag} to an Acquire`))
+          }
+        }
+      )
+    return acquire()
+  }
+
   const call = <A, E, R>(
     call: CallOptions<A, E, R>
   ): Effect.Effect<A, E | BudgetExceeded | DeadlineExceeded | StoreError, R> =>
@@ -188,12 +381,18 @@ export const make = (options: {
     })
 
   /** A reserved call: counted, admitted, gated and made, its cost settled however it ends. */
-  const made = <A, E, R>(call: CallOptions<A, E, R>, estimateCents: number, callId: string): Effect.Effect<A, E, R> => {
+  const made = <A, E, R>(
+    call: CallOptions<A, E, R>,
+    estimateCents: number,
+    callId: string
+  ): Effect.Effect<A, E | StoreError, R> => {
     // Set once the call itself starts: an interruption before that (a gate, a permit wait) consumed nothing.
     let started = false
-    // Without an admission hook the call ends where its settlement starts: timed there, without an exit handler.
+    const resource = limits === undefined ? undefined : (call.resource ?? options.defaultResource)
+    // Without an admission hook or a limiter the call ends where its settlement starts: timed there, without an exit
+    // handler.
     const timing: Timing | undefined =
-      aroundCall === undefined ? { clock: undefined, startedAt: 0, labels: [] } : undefined
+      aroundCall === undefined && resource === undefined ? { clock: undefined, startedAt: 0, labels: [] } : undefined
     const timed = (): void => {
       if (timing?.clock !== undefined) recordDuration(timing.clock, timing.startedAt, timing.labels)
     }
@@ -205,7 +404,11 @@ export const make = (options: {
       }),
       timing
     )
-    const admitted = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+    const hooked = aroundCall === undefined ? gated : aroundCall({ job, estimateCents }, gated)
+    const admitted: Effect.Effect<A, E | StoreError, R> =
+      resource === undefined || limits === undefined
+        ? hooked
+        : limited(limits, call, callId, resource, hooked, () => started)
     // The call's `cost` runs once per result, whoever asks first (the span while tracing, else the settlement).
     let costed: { readonly result: A; readonly cost: Either.Either<number, unknown> } | undefined
     const costOf = (result: A): Either.Either<number, unknown> => {
@@ -229,21 +432,36 @@ export const make = (options: {
             timed()
             const failure = Cause.failureOrCause(cause)
             if (Either.isLeft(failure)) {
-              const error = failure.left
+              // A call that never started (its admission failed) consumed nothing; the error is the call's own once it
+              // started.
+              const error = failure.left as E
               return Effect.zipRight(
-                settle(callId, () => call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass)),
+                settle(
+                  callId,
+                  () => (started ? (call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass)) : 0),
+                  started
+                ),
                 Exit.failCause(cause)
               )
             }
             if (onInterrupt !== undefined && started && Cause.isInterruptedOnly(cause)) {
-              return Effect.zipRight(settle(callId, onInterrupt), Exit.failCause(cause))
+              return Effect.zipRight(settle(callId, onInterrupt, true), Exit.failCause(cause))
+            }
+            // Stopped before the call started (in its admission: an Acquire in flight, a wait for room, a gate):
+            // nothing was consumed, the reservation goes back. A charge is idempotent by call id, so a refund the
+            // admission already wrote (a job sent back to wait) is written again unchanged.
+            if (!started && Cause.isInterruptedOnly(cause)) {
+              return Effect.zipRight(
+                settle(callId, () => 0, false),
+                Exit.failCause(cause)
+              )
             }
             return Exit.failCause(cause)
           },
           onSuccess: (result) => {
             timed()
             return Effect.zipRight(
-              settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error)),
+              settle(callId, () => Either.getOrThrowWith(costOf(result), (error) => error), true),
               Exit.succeed(result)
             )
           }

@@ -11,14 +11,16 @@
  */
 import { Effect, Exit, type Fiber, FiberRef } from "effect"
 import { masked } from "./steps.js"
+import type { Throttled } from "./workerLimits.js"
 
 /**
  * Why an attempt was stopped. `lease_lost` and `self_fenced` mean this worker may no longer write the job; the others
- * (`cancelled`, `deadline`, `shutdown`) leave the lease held so the worker can record the outcome.
+ * (`cancelled`, `deadline`, `shutdown`, `throttled`: a model call must wait for its provider resource) leave the
+ * lease held so the worker can record the outcome.
  *
  * @internal
  */
-export type StopReason = "cancelled" | "deadline" | "lease_lost" | "self_fenced" | "shutdown"
+export type StopReason = "cancelled" | "deadline" | "lease_lost" | "self_fenced" | "shutdown" | "throttled"
 
 /**
  * Whether a stop reason means the lease is no longer this worker's to write with.
@@ -47,6 +49,13 @@ export interface Control {
   ledger: Lock | undefined
   /** Set once the handler has ended and its outcome is being written. */
   persisting: boolean
+  /** Why a stop for `throttled` was made: the resource, what for, until when (the first one counts). */
+  throttled: Throttled | undefined
+  /**
+   * The limiter permits this attempt's calls hold, by call id, renewed with the job's heartbeats. Made by the first
+   * limited call: an attempt whose calls name no resource has none.
+   */
+  permits: Map<string, string> | undefined
 }
 
 /** @internal */
@@ -58,7 +67,9 @@ export const make = (options: { readonly localLeaseEnd: number; readonly costCen
   knownCostCents: options.costCents,
   callCount: 0,
   ledger: undefined,
-  persisting: false
+  persisting: false,
+  throttled: undefined,
+  permits: undefined
 })
 
 /**

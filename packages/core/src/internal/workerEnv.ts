@@ -10,6 +10,7 @@
  */
 import { Effect, FiberRef, FiberRefs, HashMap, Logger, type Tracer } from "effect"
 import type { LeaseLost, StoreError } from "../Errors.js"
+import type { FairOptions } from "../Fairness.js"
 import type * as Handler from "../Handler.js"
 import * as Metrics from "../Metrics.js"
 import type { Outcome, Runnable } from "../Protocol.js"
@@ -17,11 +18,13 @@ import type { Store } from "../Store.js"
 import type { AckItem, DeferItem, Delivery, Transport } from "../Transport.js"
 import { withNow } from "./now.js"
 import { catchFailure, countThen } from "./steps.js"
+import type { WorkerAdmission } from "./workerAdmission.js"
 import type { Outbox } from "./workerBatch.js"
 import type { AroundCall } from "./workerContext.js"
 import * as Control from "./workerControl.js"
 import type { Fibers } from "./workerFibers.js"
 import type { Held, Keeper } from "./workerLease.js"
+import type { WorkerLimits } from "./workerLimits.js"
 import type { WorkerStore, Written } from "./workerStore.js"
 
 /** @internal */
@@ -60,10 +63,19 @@ export interface Env<R> {
   readonly maxBatch: number
   readonly retry: { readonly baseMs?: number | undefined; readonly capMs?: number | undefined } | undefined
   readonly admission: Admission<R> | undefined
+  /** The `fair` option of every `claimNext` (the worker's `fairness`), or undefined for the plain order. */
+  readonly fair: FairOptions | undefined
   readonly logging: boolean
   /** Where spans go; `undefined` when tracing is off or only Effect's built-in tracer is installed (no spans made). */
   readonly tracer: Tracer.Tracer | undefined
   readonly keeper: Keeper
+  /** The fleet limiter's group-committed queue, when the worker has a limiter. */
+  readonly limits: WorkerLimits | undefined
+  /**
+   * Admission before the claim (`workerAdmission.ts`), when the worker has a limiter and a handler that names a
+   * resource: jobs of a resource without room are not claimed.
+   */
+  readonly gate: WorkerAdmission | undefined
   readonly writes: WorkerStore
   readonly acks: Outbox<AckItem>
   readonly defers: Outbox<DeferItem>

@@ -13,18 +13,21 @@
  *
  * @internal
  */
-import { Effect, Either, FiberRef } from "effect"
+import { Clock, Effect, Either, FiberRef } from "effect"
 import type * as Handler from "../Handler.js"
 import type { JobId } from "../Job.js"
 import * as Metrics from "../Metrics.js"
+import type { Runnable } from "../Protocol.js"
 import type { ClaimItem } from "../Store.js"
 import type { AckItem, DeferItem, Delivery } from "../Transport.js"
 import { withNow } from "./now.js"
 import { catchFailure, countThen } from "./steps.js"
 import * as Tracing from "./tracing.js"
+import type { WorkerAdmission } from "./workerAdmission.js"
 import { dispatch } from "./workerAttempt.js"
 import { claimTag, deferItem, type Env, room } from "./workerEnv.js"
 import { type Held, hold } from "./workerLease.js"
+import type { WorkerLimits } from "./workerLimits.js"
 import { retryStore } from "./workerStore.js"
 
 /**
@@ -121,8 +124,11 @@ const reportClaims = <R>(
 const leaseOf = <R>(env: Env<R>, type: string, version: number): number =>
   env.registry.get(type, version)?.leaseMs ?? env.visibilityMs
 
-/** One round of the Store-selected intake: claim up to `want` due jobs; whether the store had that many. */
-const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, R> =>
+/**
+ * One round of the Store-selected intake: claim up to `want` due jobs of the `types` given; whether the store had
+ * that many.
+ */
+const claimNext = <R>(env: Env<R>, want: number, types: ReadonlyArray<Runnable>): Effect.Effect<boolean, never, R> =>
   withNow((sentAt) =>
     env.store
       .claimNext({
@@ -130,7 +136,8 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
         max: want,
         owner: claimTag(env),
         leaseMs: env.visibilityMs,
-        types: env.runnable
+        types,
+        ...(env.fair === undefined ? {} : { fair: env.fair })
       })
       .pipe(
         Effect.matchEffect({
@@ -166,15 +173,42 @@ const claimNext = <R>(env: Env<R>, want: number): Effect.Effect<boolean, never, 
       )
   )
 
+/** The jobs a worker holds that may still call: waiting in its local queue, or running. */
+const heldJobs = <R>(env: Env<R>): Array<Held> => [...env.waiting, ...env.running]
+
+/**
+ * A claim round with admission before the claim: the plan at store time now (forecast from the local clock and the
+ * limiter's last reply) is claimed, or, when no handler here has room, the round sleeps until the earliest opening.
+ */
+const admittedRound = Effect.fnUntraced(function* <R>(
+  env: Env<R>,
+  gate: WorkerAdmission,
+  limits: WorkerLimits,
+  want: number,
+  claim: (want: number, types: ReadonlyArray<Runnable>) => Effect.Effect<void, never, R>
+) {
+  const now = limits.storeNow(yield* Clock.currentTimeMillis)
+  const plan = gate.plan(want, now, heldJobs(env))
+  if (plan._tag === "Claim") return yield* claim(plan.max, plan.types)
+  yield* Effect.sleep(Math.max(1, plan.until - now))
+})
+
 /**
  * The Store-selected intake loop. Waits may be interrupted; a claim that was sent runs to its end (every job it lands
- * on is held and dispatched, and a closing worker releases it).
+ * on is held and dispatched, and a closing worker releases it). With admission before the claim (`env.gate`), each
+ * round claims only what its plan admits, or sleeps until the earliest opening when no handler here has room.
  */
 const fromStore = <R>(env: Env<R>): Effect.Effect<never, never, R> => {
   const claimed = (full: boolean): Effect.Effect<void, never, R> =>
     full ? Effect.void : env.transport.awaitWork({ queue: env.queue, waitMs: env.receiveWaitMs })
+  const claim = (want: number, types: ReadonlyArray<Runnable>): Effect.Effect<void, never, R> =>
+    Effect.flatMap(Effect.uninterruptible(claimNext(env, want, types)), claimed)
+  const gate = env.gate
+  const limits = env.limits
   const round: Effect.Effect<void, never, R> = withRoom(env, (want) =>
-    Effect.flatMap(Effect.uninterruptible(claimNext(env, want)), claimed)
+    gate === undefined || limits === undefined
+      ? claim(want, env.runnable)
+      : admittedRound(env, gate, limits, want, claim)
   )
   const again: Effect.Effect<never, never, R> = Effect.flatMap(round, () => again)
   return again
@@ -231,23 +265,57 @@ const candidatesOf = <R>(
   return { candidates, unknown }
 }
 
-/** The admission hook's verdict on each candidate, in order; a `Defer` hides the delivery without claiming. */
+/**
+ * The candidates admission before the claim lets through (`env.gate`): a delivery of a resource without room is
+ * deferred until its forecast opening, without a claim.
+ */
+const forecastAdmitted = <R>(
+  env: Env<R>,
+  candidates: Array<Candidate<R>>,
+  replies: Replies
+): Effect.Effect<Array<Candidate<R>>> => {
+  const gate = env.gate
+  const limits = env.limits
+  if (gate === undefined || limits === undefined) return Effect.succeed(candidates)
+  return withNow((local) => {
+    const now = limits.storeNow(local)
+    const verdicts = gate.verdicts(
+      candidates.map((candidate) => candidate.handler),
+      now,
+      heldJobs(env)
+    )
+    const admit: Array<Candidate<R>> = []
+    candidates.forEach((candidate, i) => {
+      const until = verdicts[i]
+      if (until === undefined) admit.push(candidate)
+      else replies.defers.push(deferItem(env, candidate.delivery, Math.max(1, until - now)))
+    })
+    return Effect.succeed(admit)
+  })
+}
+
+/**
+ * The candidates admitted: first by the forecast of their resources' room, then by the admission hook's verdict on
+ * each, in order; a `Defer` hides the delivery without claiming.
+ */
 const admitted = <R>(
   env: Env<R>,
   candidates: Array<Candidate<R>>,
   replies: Replies
 ): Effect.Effect<Array<Candidate<R>>, never, R> => {
   const beforeClaim = env.admission?.beforeClaim
-  if (beforeClaim === undefined) return Effect.succeed(candidates)
-  return Effect.map(
-    Effect.forEach(candidates, (candidate) =>
-      Effect.map(beforeClaim(candidate.delivery), (verdict) => {
-        if (verdict._tag === "Admit") return true
-        replies.defers.push(deferItem(env, candidate.delivery, verdict.delayMs))
-        return false
-      })
-    ),
-    (admit) => candidates.filter((_, i) => admit[i])
+  if (beforeClaim === undefined) return forecastAdmitted(env, candidates, replies)
+  return Effect.flatMap(forecastAdmitted(env, candidates, replies), (forecast) =>
+    Effect.map(
+      Effect.forEach(forecast, (candidate) =>
+        Effect.map(beforeClaim(candidate.delivery), (verdict) => {
+          if (verdict._tag === "Admit") return true
+          replies.defers.push(deferItem(env, candidate.delivery, verdict.delayMs))
+          return false
+        })
+      ),
+      (admit) => forecast.filter((_, i) => admit[i])
+    )
   )
 }
 
@@ -346,9 +414,9 @@ const receiveAndClaim = <R>(env: Env<R>, want: number): Effect.Effect<void, neve
           admit.length === 0
             ? reply(env, replies)
             : Effect.zipRight(claimDeliveries(env, admit, replies), Effect.zipRight(dispatch(env), reply(env, replies)))
-        // Without an admission hook every candidate is admitted: no step for the verdicts.
+        // Without an admission hook or a forecast every candidate is admitted: no step for the verdicts.
         const rest =
-          env.admission?.beforeClaim === undefined
+          env.admission?.beforeClaim === undefined && env.gate === undefined
             ? claim(candidates)
             : Effect.flatMap(restore(admitted(env, candidates, replies)), claim)
         return unknown > 0 ? countThen(Metrics.unknownHandlerDeferred, unknown, rest) : rest

@@ -17,6 +17,7 @@
 import { Effect, Fiber, Metric, type Tracer } from "effect"
 import type { Job } from "../Job.js"
 import * as Lease from "../Lease.js"
+import type { Renew } from "../Limiter.js"
 import * as Metrics from "../Metrics.js"
 import type { HeartbeatItem, Store } from "../Store.js"
 import type { Delivery, ExtendItem, Transport } from "../Transport.js"
@@ -161,6 +162,8 @@ export const makeKeeper = (options: {
   readonly transport: Transport["Type"]
   readonly tracer?: Tracer.Tracer | undefined
   readonly start?: Start | undefined
+  /** Renews the limiter permits of the renewed jobs' calls (a worker with a limiter). */
+  readonly renewPermits?: ((items: ReadonlyArray<Renew>) => Effect.Effect<void>) | undefined
 }): Keeper => {
   const { store, tracer, transport } = options
   const held = new Set<Held>()
@@ -209,6 +212,7 @@ export const makeKeeper = (options: {
       onSuccess: ({ now, results }) => {
         const stops: Array<Effect.Effect<unknown>> = []
         const extend: Array<ExtendItem> = []
+        const permits: Array<Renew> = []
         for (let i = 0; i < due.length; i++) {
           const h = due[i]!
           const result = results[i]
@@ -228,10 +232,21 @@ export const makeKeeper = (options: {
           if (extendsVisibility && h.delivery !== undefined) {
             extend.push({ delivery: h.delivery, visibilityMs: h.leaseMs })
           }
+          // The permits of the job's calls in flight live as long as its lease does.
+          if (h.control.permits !== undefined) {
+            const holder = { jobId: h.job.id, token: h.job.leaseToken }
+            for (const [callId, resource] of h.control.permits) {
+              permits.push({ _tag: "Renew", resource, callId, holder, leaseMs: h.leaseMs })
+            }
+          }
         }
         const stopAll = inOrder(stops)
-        if (extend.length === 0) return stopAll
-        return Effect.zipRight(stopAll, extendAll(extend))
+        const renewed =
+          permits.length === 0 || options.renewPermits === undefined
+            ? stopAll
+            : Effect.zipRight(stopAll, options.renewPermits(permits))
+        if (extend.length === 0) return renewed
+        return Effect.zipRight(renewed, extendAll(extend))
       }
     })
   }

@@ -11,6 +11,7 @@ import { attemptsLeft } from "../Job.js"
 import type { Normalized } from "../Normalize.js"
 import * as Protocol from "../Protocol.js"
 import type { StopReason } from "./workerControl.js"
+import { type Throttled, throttleEvidence } from "./workerLimits.js"
 
 /**
  * How the handler's run ended, as the decision sees it.
@@ -39,7 +40,8 @@ export type Decision =
 
 /**
  * The decision. A lost lease writes nothing; a handler that returned completes (a fenced write: it applies only if
- * the lease is still this worker's, even after a stop); a stop for cancel, deadline or shutdown settles accordingly,
+ * the lease is still this worker's, even after a stop); a stop for cancel, deadline or shutdown settles accordingly
+ * (a stop for a provider resource's wait is a `Throttle`: back to queued until the wait ends, no attempt used),
  * a self-fenced attempt writes nothing; otherwise the handler's end decides:
  * permanent errors and exhausted runs fail, a retry that the budget cannot cover is abandoned(budget), the rest
  * retries.
@@ -50,6 +52,8 @@ export const decide = (options: {
   readonly job: Job
   readonly ended: Ended
   readonly stop: StopReason | undefined
+  /** What a `throttled` stop waits for. */
+  readonly throttled?: Throttled | undefined
   readonly spentCents: number
   readonly nextEstimateCents: number
 }): Decision => {
@@ -74,6 +78,14 @@ export const decide = (options: {
       return { _tag: "HandOff", selfFenced: true }
     case "shutdown":
       return { _tag: "Settle", outcome: { _tag: "Release" } }
+    case "throttled": {
+      const throttled = options.throttled
+      if (throttled === undefined) return { _tag: "Settle", outcome: { _tag: "Release" } }
+      return {
+        _tag: "Settle",
+        outcome: { _tag: "Throttle", delayMs: throttled.delayMs, error: throttleEvidence(throttled) }
+      }
+    }
     case undefined:
       break
   }

@@ -32,6 +32,8 @@ export interface ResolvedOptions {
   readonly queue: string
   readonly maxBodyBytes: number
   readonly authenticate: Authenticate | undefined
+  /** With authentication, the tenants whose tokens may change a resource's limits, pause and resume it. */
+  readonly operators: ReadonlySet<string>
   readonly allowedHosts: ReadonlyArray<string> | "*"
   readonly allowedOrigins: ReadonlyArray<string>
   readonly metrics: "public" | "tenant"

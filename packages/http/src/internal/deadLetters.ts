@@ -1,15 +1,18 @@
 /**
- * The `deadLetters` endpoint group: the dead letters with their groups and arrival rate, and replay. Replay goes
- * through `Client.replay`, so an HTTP replay moves and publishes exactly what a replay in code would.
+ * The `deadLetters` endpoint group: a page of the dead-letter view (`Client.deadLetterPage`, the one rule of
+ * `DeadLetters.ts`) with the arrival rate, and replay. Replay goes through `Client.replay`, so an HTTP replay moves and
+ * publishes exactly what a replay in code would, as one call over everything the body names.
  *
  * @internal
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { Client } from "@slowcall/core/Client"
+import * as DeadLetters from "@slowcall/core/DeadLetters"
 import { JobId } from "@slowcall/core/Job"
+import { replayLimit } from "@slowcall/core/Query"
 import { Effect, Option, Schema } from "effect"
 import { type DeadLetterParams, type ReplayBody, SlowcallApi, Tenant } from "../Api.js"
-import { jobView } from "../View.js"
+import { inputView, jobView, redactEvidence } from "../View.js"
 import { ServerOptions, storeUnavailable } from "./common.js"
 
 const list = (request: { readonly urlParams: typeof DeadLetterParams.Type }) =>
@@ -17,12 +20,16 @@ const list = (request: { readonly urlParams: typeof DeadLetterParams.Type }) =>
     const options = yield* ServerOptions
     const client = yield* Client
     const tenant = yield* Tenant
-    const result = yield* client.deadLetters({
+    const params = request.urlParams
+    const page = yield* client.deadLetterPage({
       queue: options.queue,
       tenant,
-      errorClass: request.urlParams.errorClass,
-      type: request.urlParams.type,
-      limit: request.urlParams.limit
+      errorClass: params.errorClass,
+      type: params.type,
+      sort: params.sort,
+      limit: params.limit,
+      // The parameter's schema took only a decodable cursor.
+      cursor: params.cursor === undefined ? undefined : DeadLetters.decodeCursor(params.cursor)
     })
     const { stats } = yield* client.stats({
       queue: options.queue,
@@ -30,24 +37,27 @@ const list = (request: { readonly urlParams: typeof DeadLetterParams.Type }) =>
       windowMs: options.deadLetterWindowMinutes * 60_000
     })
     return {
-      jobs: result.jobs.map(jobView),
-      groups: result.groups.map((group) => ({
+      groups: page.groups.map((group) => ({
         errorClass: group.errorClass,
         inputHash: group.inputHash,
         count: group.count,
         costCents: group.costCents,
-        jobIds: result.jobs
-          .filter((job) => job.errorClass === group.errorClass && job.inputHash === group.inputHash)
-          .map((job) => job.id)
+        jobIds: group.jobIds,
+        sampleInput: group.latest === null ? null : inputView(group.latest).inputPreview,
+        lastError: group.latest?.lastError == null ? null : redactEvidence(group.latest.lastError),
+        lastFailedAt: group.lastFailedAt,
+        collapsed: group.collapsed
       })),
+      next: page.next,
+      totalGroups: page.totalGroups,
+      totalJobs: page.totalJobs,
+      totalCostCents: page.totalCostCents,
+      jobs: page.jobs.map(jobView),
       arrivalsPerMinute: stats.failedInWindow / options.deadLetterWindowMinutes
     }
   }).pipe(Effect.catchTag("StoreError", storeUnavailable))
 
 const decodeJobId = Schema.decodeUnknownOption(JobId)
-
-/** A replay by filter alone touches at most this many jobs per request. */
-const filterReplayLimit = 1000
 
 const replay = (request: { readonly payload: ReplayBody }) =>
   Effect.gen(function* () {
@@ -57,7 +67,6 @@ const replay = (request: { readonly payload: ReplayBody }) =>
     // A string that is not a job id names no job: it can never be replayed, so it counts as skipped.
     const jobIds = body.ids?.flatMap((raw) => Option.toArray(decodeJobId(raw)))
     const malformed = (body.ids?.length ?? 0) - (jobIds?.length ?? 0)
-    if (jobIds !== undefined && jobIds.length === 0) return { replayed: 0, skipped: malformed }
     // The tenant filter applies to explicit ids too: another tenant's job is skipped like a missing one.
     const result = yield* client.replay({
       jobIds,
@@ -65,9 +74,17 @@ const replay = (request: { readonly payload: ReplayBody }) =>
       tenant: yield* Tenant,
       errorClass: body.errorClass,
       type: body.type,
-      limit: body.limit ?? (jobIds === undefined ? filterReplayLimit : undefined)
+      inputHash: body.inputHash,
+      dryRun: body.dryRun,
+      limit: replayLimit
     })
-    return { replayed: result.replayed.length, skipped: result.skipped.length + malformed }
+    return {
+      matched: result.matched,
+      replayed: result.replayed.length,
+      skipped: result.skipped.length + malformed,
+      estimatedCents: result.estimatedCents,
+      capped: result.capped
+    }
   }).pipe(Effect.catchTag("StoreError", storeUnavailable))
 
 /**

@@ -1,12 +1,13 @@
 /**
  * The gate every request passes before it is routed: the `Host` allow-list (DNS rebinding: a page on another name
- * that resolves to this server's address must not read from it), then, for state-changing methods, the cross-site
- * check (`Origin` and `Sec-Fetch-Site`) and the media type (`application/json` only, which no HTML form can send).
- * Whatever it refuses was never routed, so it wrote nothing.
+ * that resolves to this server's address must not read from it), then the method (a path of the API asked with a
+ * method it does not have is `405` with `Allow`, not a `404` as if the path did not exist), then, for
+ * state-changing methods, the cross-site check (`Origin` and `Sec-Fetch-Site`) and the media type
+ * (`application/json` only, which no HTML form can send). Whatever it refuses was never routed, so it wrote nothing.
  *
  * @internal
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { SlowcallApi } from "../Api.js"
 import { ServerOptions } from "./common.js"
@@ -46,6 +47,45 @@ const hostAllowed = (host: string | undefined, allowed: ReadonlyArray<string> | 
 
 const unsafeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
+/** A path of the API (`/v1/jobs/:id`) as a pattern that matches one request path; a parameter is one segment. */
+const pathPattern = (path: string): RegExp =>
+  new RegExp(
+    `^${path
+      .split("/")
+      .map((segment) => (segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+      .join("/")}$`
+  )
+
+/** Every path of the API with the methods it has, read from the API; a path with GET also answers HEAD. */
+const routes: ReadonlyArray<{ readonly pattern: RegExp; readonly methods: ReadonlySet<string> }> = (() => {
+  const byPath = new Map<string, Set<string>>()
+  HttpApi.reflect(SlowcallApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      const methods = byPath.get(endpoint.path) ?? new Set<string>()
+      methods.add(endpoint.method)
+      if (endpoint.method === "GET") methods.add("HEAD")
+      byPath.set(endpoint.path, methods)
+    }
+  })
+  return [...byPath].map(([path, methods]) => ({ pattern: pathPattern(path), methods }))
+})()
+
+/**
+ * The methods the request's path has when it has not the request's own: undefined when the method is right or the
+ * path is none of the API's (a `404` then, from the router).
+ */
+const otherMethods = (method: string, url: string): ReadonlyArray<string> | undefined => {
+  const path = url.split("?")[0] ?? url
+  const allowed = new Set<string>()
+  for (const route of routes) {
+    if (!route.pattern.test(path)) continue
+    if (route.methods.has(method)) return undefined
+    for (const other of route.methods) allowed.add(other)
+  }
+  return allowed.size === 0 ? undefined : [...allowed].sort()
+}
+
 /** Whether the request says it comes from another site: its `Origin` is not this server nor an allowed origin. */
 const crossSite = (request: HttpServerRequest.HttpServerRequest, allowedOrigins: ReadonlyArray<string>): boolean => {
   const origin = request.headers.origin
@@ -75,8 +115,8 @@ const isJson = (contentType: string | undefined): boolean => {
   return params.every((param) => param === "" || param === "charset=utf-8" || param === 'charset="utf-8"')
 }
 
-const refuse = (status: number, error: string) =>
-  HttpServerResponse.unsafeJson({ error }, { status, headers: { "cache-control": "no-store" } })
+const refuse = (status: number, error: string, headers: Readonly<Record<string, string>> = {}) =>
+  HttpServerResponse.unsafeJson({ error }, { status, headers: { "cache-control": "no-store", ...headers } })
 
 /**
  * The gate, as API-level middleware over every route.
@@ -91,6 +131,8 @@ export const gate = HttpApiBuilder.middleware(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         if (!hostAllowed(request.headers.host, options.allowedHosts)) return refuse(421, "host_not_allowed")
+        const allow = otherMethods(request.method, request.url)
+        if (allow !== undefined) return refuse(405, "method_not_allowed", { allow: allow.join(", ") })
         if (unsafeMethods.has(request.method)) {
           if (crossSite(request, options.allowedOrigins)) return refuse(403, "cross_site_request")
           if (!isJson(request.headers["content-type"])) return refuse(415, "unsupported_media_type")

@@ -26,8 +26,12 @@ import {
 } from "./common.js"
 import { events } from "./events.js"
 
-/** Issues the server's own handlers find in a submit: an unknown version, input their schema refuses. */
-const handlerIssues = (
+/**
+ * Issues the server's own handlers find in a submit: an unknown version, input their schema refuses.
+ *
+ * @internal
+ */
+export const handlerIssues = (
   known: ReadonlyArray<Handler.Handler<any, any, any>> | undefined,
   body: SubmitBody
 ): ReadonlyArray<Issue> => {
@@ -112,26 +116,44 @@ const list = (request: { readonly urlParams: typeof ListParams.Type }) =>
     const client = yield* Client
     const tenant = yield* Tenant
     const params = request.urlParams
-    // With authentication the caller's tenant is the scope; a tenant filter can only repeat it.
-    if (tenant !== undefined && params.tenant !== undefined && params.tenant !== tenant) return { jobs: [], next: null }
-    // A cursor that is not a job id names no job, so there is nothing after it.
-    const after = params.after === undefined ? undefined : Option.getOrUndefined(decodeJobId(params.after))
-    if (params.after !== undefined && after === undefined) return { jobs: [], next: null }
-    const limit = params.limit ?? 50
-    const jobs = yield* client.list({
+    const filters = {
       queue: options.queue,
       tenant: tenant ?? params.tenant,
       state: params.state,
       type: params.type,
       errorClass: params.errorClass,
-      requestKey: params.requestKey,
-      after,
-      limit
-    })
-    return { jobs: jobs.map(jobView), next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null }
+      requestKey: params.requestKey
+    }
+    const none = { jobs: [], next: null, total: 0, totalCapped: false }
+    // With authentication the caller's tenant is the scope; a tenant filter can only repeat it.
+    if (tenant !== undefined && params.tenant !== undefined && params.tenant !== tenant) {
+      return { ...none, now: iso(yield* client.now) }
+    }
+    const limit = params.limit ?? 50
+    // A cursor that is not a job id names no job, so there is nothing after it (the total still counts the filter).
+    const after = params.after === undefined ? undefined : Option.getOrUndefined(decodeJobId(params.after))
+    const [jobs, total, now] = yield* Effect.all([
+      params.after !== undefined && after === undefined
+        ? Effect.succeed([])
+        : client.list({ ...filters, after, limit, order: params.order }),
+      client.count({ ...filters, upTo: totalLimit }),
+      client.now
+    ])
+    return {
+      jobs: jobs.map(jobView),
+      next: jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null,
+      total,
+      totalCapped: total >= totalLimit,
+      now: iso(now)
+    }
   }).pipe(Effect.catchTag("StoreError", storeUnavailable))
 
 const decodeJobId = Schema.decodeUnknownOption(JobId)
+
+/** `GET /v1/jobs` counts the jobs its filters select up to this many (`totalCapped` beyond). */
+const totalLimit = 10_000
+
+const iso = (ms: number): string => new Date(Math.floor(ms)).toISOString()
 
 /** The job named by the path, visible to the caller's tenant, or `404`. */
 const visibleJob = (id: string) =>
@@ -161,8 +183,8 @@ const detail = (request: { readonly path: { readonly id: string } }) =>
   Effect.gen(function* () {
     const client = yield* Client
     const job = yield* visibleJob(request.path.id)
-    const [attempts, charges] = yield* Effect.all([client.attempts(job.id), client.charges(job.id)])
-    return jobDetail(job, attempts, charges)
+    const [attempts, charges, now] = yield* Effect.all([client.attempts(job.id), client.charges(job.id), client.now])
+    return jobDetail(job, attempts, charges, now)
   }).pipe(Effect.catchTag("StoreError", storeUnavailable))
 
 const cancel = (request: { readonly path: { readonly id: string } }) =>

@@ -23,24 +23,26 @@ import { drainBytesFor, dropRest, nodeRequest } from "./node.js"
 
 /**
  * `Authentication`: the tenant `authenticate` resolves, `undefined` when the server runs without it (or for a public
- * `/metrics`).
+ * `/metrics`). The bearer scheme is what the document declares; `authenticate` is given the whole `Authorization`
+ * header, as `Server.Options` promises, so the token the platform extracted is not used.
  *
  * @internal
  */
 export const authentication = Layer.effect(
   Authentication,
-  Effect.map(ServerOptions, ({ authenticate, metrics }) =>
-    Effect.gen(function* () {
-      if (authenticate === undefined) return undefined
-      const request = yield* HttpServerRequest.HttpServerRequest
-      // A public `/metrics` is the one endpoint with authentication that needs no credentials: it shows everyone's.
-      if (metrics === "public" && request.url.split("?")[0] === "/metrics") return undefined
-      const tenant = yield* authenticate(request.headers.authorization)
-      if (Option.isSome(tenant)) return tenant.value
-      yield* respondWith({ headers: { "www-authenticate": "Bearer" } })
-      return yield* Effect.fail({ error: "unauthorized" } as const)
-    })
-  )
+  Effect.map(ServerOptions, ({ authenticate, metrics }) => ({
+    bearer: () =>
+      Effect.gen(function* () {
+        if (authenticate === undefined) return undefined
+        const request = yield* HttpServerRequest.HttpServerRequest
+        // A public `/metrics` is the one endpoint with authentication that needs no credentials: it shows everyone's.
+        if (metrics === "public" && request.url.split("?")[0] === "/metrics") return undefined
+        const tenant = yield* authenticate(request.headers.authorization)
+        if (Option.isSome(tenant)) return tenant.value
+        yield* respondWith({ headers: { "www-authenticate": "Bearer" } })
+        return yield* Effect.fail({ error: "unauthorized" } as const)
+      })
+  }))
 )
 
 /** Node's request reader fails with this cause when a body passes the size limit it was given. */
@@ -100,11 +102,11 @@ export const jsonBody = Layer.effect(
   Effect.map(ServerOptions, ({ maxBodyBytes }) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      // No `Connection: close`: Node would close the socket as soon as the answer is written, under a client still
+      // sending its body (fetch then reports EPIPE, not the 413). The connection stays open while the rest of the
+      // body is read and dropped (bounded by `drainBytes`), and stays usable after it.
       const tooLarge: Effect.Effect<never, { readonly error: "payload_too_large"; readonly limitBytes: number }> =
-        Effect.zipRight(
-          respondWith({ headers: { connection: "close" } }),
-          Effect.fail({ error: "payload_too_large", limitBytes: maxBodyBytes } as const)
-        )
+        Effect.fail({ error: "payload_too_large", limitBytes: maxBodyBytes } as const)
       const message = nodeRequest(request)
       const drainBytes = drainBytesFor(maxBodyBytes)
       if (message !== undefined) dropInsteadOfReset(message, drainBytes)

@@ -1,18 +1,22 @@
 /**
  * The `ops` endpoint group: stats for the dashboard, Prometheus metrics, health, the OpenAPI document and the
  * dashboard page. Stats and health read through `Client`; the metrics page refreshes the population gauges from
- * the Store's stats at scrape time (`Metrics.refresh`) and renders every `slowcall_*` metric of this process.
+ * the Store's stats at scrape time (`Metrics.refresh`), renders every `slowcall_*` metric of this process, and adds
+ * the per-resource metrics the Limiter reads (`Metrics.resourceSamples`). The
+ * OpenAPI document is the API's, narrowed to this server (`openApi.forServer`).
  *
  * @internal
  */
 import { HttpApiBuilder, OpenApi } from "@effect/platform"
 import { Client } from "@slowcall/core/Client"
 import { JobState } from "@slowcall/core/Job"
+import { Limiter } from "@slowcall/core/Limiter"
 import * as Metrics from "@slowcall/core/Metrics"
 import { Effect } from "effect"
 import { SlowcallApi, type StatsParams, Tenant } from "../Api.js"
 import { html as dashboardHtml } from "../Dashboard.js"
-import { respondWith, ServerOptions, storeUnavailable } from "./common.js"
+import { type ResolvedOptions, respondWith, ServerOptions, storeUnavailable } from "./common.js"
+import { forServer } from "./openApi.js"
 
 /** The dashboard's chart shows this many minutes of dead-letter arrivals. */
 const perMinuteBuckets = 15
@@ -79,6 +83,16 @@ const stats = (request: { readonly urlParams: typeof StatsParams.Type }) =>
 
 const sum = (values: ReadonlyArray<number>): number => values.reduce((total, value) => total + value, 0)
 
+/**
+ * The per-resource metrics, read from the Limiter at scrape time (the fleet's, whoever asks: a resource is shared by
+ * every tenant). A failed read leaves them off this page and is logged; the population gauges say whether the store
+ * answers.
+ */
+const resourceMetrics = Effect.flatMap(Limiter, (limiter) => limiter.read({})).pipe(
+  Effect.map((read) => (read.resources.length === 0 ? "" : Metrics.renderSamples(Metrics.resourceSamples(read)))),
+  Effect.catchAll((error) => Effect.as(Effect.logWarning("resource metrics read failed", error.message), ""))
+)
+
 const metrics = Effect.gen(function* () {
   const options = yield* ServerOptions
   const tenant = yield* Tenant
@@ -87,13 +101,15 @@ const metrics = Effect.gen(function* () {
     // A tenant sees its own population and spend, read at scrape time; the process's counters are everyone's.
     const client = yield* Client
     const read = yield* client.stats({ queue: options.queue, tenant, windowMs })
-    return Metrics.renderSamples(Metrics.samples({ now: read.now, windowMs, stats: read.stats }))
+    return (
+      Metrics.renderSamples(Metrics.samples({ now: read.now, windowMs, stats: read.stats })) + (yield* resourceMetrics)
+    )
   }
   // The population gauges come from the store at scrape time; counters are kept by the workers in this process.
   yield* Metrics.refresh({ queue: options.queue, windowMs }).pipe(
     Effect.catchAll((error) => Effect.logWarning("metrics refresh failed", error.message))
   )
-  return yield* Metrics.prometheus
+  return (yield* Metrics.prometheus) + (yield* resourceMetrics)
 }).pipe(Effect.catchTag("StoreError", storeUnavailable))
 
 const healthz = Effect.gen(function* () {
@@ -103,6 +119,22 @@ const healthz = Effect.gen(function* () {
     Effect.as({ ok: true }),
     Effect.catchAll(() => Effect.fail({ error: "store_unavailable" } as const))
   )
+})
+
+/** The document each server serves, made once per server (its options are resolved once, when its layer is built). */
+const documents = new WeakMap<ResolvedOptions, unknown>()
+
+const openApiDocument = Effect.map(ServerOptions, (options) => {
+  const cached = documents.get(options)
+  if (cached !== undefined) return cached
+  const document = forServer(OpenApi.fromApi(SlowcallApi), {
+    jobTypes: options.jobTypes,
+    handlers: options.handlers,
+    authenticated: options.authenticate !== undefined,
+    publicMetrics: options.metrics === "public"
+  })
+  documents.set(options, document)
+  return document
 })
 
 const dashboard = Effect.as(
@@ -126,6 +158,6 @@ export const opsGroup = HttpApiBuilder.group(SlowcallApi, "ops", (handlers) =>
     .handle("stats", stats)
     .handle("metrics", () => metrics)
     .handle("healthz", () => healthz)
-    .handle("openapi", () => Effect.sync(() => OpenApi.fromApi(SlowcallApi)))
+    .handle("openapi", () => openApiDocument)
     .handle("dashboard", () => dashboard)
 )

@@ -5,7 +5,16 @@
  *
  * @internal
  */
-import { InvalidEstimate, type ModelCallContext, type WrapOptions } from "../ModelCall.js"
+import type { CallTokens, CallUsage } from "@slowcall/core/Handler"
+import { fromHeaders, type RateLimitInfo } from "@slowcall/core/RateLimit"
+import {
+  type CallOptions,
+  credentialLabel,
+  InvalidEstimate,
+  type ModelCallContext,
+  resourceName,
+  type WrapOptions
+} from "../ModelCall.js"
 import * as Pricing from "../Pricing.js"
 
 /** @internal */
@@ -27,14 +36,35 @@ export const approxTokens = (u: unknown): number => {
 export interface Billing {
   readonly price: (model: string) => Pricing.Price
   readonly estimate: (model: string, params: unknown, inputTokens: number, maxOutput: number | undefined) => number
+  /** The resource a call of `model` uses (`resourceName`, or the `resource` option). */
+  readonly resource: (model: string) => string
+  /** The call's token reservation: the prompt's estimated tokens, the request's output cap or the default. */
+  readonly tokens: (inputTokens: number, maxOutput: number | undefined) => CallTokens
 }
 
-/** @internal */
-export const billing = (opts: WrapOptions): Billing => {
+/**
+ * A wrapper's pricing and naming, made where the wrapper is made: a credential label that cannot name a resource
+ * throws there (`InvalidCredentialLabel`).
+ *
+ * @internal
+ */
+export const billing = (opts: WrapOptions, provider: string): Billing => {
   const table = opts.prices ?? Pricing.defaults
   const price = (model: string) => Pricing.priceOf(table, model, opts.fallbackPrice)
+  const credential = credentialLabel(opts.credential ?? "default")
+  const named = opts.resource
   return {
     price,
+    resource: (model) =>
+      typeof named === "string"
+        ? named
+        : named === undefined
+          ? resourceName({ provider, model, credential })
+          : named({ provider, model, credential }),
+    tokens: (inputTokens, maxOutput) => ({
+      input: inputTokens,
+      maxOutput: maxOutput ?? opts.defaultMaxOutputTokens ?? 1024
+    }),
     estimate: (model, params, inputTokens, maxOutput) => {
       const p = price(model)
       const given =
@@ -62,6 +92,8 @@ export interface Metered<Chunk> {
   readonly add: (chunk: Chunk) => void
   readonly usage: () => Pricing.Usage
   readonly model: () => string
+  /** The reply's headers when the chunks carry them (Gemini's `sdkHttpResponse`). */
+  readonly headers?: () => unknown
 }
 
 /**
@@ -76,26 +108,53 @@ export const tokenCounts = (usage: Pricing.Usage): { readonly inputTokens: numbe
 })
 
 /**
+ * The SDK's response (`withResponse()` of the OpenAI and Anthropic SDKs) and the rate-limit facts of its headers.
+ *
+ * @internal
+ */
+export const withHeaders = async <T>(
+  request: PromiseLike<{ readonly data: T; readonly response: { readonly headers: unknown } }>
+): Promise<{ readonly data: T; readonly rateLimit: RateLimitInfo | undefined }> => {
+  const { data, response } = await request
+  return { data, rateLimit: fromHeaders(response.headers) }
+}
+
+/** What a streaming call needs besides the context. @internal */
+export interface StreamRequest<Chunk> {
+  readonly estimateCents: number
+  readonly price: (model: string) => Pricing.Price
+  readonly meter: Metered<Chunk>
+  /** Starts the SDK stream with the call's signal; `headers`, when the SDK gives them at once. */
+  readonly open: (signal: AbortSignal) => Promise<{ readonly stream: AsyncIterable<Chunk>; readonly headers?: unknown }>
+  readonly mapError?: (e: unknown, signal: AbortSignal) => unknown
+  /** The caller's own signal, joined into the request: its abort cuts the stream as the job's does. */
+  readonly own?: AbortSignal | null | undefined
+  /** The provider, for the call's span (`gen_ai.system`); the model is the one the meter saw requested. */
+  readonly system: string
+  /** The call's resource and token reservation, for the fleet limiter. */
+  readonly resource: string
+  readonly tokens: CallTokens
+  /** The metered usage as the provider counts it against its limits. */
+  readonly limitUsage: (usage: Pricing.Usage) => CallUsage
+}
+
+/**
  * Runs a streaming request as one billed call. `open` starts the SDK stream with the call's signal; the returned
  * promise gives the caller an iterable over it as soon as it opened (or rejects with what opening threw). The
  * call settles when the iteration ends: by the reported usage at the end, by what was consumed when the stream
- * fails or the caller stops early (which also aborts the request).
+ * fails or the caller stops early (which also aborts the request). The limiter's usage is the metered usage, its
+ * rate-limit facts those of the headers the stream opened with.
  *
  * @internal
  */
 export const streamCall = <Chunk>(
   ctx: ModelCallContext,
-  estimateCents: number,
-  price: (model: string) => Pricing.Price,
-  meter: Metered<Chunk>,
-  open: (signal: AbortSignal) => Promise<AsyncIterable<Chunk>>,
-  mapError: (e: unknown, signal: AbortSignal) => unknown = (e) => e,
-  /** The caller's own signal, joined into the request: its abort cuts the stream as the job's does. */
-  own?: AbortSignal | null,
-  /** The provider, for the call's span (`gen_ai.system`); the model is the one the meter saw requested. */
-  system?: string
+  request: StreamRequest<Chunk>
 ): Promise<AsyncIterable<Chunk>> =>
   new Promise<AsyncIterable<Chunk>>((resolveStream, rejectStream) => {
+    const { meter, price, own, system } = request
+    const mapError = request.mapError ?? ((e: unknown) => e)
+    let headers: unknown
     let opened = false
     let finish!: () => void
     let fail!: (e: unknown) => void
@@ -109,7 +168,9 @@ export const streamCall = <Chunk>(
         async (signal) => {
           let source: AsyncIterable<Chunk>
           try {
-            source = await open(signal)
+            const started = await request.open(signal)
+            source = started.stream
+            headers = started.headers
           } catch (e) {
             throw mapError(e, signal)
           }
@@ -127,14 +188,16 @@ export const streamCall = <Chunk>(
           return undefined
         },
         {
-          estimateCents,
+          estimateCents: request.estimateCents,
           cost: consumed,
           costOnError: () => (opened ? consumed() : undefined),
           costOnInterrupt: () => (opened ? consumed() : undefined),
-          ...(system === undefined
-            ? {}
-            : { span: { system, model: meter.model(), usage: () => tokenCounts(meter.usage()) } })
-        }
+          span: { system, model: meter.model(), usage: () => tokenCounts(meter.usage()) },
+          resource: request.resource,
+          tokens: request.tokens,
+          usage: () => request.limitUsage(meter.usage()),
+          rateLimit: () => fromHeaders(headers ?? meter.headers?.())
+        } satisfies CallOptions<undefined>
       )
       .catch((e: unknown) => {
         // Before the stream opened the caller learns of the failure here; afterwards through the iteration.

@@ -6,8 +6,38 @@
 import { Effect } from "effect"
 import type { History } from "../History.js"
 import { type FaultKind, has, type Plan } from "../Plan.js"
-import { type Skew, type VirtualClock, WorkerClock } from "../SimClock.js"
+import { noSkew, type Skew, type VirtualClock, WorkerClock } from "../SimClock.js"
 import { stuck } from "./stuck.js"
+
+/**
+ * Virtual epoch of every run (so job ids look like real UUID v7s).
+ *
+ * @internal
+ */
+export const epoch = 1_767_225_600_000
+
+/**
+ * The clock skew (F12) of the worker in `slot`: the plan's offset, drift and jump, the jump at the middle of the
+ * fault phase; none without F12. Every incarnation of a slot has it.
+ *
+ * @internal
+ */
+export const skewOf = (plan: Plan, slot: number): Skew => {
+  const s = plan.skews[slot]
+  return has(plan, "F12") && s !== undefined
+    ? { offsetMs: s.offsetMs, driftPpm: s.driftPpm, jumpAt: epoch + plan.faultPhaseMs / 2, jumpMs: s.jumpMs }
+    : noSkew
+}
+
+/**
+ * How many ms a clock with `skew` falls behind true time from true instant `from` to true instant `to`: what a
+ * duration measured on it between the two comes out short by (negative when it runs ahead). The offset cancels
+ * out; the drift and a jump between the two do not.
+ *
+ * @internal
+ */
+export const lagBetween = (skew: Skew, from: number, to: number): number =>
+  -((to - from) * skew.driftPpm) / 1_000_000 - (from < skew.jumpAt && skew.jumpAt <= to ? skew.jumpMs : 0)
 
 /**
  * One start of a worker process. Its clock may be skewed; `gate` blocks while it is paused and forever once it
@@ -96,6 +126,12 @@ export class Faults {
   readonly lateClaimMs: number
   /** The worker slot whose every write opens a window (targeted), and the window's length. */
   readonly windowed: { readonly slot: number; readonly ms: number } | undefined
+  /** The targeted window that outlives a lease, until a worker's outcome write has taken it. */
+  staleWindow: Extract<Plan["targeted"], { readonly _tag: "StaleWindow" }> | undefined
+  /** Per worker slot, the true time until which its heartbeats fail (a targeted stale window's "mute" fate). */
+  readonly muted = new Map<number, number>()
+  /** True time until which the store refuses every call of every faulted process (F21); 0: no outage. */
+  outageUntil = 0
   constructor(
     readonly plan: Plan,
     readonly history: History,
@@ -107,6 +143,12 @@ export class Faults {
     if (targeted._tag === "LateClaimReply") this.lateClaims.add(targeted.worker)
     this.lateClaimMs = targeted._tag === "LateClaimReply" ? leaseMs + targeted.extraMs : 0
     this.windowed = targeted._tag === "WindowedWrites" ? { slot: targeted.worker, ms: targeted.ms } : undefined
+    this.staleWindow = targeted._tag === "StaleWindow" ? targeted : undefined
+  }
+
+  /** Whether the store is in an outage (F21) right now. */
+  get outage(): boolean {
+    return this.enabled && this.clock.now < this.outageUntil
   }
 
   /** Which of `kinds` fires at this point, if any (one tape entry consumed, from the start or for `infra` the end). */

@@ -1,11 +1,20 @@
 -- claiming: one claim of one job (Protocol.claimVerdict, then Protocol.claimTransition), shared by claim and
--- claimNext. `estimate` nil takes Protocol.fallbackEstimate over the job's ledger.
+-- claimNext, and Batch.claimVerdict for an item of a batch. `estimate` nil takes Protocol.fallbackEstimate over the job's ledger.
 
 local function claimRow(job, now, owner, leaseMs, estimate, retentionMs)
   if estimate == nil then
     estimate = fallbackEstimate(chargesOf(job.id))
   end
   local verdict = claimVerdict(job, now, estimate)
+  -- Batch.claimVerdict: an item of a cancelled batch, or of one whose spend cannot cover the estimate, is settled.
+  if verdict.tag == "Claim" and job.batchId ~= nil then
+    local b = loadBatch(job.batchId)
+    if b ~= nil and b.cancelRequestedAt ~= nil then
+      verdict = { tag = "Settle", takeover = verdict.takeover, reason = "cancelled" }
+    elseif b ~= nil and not budgetFits(b.budgetCents, b.costCents, estimate) then
+      verdict = { tag = "Settle", takeover = verdict.takeover, reason = "budget" }
+    end
+  end
   if verdict.tag == "Settled" then
     return { "Settled", jobReply(job) }
   end

@@ -121,6 +121,28 @@ local function attemptsLeft(job)
   return math.max(0, job.maxAttempts - (job.attempts - job.attemptsBase))
 end
 
+-- One SubmitItem from the 15 script arguments after ARGV[a], in the order `codec.itemArgs` writes them.
+local ITEM_ARITY = 15
+local function readItem(a)
+  return {
+    id = ARGV[a + 1],
+    tenant = optString(ARGV[a + 2]),
+    type = ARGV[a + 3],
+    version = tonumber(ARGV[a + 4]),
+    requestKey = optString(ARGV[a + 5]),
+    inputHash = ARGV[a + 6],
+    input = ARGV[a + 7],
+    inputRef = optString(ARGV[a + 8]),
+    priority = optNumber(ARGV[a + 9]),
+    delayMs = optNumber(ARGV[a + 10]),
+    deadlineAt = optNumber(ARGV[a + 11]),
+    budgetCents = optNumber(ARGV[a + 12]),
+    maxAttempts = tonumber(ARGV[a + 13]),
+    traceId = optString(ARGV[a + 14]),
+    fingerprint = optString(ARGV[a + 15])
+  }
+end
+
 -- Protocol.newJob; `item` carries the SubmitItem's fields (nil for null).
 local function newJob(item, now, seq)
   return {
@@ -310,6 +332,24 @@ local function settleTransition(job, now, o)
     end
     return transition(job, now, patch, stop("abandoned", o.errorClass, o.error))
   end
+  if o.kind == "throttle" then
+    local runAfter = now + math.max(0, o.delayMs)
+    if job.deadlineAt ~= nil and runAfter >= job.deadlineAt then
+      return settleTransition(job, now, {
+        kind = "abandon",
+        reason = "deadline",
+        errorClass = "rate_limited",
+        error = o.error
+      })
+    end
+    return transition(job, now, leaseCleared({
+      state = step(job.state, "release"),
+      runAfter = runAfter,
+      attemptsBase = job.attemptsBase + 1,
+      errorClass = "rate_limited",
+      lastError = o.error
+    }), stop("released", "rate_limited", o.error))
+  end
   -- release
   return transition(job, now, leaseCleared({
     state = step(job.state, "release"),
@@ -347,6 +387,7 @@ local function replayable(job, filter)
     and (filter.tenant == nil or job.tenant == filter.tenant)
     and (filter.errorClass == nil or job.errorClass == filter.errorClass)
     and (filter.type == nil or job.type == filter.type)
+    and (filter.inputHash == nil or job.inputHash == filter.inputHash)
 end
 
 -- Protocol.replayTransition

@@ -4,6 +4,8 @@
 -- record, the attempt row it ends or starts, the failure mark, the result, the retention of the job's data.
 -- Ledger and attempt rows are JSON arrays of text (numbers as "%.17g" text, so no precision is lost).
 
+-- @include protocol
+
 -- The field of a request key in `rk`: tenant (or its absence) and key, unambiguous.
 local function requestKeyField(tenant, requestKey)
   if tenant == nil then
@@ -15,6 +17,23 @@ end
 -- The (type, version) pair of a job in the waiting indexes' names: `<version>:<type>` (a version has no colon).
 local function waitingPair(job)
   return fmt(job.version) .. ":" .. job.type
+end
+
+-- The field of a failed job's dead-letter group, in the sums and in the group's job index.
+local function groupField(job)
+  if job.errorClass == nil then
+    return "n:" .. job.inputHash
+  end
+  return "c" .. job.errorClass .. ":" .. job.inputHash
+end
+
+-- Whether the queue keeps the fair-claim indexes (see includes/fairness.lua): read once per script.
+local fairKept = nil
+local function fairIndexed()
+  if fairKept == nil then
+    fairKept = redis.call("HGET", KEYS[1], "fx") == "1"
+  end
+  return fairKept
 end
 
 -- Where a job belongs: index key -> score.
@@ -38,6 +57,8 @@ local function entries(job)
     if t ~= nil then
       e[base .. K.tenantReady .. p .. ":" .. enc(t)] = job.runAfter
       e[base .. K.tenantWaiting .. enc(t) .. w] = job.runAfter
+    elseif fairIndexed() then
+      e[base .. K.noTenantReady .. p] = job.runAfter
     end
     e[base .. K.visible .. p] = math.max(job.runAfter, job.visibleAt or job.runAfter)
     if job.deadlineAt ~= nil then
@@ -52,6 +73,15 @@ local function entries(job)
     e[base .. K.dead] = job.updatedAt
     if t ~= nil then
       e[base .. K.tenantDead .. enc(t)] = job.updatedAt
+    end
+    -- The group's jobs by failure time (a record without the mark, stored before it was kept, by its last write).
+    local field = groupField(job)
+    local failedAt = job.failedAt or job.updatedAt
+    e[base .. K.groupJobs .. field] = failedAt
+    e[base .. K.typeGroupJobs .. enc(job.type) .. field] = failedAt
+    if t ~= nil then
+      e[base .. K.tenantGroupJobs .. enc(t) .. field] = failedAt
+      e[base .. K.tenantTypeGroupJobs .. enc(t) .. enc(job.type) .. field] = failedAt
     end
     if job.failedAt ~= nil then
       e[base .. K.failed] = job.failedAt
@@ -90,13 +120,7 @@ local function groupKeys(job)
   return keys
 end
 
-local function groupField(job)
-  if job.errorClass == nil then
-    return "n:" .. job.inputHash
-  end
-  return "c" .. job.errorClass .. ":" .. job.inputHash
-end
-
+-- The error-class cost sums an ended attempt counts in (count of attempts and their ledger rows per class).
 local function costKeys(job)
   local keys = { base .. K.costs }
   if job.tenant ~= nil then
@@ -117,20 +141,6 @@ local function moveSums(old, new)
     if newFailed then
       for _, key in ipairs(groupKeys(new)) do
         addSum(key, groupField(new), 1, new.costCents)
-      end
-    end
-  end
-  local oldClass = old ~= nil and old.errorClass or nil
-  local newClass = new ~= nil and new.errorClass or nil
-  if oldClass ~= newClass or (oldClass ~= nil and old.costCents ~= new.costCents) then
-    if oldClass ~= nil then
-      for _, key in ipairs(costKeys(old)) do
-        addSum(key, oldClass, -1, -old.costCents)
-      end
-    end
-    if newClass ~= nil then
-      for _, key in ipairs(costKeys(new)) do
-        addSum(key, newClass, 1, new.costCents)
       end
     end
   end
@@ -158,6 +168,28 @@ local function movePriorities(old, new)
     end
     if t ~= nil and redis.call("EXISTS", base .. K.tenantReady .. p .. ":" .. enc(t)) == 0 then
       redis.call("ZREM", base .. K.tenantPrios .. enc(t), p)
+    end
+  end
+  if fairIndexed() then
+    -- The fair-claim tenant set and the no-tenant priorities, kept like the priorities above.
+    local code = "n"
+    local prios = base .. K.noTenantPrios
+    if t ~= nil then
+      code = "t" .. t
+      prios = base .. K.tenantPrios .. enc(t)
+    end
+    if isQueued then
+      redis.call("SADD", base .. K.fairTenants, code)
+      if t == nil then
+        redis.call("ZADD", prios, job.priority, p)
+      end
+    else
+      if t == nil and redis.call("EXISTS", base .. K.noTenantReady .. p) == 0 then
+        redis.call("ZREM", prios, p)
+      end
+      if redis.call("EXISTS", prios) == 0 then
+        redis.call("SREM", base .. K.fairTenants, code)
+      end
     end
   end
 end
@@ -216,9 +248,16 @@ local function unindexCharges(job)
   end
 end
 
--- Writes `new` (a record, never nil) over `old` (nil for a new job) with every index and sum kept.
+-- The batch write that goes with a write to a batch item (defined below, after `touched`).
+local batchWrite
+
+-- Writes `new` (a record, never nil) over `old` (nil for a new job) with every index and sum kept; a write to an
+-- item of a batch writes the batch too (`batchWrite`).
 local function save(old, new)
   storeFields(old, new)
+  if old ~= nil and new.batchId ~= nil then
+    batchWrite(old, new)
+  end
   local member = memberOf(new)
   local before = {}
   if old ~= nil then
@@ -249,6 +288,166 @@ local function touched(job)
   if job.state == "queued" then
     wokeQueue = true
   end
+end
+
+-- Batches (Batch.ts): the record in `Q b:<id>`, its items' ids in landing order in `Q bi:<id>`.
+local function batchKey(id)
+  return base .. K.batch .. id
+end
+
+local function batchItemsKey(id)
+  return base .. K.batchItems .. id
+end
+
+-- The batch record as its hash holds it, or nil.
+local function loadBatch(id)
+  local raw = redis.call("HGETALL", batchKey(id))
+  if #raw == 0 then
+    return nil
+  end
+  local b = { id = id }
+  for i = 1, #raw, 2 do
+    local name = BATCH_NAME_OF[raw[i]]
+    if name ~= nil then
+      if BATCH_NUMERIC[raw[i]] then
+        b[name] = tonumber(raw[i + 1])
+      else
+        b[name] = raw[i + 1]
+      end
+    end
+  end
+  return b
+end
+
+local function storeBatch(b)
+  local set = {}
+  local del = {}
+  for i, name in ipairs(BATCH_NAMES) do
+    local short = BATCH_SHORTS[i]
+    local value = b[name]
+    if value == nil then
+      del[#del + 1] = short
+    else
+      set[#set + 1] = short
+      if type(value) == "number" then
+        set[#set + 1] = fmt(value)
+      else
+        set[#set + 1] = value
+      end
+    end
+  end
+  redis.call("HSET", batchKey(b.id), unpack(set))
+  if #del > 0 then
+    redis.call("HDEL", batchKey(b.id), unpack(del))
+  end
+end
+
+-- The reply form of a batch: its id, then the fields of BATCH_NAMES (text, false for null).
+local function batchReply(b)
+  local out = { b.id }
+  for i, name in ipairs(BATCH_NAMES) do
+    local value = b[name]
+    if value == nil then
+      out[i + 1] = false
+    elseif type(value) == "number" then
+      out[i + 1] = fmt(value)
+    else
+      out[i + 1] = value
+    end
+  end
+  return out
+end
+
+local function jsonOpt(v)
+  if v == nil or v == cjson.null then
+    return nil
+  end
+  return v
+end
+
+-- Batch.callbackItem then the insert of a submit: the callback's job, queued at `at`, under the batch's tenant and
+-- the request key `batch:<id>:<kind>` (a key that names a job already inserts nothing).
+local function insertCallback(b, kind, spec, at)
+  local c = cjson.decode(spec)
+  local item = {
+    id = c.id,
+    tenant = b.tenant,
+    type = c.type,
+    version = c.version,
+    requestKey = "batch:" .. b.id .. ":" .. kind,
+    inputHash = c.inputHash,
+    inputRef = jsonOpt(c.inputRef),
+    priority = jsonOpt(c.priority),
+    delayMs = jsonOpt(c.delayMs),
+    deadlineAt = jsonOpt(c.deadlineAt),
+    budgetCents = jsonOpt(c.budgetCents),
+    maxAttempts = c.maxAttempts,
+    traceId = jsonOpt(c.traceId),
+    fingerprint = jsonOpt(c.fingerprint)
+  }
+  local field = requestKeyField(item.tenant, item.requestKey)
+  if redis.call("HEXISTS", base .. K.requestKeys, field) == 1 then
+    return
+  end
+  local seq = redis.call("HINCRBY", KEYS[1], "seq", 1)
+  local job = newJob(item, at, seq)
+  save(nil, job)
+  redis.call("HSET", dataKey(job.id), "i", c.input)
+  redis.call("HSET", base .. K.requestKeys, field, job.id)
+  touched(job)
+end
+
+-- Batch.isComplete
+local function batchComplete(b)
+  return b.added == b.size and b.queued == 0 and b.running == 0
+end
+
+-- Batch.finish, on `b` in place (the caller stores it), its callbacks inserted.
+local function finishBatch(b, now)
+  local complete = batchComplete(b)
+  if complete == (b.finishedAt ~= nil) then
+    return
+  end
+  if not complete then
+    b.finishedAt = nil
+    b.updatedAt = math.max(b.updatedAt, now)
+    return
+  end
+  local finishedAt = math.max(b.updatedAt, now)
+  local calls = {}
+  if b.onComplete ~= nil and b.onCompleteJobId == nil then
+    calls[#calls + 1] = { "onComplete", b.onComplete }
+    b.onCompleteJobId = cjson.decode(b.onComplete).id
+  end
+  if b.onSuccess ~= nil and b.onSuccessJobId == nil and b.failed == 0 and b.abandoned == 0 then
+    calls[#calls + 1] = { "onSuccess", b.onSuccess }
+    b.onSuccessJobId = cjson.decode(b.onSuccess).id
+  end
+  b.finishedAt = finishedAt
+  b.updatedAt = finishedAt
+  for _, call in ipairs(calls) do
+    insertCallback(b, call[1], call[2], finishedAt)
+  end
+end
+
+-- Batch.afterItemWrite: the item's count moves from its old state to its new one, its spend change joins the
+-- batch's cost, then the finishing rule, all at the item write's time.
+batchWrite = function(old, new)
+  local delta = (new.costCents or 0) - (old.costCents or 0)
+  if old.state == new.state and delta == 0 then
+    return
+  end
+  local b = loadBatch(new.batchId)
+  if b == nil then
+    return
+  end
+  local at = new.updatedAt
+  b[old.state] = b[old.state] - 1
+  b[new.state] = b[new.state] + 1
+  b.costCents = b.costCents + delta
+  b.updatedAt = math.max(b.updatedAt, at)
+  finishBatch(b, at)
+  storeBatch(b)
 end
 
 -- Publishes what the script wrote on the queue's sharded channel: "q" (something is queued) or "w", then the
@@ -294,24 +493,6 @@ local function decodeNumber(v)
   return tonumber(v)
 end
 
--- Attempt rows: token -> [worker, startedAt, endedAt, outcome, errorClass, evidence].
-local function endAttempt(id, stop, now)
-  local key = attemptsKey(id)
-  local raw = redis.call("HGET", key, stop.token)
-  if not raw then
-    return
-  end
-  local row = cjson.decode(raw)
-  if row[4] ~= "running" then
-    return
-  end
-  redis.call("HSET", key, stop.token, encodeRow(6, { row[1], row[2], now, stop.outcome, stop.errorClass, stop.evidence }))
-end
-
-local function startAttempt(id, start, now)
-  redis.call("HSET", attemptsKey(id), start.token, encodeRow(6, { start.worker, now, nil, "running", nil, nil }))
-end
-
 -- Ledger rows: callId -> [seq, token, amountCents, settled ("1"/"0"), createdAt, updatedAt].
 local function decodeCharge(callId, raw)
   local row = cjson.decode(raw)
@@ -347,12 +528,59 @@ local function chargesOf(id)
   return rows
 end
 
+-- What the job's ledger rows add up to per attempt: token -> cents, summed in insertion order.
+local function spendByToken(id)
+  local spent = {}
+  for _, row in ipairs(chargesOf(id)) do
+    spent[row.token] = (spent[row.token] or 0) + row.amountCents
+  end
+  return spent
+end
+
+-- Attempt rows: token -> [worker, startedAt, endedAt, outcome, errorClass, evidence].
+local function endAttempt(job, stop, now)
+  local key = attemptsKey(job.id)
+  local raw = redis.call("HGET", key, stop.token)
+  if not raw then
+    return
+  end
+  local row = cjson.decode(raw)
+  if row[4] ~= "running" then
+    return
+  end
+  redis.call("HSET", key, stop.token, encodeRow(6, { row[1], row[2], now, stop.outcome, stop.errorClass, stop.evidence }))
+  -- The attempt's ledger rows so far now count under its class; later rows of its token join in `charge`.
+  if stop.errorClass ~= nil and stop.errorClass ~= NULL then
+    local spent = spendByToken(job.id)[tonumber(stop.token)] or 0
+    for _, k in ipairs(costKeys(job)) do
+      addSum(k, stop.errorClass, 1, spent)
+    end
+  end
+end
+
+-- The class an ended attempt of the job ended with, or nil (no such attempt, still running, or no class).
+local function endedClass(id, token)
+  local raw = redis.call("HGET", attemptsKey(id), token)
+  if not raw then
+    return nil
+  end
+  local row = cjson.decode(raw)
+  if row[4] == "running" then
+    return nil
+  end
+  return decodeText(row[5])
+end
+
+local function startAttempt(id, start, now)
+  redis.call("HSET", attemptsKey(id), start.token, encodeRow(6, { start.worker, now, nil, "running", nil, nil }))
+end
+
 -- Stores a transition of `old` at `now`; `retentionMs` (nil: keep) is how long a finished job's input and
 -- result outlive it. Returns the new record.
 local function apply(old, now, tr, retentionMs)
   local new = tr.job
   if tr.stop ~= nil then
-    endAttempt(old.id, tr.stop, now)
+    endAttempt(old, tr.stop, now)
   end
   if tr.start ~= nil then
     startAttempt(old.id, tr.start, now)
@@ -385,6 +613,16 @@ local function removeJob(job)
   movePriorities(job, nil)
   moveWaiting(job, nil)
   moveSums(job, nil)
+  -- Its ended attempts leave the error-class cost sums.
+  local spent = spendByToken(job.id)
+  for _, token in ipairs(redis.call("HKEYS", attemptsKey(job.id))) do
+    local class = endedClass(job.id, token)
+    if class ~= nil then
+      for _, k in ipairs(costKeys(job)) do
+        addSum(k, class, -1, -(spent[tonumber(token)] or 0))
+      end
+    end
+  end
   unindexCharges(job)
   if job.requestKey ~= nil then
     local field = requestKeyField(job.tenant, job.requestKey)

@@ -308,6 +308,58 @@ const outcomeTests = ({ it, fixture }: Area): void => {
       expect((yield* attempts(job.id)).map((a) => a.outcome)).toEqual(["released", "running"])
     })
   )
+
+  it.effect("throttle: queued until the wait ends, the attempt handed back, shown as rate_limited", () =>
+    Effect.gen(function* () {
+      const { now, advance, submit, claimed, settled, attempts } = yield* fixture
+      const job = yield* submit({ maxAttempts: 1 })
+      const running = yield* claimed(job.id)
+      const at = yield* now
+      const why = "throttled: waiting for openai:gpt-4.1:key-a (requests) until 2026-01-01T00:00:02.000Z"
+
+      const throttled = yield* settled(job.id, running.leaseToken, outcome.throttle(2_000, why))
+
+      expect(throttled).toMatchObject({
+        state: "queued",
+        runAfter: at + 2_000,
+        attempts: 1,
+        attemptsBase: 1,
+        costCents: 0,
+        errorClass: "rate_limited",
+        lastError: why,
+        leaseOwner: null,
+        leaseUntil: null
+      })
+      expect(attemptsLeft(throttled)).toBe(1)
+      expect((yield* attempts(job.id))[0]).toMatchObject({
+        outcome: "released",
+        errorClass: "rate_limited",
+        evidence: why
+      })
+      yield* advance(2_000)
+      const again = yield* claimed(job.id, "worker-b")
+      expect(again).toMatchObject({ attempts: 2, attemptsBase: 1, leaseToken: 2 })
+      const done = yield* settled(job.id, again.leaseToken, outcome.complete("ok"))
+      expect(done).toMatchObject({ state: "succeeded", errorClass: null, lastError: null })
+    })
+  )
+
+  it.effect("throttle: a wait that reaches the deadline abandons the job (deadline)", () =>
+    Effect.gen(function* () {
+      const { now, submit, claimed, settled } = yield* fixture
+      const at = yield* now
+      const job = yield* submit({ deadlineAt: at + 1_000 })
+      const running = yield* claimed(job.id)
+      const abandoned = yield* settled(job.id, running.leaseToken, outcome.throttle(5_000, "throttled: paused"))
+      expect(abandoned).toMatchObject({
+        state: "abandoned",
+        abandonReason: "deadline",
+        errorClass: "rate_limited",
+        lastError: "throttled: paused",
+        attemptsBase: 0
+      })
+    })
+  )
 }
 
 /** Cancel, and updatedAt across every kind of write. */

@@ -113,7 +113,8 @@ export const outcome = {
     errorClass,
     error
   }),
-  release: { _tag: "Release" } as Outcome
+  release: { _tag: "Release" } as Outcome,
+  throttle: (delayMs: number, error: string): Outcome => ({ _tag: "Throttle", delayMs, error })
 }
 
 /** What each area gets to register its tests. @internal */

@@ -1,13 +1,14 @@
 /**
- * Store conformance, reads and replay: `Query` (get, list, attempts, charges, deadLetters, stats, countQueued) reads exactly what
- * the writes left, hides other tenants' jobs, and orders and limits as documented; `Store.now` is store time;
- * `Store.replay` moves a dead letter back to queued through one conditional write (`Protocol.replayable`,
- * `Protocol.replayTransition`) and never touches a job in any other state; the derived `Query.replay` picks its
- * targets by filter or by id and goes through that same write.
+ * Store conformance, reads and replay: `Query` (get, list, count, attempts, charges, deadLetters, stats,
+ * countQueued) reads exactly what the writes left, hides other tenants' jobs, and orders and limits as documented;
+ * `Store.now` is store time; `Store.replay` moves a dead letter back to queued through one conditional write
+ * (`Protocol.replayable`, `Protocol.replayTransition`) and never touches a job in any other state; the derived
+ * `Query.replay` picks its targets by filter or by id and goes through that same write.
  *
  * @internal
  */
 import { describe, expect } from "@effect/vitest"
+import * as DeadLetters from "@slowcall/core/DeadLetters"
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { attemptsLeft, type JobId } from "@slowcall/core/Job"
 import * as Query from "@slowcall/core/Query"
@@ -35,11 +36,11 @@ const readTests = ({ it, fixture }: Area): void => {
   it.effect("list: every filter applies, newest first unless oldest is asked, at most limit", () =>
     Effect.gen(function* () {
       const { query, queue, tenant, advance, submit, claimed, settled } = yield* fixture
-      const a = yield* submit({ type: "alpha" })
+      const a = yield* submit({ type: "alpha", input: "shared" })
       yield* advance(10)
-      const b = yield* submit({ type: "beta" })
+      const b = yield* submit({ type: "beta", input: "shared" })
       yield* advance(10)
-      const c = yield* submit({ type: "alpha", tenant: `${tenant}-other` })
+      const c = yield* submit({ type: "alpha", tenant: `${tenant}-other`, input: "shared" })
       yield* advance(10)
       const running = yield* claimed(b.id)
       const failed = yield* claimed(a.id)
@@ -57,6 +58,8 @@ const readTests = ({ it, fixture }: Area): void => {
       expect(yield* list({ state: "running" })).toEqual([running.id])
       expect(yield* list({ errorClass: "auth" })).toEqual([a.id])
       expect(yield* list({ state: "succeeded" })).toEqual([])
+      expect(yield* list({ inputHash: a.inputHash, type: "alpha" })).toEqual([c.id, a.id])
+      expect(yield* list({ inputHash: "0".repeat(64) })).toEqual([])
     })
   )
 
@@ -80,9 +83,9 @@ const readTests = ({ it, fixture }: Area): void => {
       const { query, queue, advance, submit, factory } = yield* fixture
       const a = yield* submit({ requestKey: "page-key" })
       yield* advance(5)
-      const b = yield* submit()
-      const c = yield* submit({ type: "other" })
-      const d = yield* submit()
+      const b = yield* submit({ input: "page" })
+      const c = yield* submit({ type: "other", input: "page" })
+      const d = yield* submit({ input: "page" })
       const ids = (jobs: ReadonlyArray<{ readonly id: JobId }>) => jobs.map((j) => j.id)
 
       // Newest first, two per page: every job exactly once, in order.
@@ -96,12 +99,18 @@ const readTests = ({ it, fixture }: Area): void => {
       expect(ids(yield* query.list({ queue, after: yield* factory.jobId }))).toEqual([])
       expect(ids(yield* query.list({ queue, requestKey: "page-key" }))).toEqual([a.id])
       expect(ids(yield* query.list({ queue, requestKey: "no-such-key" }))).toEqual([])
+      // An input's jobs page like any listing.
+      const other = yield* submit({ input: "another input" })
+      expect(ids(yield* query.list({ queue, inputHash: b.inputHash, limit: 2, after: d.id }))).toEqual([c.id, b.id])
+      expect(ids(yield* query.list({ queue, inputHash: other.inputHash, order: "oldest", after: a.id }))).toEqual([
+        other.id
+      ])
     })
   )
 
   it.effect("deadLetters: failed jobs most recently updated first, grouped by (errorClass, inputHash)", () =>
     Effect.gen(function* () {
-      const { query, queue, advance, submit, claimed, charged, settled } = yield* fixture
+      const { store, query, queue, now, advance, submit, claimed, charged, settled } = yield* fixture
       const failWith = (input: { readonly k: string }, errorClass: ErrorClass, cents: number) =>
         Effect.gen(function* () {
           const job = yield* submit({ input, type: errorClass === "auth" ? "a" : "b" })
@@ -113,9 +122,11 @@ const readTests = ({ it, fixture }: Area): void => {
             amountCents: cents,
             settled: true
           })
+          // The store time of the failure (the record's updatedAt may sit a microsecond past it).
+          const failedAt = yield* now
           yield* settled(job.id, running.leaseToken, outcome.fail(errorClass, errorClass))
           yield* advance(10)
-          return job
+          return { ...job, failedAt }
         })
       const j1 = yield* failWith({ k: "x" }, "invalid_request", 1)
       const j2 = yield* failWith({ k: "x" }, "invalid_request", 2)
@@ -128,17 +139,68 @@ const readTests = ({ it, fixture }: Area): void => {
       const all = yield* query.deadLetters({ queue })
 
       expect(all.jobs.map((j) => j.id)).toEqual([j4.id, j3.id, j2.id, j1.id])
-      expect(all.groups).toEqual([
-        { errorClass: "invalid_request", inputHash: j1.inputHash, count: 3, costCents: 7 },
-        { errorClass: "auth", inputHash: j3.inputHash, count: 1, costCents: 5 }
-      ])
+      const invalid = {
+        errorClass: "invalid_request",
+        inputHash: j1.inputHash,
+        count: 3,
+        costCents: 7,
+        lastFailedAt: j4.failedAt,
+        jobIds: [j4.id, j2.id, j1.id]
+      }
+      const auth = {
+        errorClass: "auth",
+        inputHash: j3.inputHash,
+        count: 1,
+        costCents: 5,
+        lastFailedAt: j3.failedAt,
+        jobIds: [j3.id]
+      }
+      expect(all.groups).toEqual([invalid, auth])
       const limited = yield* query.deadLetters({ queue, limit: 1 })
       expect(limited.jobs.map((j) => j.id)).toEqual([j4.id])
       expect(limited.groups).toEqual(all.groups)
-      const auth = yield* query.deadLetters({ queue, errorClass: "auth" })
-      expect(auth.jobs.map((j) => j.id)).toEqual([j3.id])
-      expect(auth.groups).toEqual([{ errorClass: "auth", inputHash: j3.inputHash, count: 1, costCents: 5 }])
+      const onlyAuth = yield* query.deadLetters({ queue, errorClass: "auth" })
+      expect(onlyAuth.jobs.map((j) => j.id)).toEqual([j3.id])
+      expect(onlyAuth.groups).toEqual([auth])
       expect((yield* query.deadLetters({ queue, type: "b" })).jobs).toHaveLength(3)
+      // A replayed job leaves its group: the latest failure and the ids are the remaining jobs'.
+      yield* Query.replay(store, query, { jobIds: [j4.id] })
+      expect((yield* query.deadLetters({ queue, errorClass: "invalid_request" })).groups).toEqual([
+        { ...invalid, count: 2, costCents: 3, lastFailedAt: j2.failedAt, jobIds: [j2.id, j1.id] }
+      ])
+    })
+  )
+
+  it.effect("deadLetters: a group's ids are its 50 most recently failed, later insertion first on equal times", () =>
+    Effect.gen(function* () {
+      const { store, query, queue, tenant, now, advance, item, submitOne } = yield* fixture
+      // 52 jobs of one input; the first two fail last, together, at one time.
+      const items = []
+      for (let i = 0; i < 52; i++)
+        items.push(yield* item({ input: "same", maxAttempts: 1, type: i % 2 === 0 ? "even" : "odd" }))
+      for (const submitItem of items) yield* submitOne(submitItem)
+      const ids = items.map((i) => i.id)
+      const fail = (jobIds: ReadonlyArray<JobId>, at: number) =>
+        Effect.gen(function* () {
+          yield* store.claim({ items: jobIds.map((jobId) => ({ jobId, owner: "w", leaseMs: 60_000 })), now: at })
+          yield* store.settle({
+            items: jobIds.map((jobId) => ({ jobId, token: 1, outcome: outcome.fail("timeout", "t") })),
+            now: at
+          })
+        })
+      const start = yield* now
+      for (const [i, jobId] of ids.slice(2).entries()) yield* fail([jobId], start + i)
+      yield* advance(1_000)
+      const last = yield* now
+      yield* fail(ids.slice(0, 2), last)
+
+      const [group] = (yield* query.deadLetters({ queue })).groups
+      const [even] = (yield* query.deadLetters({ queue, tenant, type: "even" })).groups
+
+      expect(group).toMatchObject({ errorClass: "timeout", count: 52, lastFailedAt: last })
+      expect(group!.jobIds).toEqual([ids[1], ids[0], ...ids.slice(2).reverse()].slice(0, 50))
+      expect(even).toMatchObject({ count: 26, lastFailedAt: last })
+      expect(even!.jobIds).toEqual([ids[0], ...ids.filter((_, i) => i % 2 === 0 && i > 0).reverse()])
     })
   )
 
@@ -160,6 +222,90 @@ const readTests = ({ it, fixture }: Area): void => {
 
       const [first, second] = [cheapA.inputHash, cheapB.inputHash].sort()
       expect(groups.map((g) => g.inputHash)).toEqual([dear.inputHash, first, second])
+    })
+  )
+
+  it.effect("deadLetters feed the view: singletons collapse into their error class, sorted by cost, paged", () =>
+    Effect.gen(function* () {
+      const { query, queue, now, advance, submit, claimed, charged, settled } = yield* fixture
+      const failWith = (input: string, errorClass: ErrorClass, cents: number) =>
+        Effect.gen(function* () {
+          const job = yield* submit({ input, maxAttempts: 1 })
+          const running = yield* claimed(job.id)
+          yield* charged({ jobId: job.id, callId: "c", token: running.leaseToken, amountCents: cents, settled: true })
+          const failedAt = yield* now
+          yield* settled(job.id, running.leaseToken, outcome.fail(errorClass, errorClass))
+          yield* advance(5)
+          return { ...job, failedAt }
+        })
+      const a1 = yield* failWith("a", "timeout", 1)
+      const a2 = yield* failWith("a", "timeout", 1)
+      const lone1 = yield* failWith("b", "timeout", 4)
+      const lone2 = yield* failWith("c", "timeout", 3)
+      const authLone = yield* failWith("d", "auth", 20)
+
+      const { groups } = yield* query.deadLetters({ queue })
+      const first = DeadLetters.page(groups, { limit: 2 })
+      const second = DeadLetters.page(groups, { limit: 2, cursor: DeadLetters.decodeCursor(first.next!) })
+
+      expect(first.groups).toEqual([
+        {
+          errorClass: "auth",
+          inputHash: null,
+          count: 1,
+          costCents: 20,
+          lastFailedAt: authLone.failedAt,
+          jobIds: [authLone.id],
+          collapsed: true
+        },
+        {
+          errorClass: "timeout",
+          inputHash: null,
+          count: 2,
+          costCents: 7,
+          lastFailedAt: lone2.failedAt,
+          jobIds: [lone2.id, lone1.id],
+          collapsed: true
+        }
+      ])
+      expect(first).toMatchObject({ totalGroups: 3, totalJobs: 5, totalCostCents: 29 })
+      expect(second.groups).toEqual([
+        {
+          errorClass: "timeout",
+          inputHash: a1.inputHash,
+          count: 2,
+          costCents: 2,
+          lastFailedAt: a2.failedAt,
+          jobIds: [a2.id, a1.id],
+          collapsed: false
+        }
+      ])
+      expect(second.next).toBeNull()
+      expect(DeadLetters.page(groups, { sort: "count" }).groups.map((g) => [g.errorClass, g.inputHash])).toEqual([
+        ["timeout", null],
+        ["timeout", a1.inputHash],
+        ["auth", null]
+      ])
+    })
+  )
+
+  it.effect("estimates: the protocol's fallback estimate of each job, in order, 0 for no job", () =>
+    Effect.gen(function* () {
+      const { query, factory, submit, claimed, charged, settled } = yield* fixture
+      const job = yield* submit({ maxAttempts: 3 })
+      const first = yield* claimed(job.id)
+      yield* charged({ jobId: job.id, callId: "a", token: first.leaseToken, amountCents: 2, settled: true })
+      yield* charged({ jobId: job.id, callId: "b", token: first.leaseToken, amountCents: 1.5, settled: false })
+      yield* settled(job.id, first.leaseToken, outcome.retry(0, "timeout", "t"))
+      const second = yield* claimed(job.id)
+      yield* charged({ jobId: job.id, callId: "c", token: second.leaseToken, amountCents: 3, settled: true })
+      const fresh = yield* submit()
+      const unknown = yield* factory.jobId
+
+      const estimates = yield* query.estimates({ jobIds: [job.id, fresh.id, unknown, job.id] })
+
+      expect(estimates).toEqual([3.5, 0, 0, 3.5])
+      expect(yield* query.estimates({ jobIds: [] })).toEqual([])
     })
   )
 
@@ -188,6 +334,52 @@ const readTests = ({ it, fixture }: Area): void => {
       expect(stats.costCentsByErrorClass).toEqual({ auth: 7 })
       expect(stats.failedInWindow).toBe(1)
       expect(later.failedInWindow).toBe(0)
+    })
+  )
+
+  it.effect("stats: cost by error class is what the attempts that ended with each class cost, kept after success", () =>
+    Effect.gen(function* () {
+      const { query, queue, tenant, advance, submit, claimed, charged, settled } = yield* fixture
+      const spendOn = (jobId: JobId, token: number, callId: string, amountCents: number, settledCharge = true) =>
+        charged({ jobId, callId, token, amountCents, settled: settledCharge })
+      // Retried after a billed timeout, then succeeded: the timeout's spend stays under `timeout`.
+      const recovered = yield* submit()
+      const r1 = yield* claimed(recovered.id)
+      yield* spendOn(recovered.id, r1.leaseToken, "r1", 5)
+      yield* settled(recovered.id, r1.leaseToken, outcome.retry(0, "timeout", "timed out"))
+      const r2 = yield* claimed(recovered.id)
+      yield* spendOn(recovered.id, r2.leaseToken, "r2", 3)
+      yield* settled(recovered.id, r2.leaseToken, outcome.complete(null))
+      // Rate limited, then failed for good with `auth`; the first attempt's reservation settles late (a charge is
+      // accepted from a stale token: the money was spent) and moves that attempt's class.
+      const dead = yield* submit({ maxAttempts: 2 })
+      const d1 = yield* claimed(dead.id)
+      yield* spendOn(dead.id, d1.leaseToken, "d1", 2, false)
+      yield* settled(dead.id, d1.leaseToken, outcome.retry(0, "rate_limited", "429"))
+      const d2 = yield* claimed(dead.id)
+      yield* spendOn(dead.id, d2.leaseToken, "d2", 4)
+      yield* settled(dead.id, d2.leaseToken, outcome.fail("auth", "401"))
+      yield* spendOn(dead.id, d1.leaseToken, "d1", 2.5)
+      // A lease that ran out mid-call and was taken over: its reservation is the cost of `lease_expired`.
+      const lost = yield* submit()
+      const l1 = yield* claimed(lost.id, "w", 1_000)
+      yield* spendOn(lost.id, l1.leaseToken, "l1", 1, false)
+      yield* advance(1_001)
+      yield* claimed(lost.id)
+      // Still running, nothing ended: no class yet. Another tenant's failure is left out of a tenant's stats.
+      const running = yield* submit()
+      const s1 = yield* claimed(running.id)
+      yield* spendOn(running.id, s1.leaseToken, "s1", 7)
+      const other = yield* submit({ tenant: `${tenant}-other`, maxAttempts: 1 })
+      const o1 = yield* claimed(other.id)
+      yield* spendOn(other.id, o1.leaseToken, "o1", 8)
+      yield* settled(other.id, o1.leaseToken, outcome.fail("auth", "401"))
+
+      const mine = yield* query.stats({ queue, tenant, failedSince: 0 })
+      const all = yield* query.stats({ queue, failedSince: 0 })
+
+      expect(mine.costCentsByErrorClass).toEqual({ timeout: 5, rate_limited: 2.5, auth: 4, lease_expired: 1 })
+      expect(all.costCentsByErrorClass).toEqual({ timeout: 5, rate_limited: 2.5, auth: 12, lease_expired: 1 })
     })
   )
 
@@ -242,6 +434,49 @@ const readTests = ({ it, fixture }: Area): void => {
           { type: "conformance.w", version: 2, count: 1, oldestDueAt: at }
         ])
       )
+    })
+  )
+
+  it.effect("count counts what list selects with the same filters, up to upTo", () =>
+    Effect.gen(function* () {
+      const { query, queue, tenant, submit, claimed, settled } = yield* fixture
+      const a = yield* submit({ type: "alpha", requestKey: "k-a", input: { shared: true } })
+      yield* submit({ type: "beta", input: { shared: true } })
+      yield* submit({ type: "alpha", tenant: `${tenant}-other` })
+      const b = yield* submit({ type: "beta", maxAttempts: 1 })
+      const failing = yield* claimed(b.id)
+      yield* settled(b.id, failing.leaseToken, outcome.fail("auth", "401"))
+      yield* claimed(a.id)
+      const count = (options: Omit<Query.CountOptions, "queue" | "upTo">, upTo = 100) =>
+        query.count({ queue, ...options, upTo })
+      const listed = (options: Omit<Query.ListOptions, "queue">) =>
+        Effect.map(query.list({ queue, ...options, limit: null }), (jobs) => jobs.length)
+
+      for (const filter of [
+        {},
+        { tenant },
+        { state: "queued" as const },
+        { state: "queued" as const, tenant },
+        { type: "alpha" },
+        { type: "alpha", tenant },
+        { errorClass: "auth" as const },
+        { requestKey: "k-a" },
+        { requestKey: "k-a", state: "running" as const },
+        { requestKey: "k-a", state: "queued" as const },
+        { type: "gamma" },
+        { inputHash: a.inputHash },
+        { inputHash: a.inputHash, type: "beta" }
+      ]) {
+        expect(yield* count(filter), JSON.stringify(filter)).toBe(yield* listed(filter))
+      }
+      expect(yield* count({})).toBe(4)
+      expect(yield* count({ tenant })).toBe(3)
+      expect(yield* count({ type: "alpha" })).toBe(2)
+      expect(yield* count({ inputHash: a.inputHash })).toBe(2)
+      expect(yield* count({}, 2)).toBe(2)
+      expect(yield* count({ type: "beta" }, 1)).toBe(1)
+      expect(yield* count({}, 0)).toBe(0)
+      expect(yield* query.count({ queue: `${queue}-none`, upTo: 100 })).toBe(0)
     })
   )
 
@@ -363,6 +598,10 @@ const replayTests = ({ it, fixture }: Area): void => {
       expect(results[1]).toEqual({ _tag: "Skipped", jobId: auth.id, state: "failed" })
       const wrongTenant = yield* replay([auth.id], { tenant: `${tenant}-other` })
       expect(wrongTenant).toEqual([{ _tag: "Skipped", jobId: auth.id, state: "failed" }])
+      const wrongInput = yield* replay([auth.id], { inputHash: "0".repeat(64) })
+      expect(wrongInput).toEqual([{ _tag: "Skipped", jobId: auth.id, state: "failed" }])
+      const [byInput] = yield* replay([auth.id], { inputHash: auth.inputHash })
+      expect(byInput?._tag).toBe("Replayed")
     })
   )
 
@@ -384,10 +623,14 @@ const replayTests = ({ it, fixture }: Area): void => {
 
       const result = yield* Query.replay(store, query, { queue, errorClass: "timeout", now: at })
 
-      expect(result.replayed).toEqual([ids[0]!, ids[1]!])
-      expect(result.skipped).toEqual([])
-      expect(result.jobs).toEqual([yield* get(ids[0]!), yield* get(ids[1]!)])
-      expect(result.jobs.map((j) => [j.state, j.runAfter])).toEqual([
+      expect(result).toEqual({
+        matched: 2,
+        replayed: [ids[0]!, ids[1]!],
+        skipped: [],
+        estimatedCents: 0,
+        capped: false
+      })
+      expect([yield* get(ids[0]!), yield* get(ids[1]!)].map((j) => [j.state, j.runAfter])).toEqual([
         ["queued", at],
         ["queued", at]
       ])
@@ -427,8 +670,39 @@ const replayTests = ({ it, fixture }: Area): void => {
       })
 
       expect(result).toMatchObject({ replayed: [failed[2]!, failed[0]!], skipped: [ok.id] })
-      expect(filtered).toMatchObject({ replayed: [], skipped: [failed[1]!], jobs: [] })
+      expect(filtered).toMatchObject({ matched: 0, replayed: [], skipped: [failed[1]!], capped: false })
       expect((yield* query.get({ jobId: failed[1]! })).state).toBe("failed")
+    })
+  )
+  it.effect("Query.replay: a dry run changes nothing; the real call replays what it said, capped at the limit", () =>
+    Effect.gen(function* () {
+      const { store, query, queue, now, advance, submit, claimed, charged, settled, get } = yield* fixture
+      const failWith = (input: string, cents: number) =>
+        Effect.gen(function* () {
+          const job = yield* submit({ input, maxAttempts: 1 })
+          const running = yield* claimed(job.id)
+          yield* charged({ jobId: job.id, callId: "c", token: running.leaseToken, amountCents: cents, settled: true })
+          yield* settled(job.id, running.leaseToken, outcome.fail("timeout", "t"))
+          yield* advance(10)
+          return job
+        })
+      const x1 = yield* failWith("x", 2)
+      const y = yield* failWith("y", 50)
+      const x2 = yield* failWith("x", 3)
+      const x3 = yield* failWith("x", 4)
+      const at = yield* now
+      const before = yield* query.list({ queue, limit: null })
+
+      const dry = yield* Query.replay(store, query, { queue, inputHash: x1.inputHash, dryRun: true, now: at })
+      expect(dry).toEqual({ matched: 3, replayed: [], skipped: [], estimatedCents: 9, capped: false })
+      expect(yield* query.list({ queue, limit: null })).toEqual(before)
+
+      const capped = yield* Query.replay(store, query, { queue, inputHash: x1.inputHash, limit: 2, now: at })
+      expect(capped).toEqual({ matched: 2, replayed: [x1.id, x2.id], skipped: [], estimatedCents: 5, capped: true })
+      expect((yield* get(x3.id)).state).toBe("failed")
+      expect((yield* get(y.id)).state).toBe("failed")
+      const byIds = yield* Query.replay(store, query, { queue, jobIds: [x3.id, y.id, x1.id], dryRun: true, now: at })
+      expect(byIds).toEqual({ matched: 2, replayed: [], skipped: [x1.id], estimatedCents: 54, capped: false })
     })
   )
 }

@@ -11,7 +11,7 @@
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import type { JobState } from "@slowcall/core/Job"
 import fc from "fast-check"
-import { type FilterSpec, type OutcomeSpec, type Specs, Step, type SubmitSpec } from "./commands.js"
+import { type BatchRef, type FilterSpec, type OutcomeSpec, type Specs, Step, type SubmitSpec } from "./commands.js"
 import type { JobRef } from "./world.js"
 
 /** A job reference: one of the sequence's jobs, often one that is running or failed, now and then no job. */
@@ -44,7 +44,8 @@ const failedJob: fc.Arbitrary<JobRef> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<JobRef>("unknown") }
 )
 
-const token = fc.oneof(
+/** @internal */
+export const token = fc.oneof(
   { weight: 8, arbitrary: fc.constant("current" as const) },
   { weight: 2, arbitrary: fc.constant("stale" as const) },
   { weight: 1, arbitrary: fc.constant("next" as const) }
@@ -52,7 +53,8 @@ const token = fc.oneof(
 
 const errorClass = fc.constantFrom<ErrorClass>("timeout", "auth", "rate_limited")
 
-const leaseMs = fc.constantFrom(1, 1_000, 3_000)
+/** @internal */
+export const leaseMs = fc.constantFrom(1, 1_000, 3_000)
 
 /** A batch: mostly of one item, sometimes two or three (which may name the same job). */
 const batch = <A>(item: fc.Arbitrary<A>): fc.Arbitrary<ReadonlyArray<A>> =>
@@ -61,7 +63,8 @@ const batch = <A>(item: fc.Arbitrary<A>): fc.Arbitrary<ReadonlyArray<A>> =>
     { weight: 1, arbitrary: fc.array(item, { minLength: 2, maxLength: 3 }) }
   )
 
-const submitSpec: fc.Arbitrary<SubmitSpec> = fc.record({
+/** @internal */
+export const submitSpec: fc.Arbitrary<SubmitSpec> = fc.record({
   tenant: fc.constantFrom(0, 0, 1, 2),
   key: fc.constantFrom(null, null, "key-0", "key-1"),
   input: fc.constantFrom(0, 1, 2),
@@ -74,20 +77,22 @@ const submitSpec: fc.Arbitrary<SubmitSpec> = fc.record({
   fingerprinted: fc.constantFrom(true, true, true, false)
 })
 
-const outcome: fc.Arbitrary<OutcomeSpec> = fc.oneof(
+/** Outcomes, failures weighted up so that dead letters (and groups of them with one input) are common. @internal */
+export const outcome: fc.Arbitrary<OutcomeSpec> = fc.oneof(
   fc.record({ _tag: fc.constant("Complete" as const), result: fc.constantFrom(null, "done", { n: 1.5 }) }),
   fc.record({ _tag: fc.constant("Retry" as const), delayMs: fc.constantFrom(0, 500, 3_000), errorClass }),
-  fc.record({ _tag: fc.constant("Fail" as const), errorClass }),
+  { weight: 2, arbitrary: fc.record({ _tag: fc.constant("Fail" as const), errorClass }) },
   fc.record({
     _tag: fc.constant("Abandon" as const),
     reason: fc.constantFrom("deadline" as const, "budget" as const, "cancelled" as const),
     errorClass: fc.option(errorClass, { nil: null })
   }),
-  fc.constant({ _tag: "Release" as const })
+  fc.constant({ _tag: "Release" as const }),
+  fc.record({ _tag: fc.constant("Throttle" as const), delayMs: fc.constantFrom(0, 500, 3_000) })
 )
 
 const filter: fc.Arbitrary<FilterSpec> = fc.record(
-  { tenant: fc.constantFrom(0, 1), errorClass, type: fc.constantFrom(0, 1) },
+  { tenant: fc.constantFrom(0, 1), errorClass, type: fc.constantFrom(0, 1), input: fc.constantFrom(0, 1, 2) },
   { requiredKeys: [] }
 )
 
@@ -95,18 +100,77 @@ const step = <K extends keyof Specs>(kind: K, spec: fc.Arbitrary<Specs[K]>): fc.
   spec.map((data) => new Step(kind, data) as unknown as Step)
 
 /**
- * What each sequence starts with, so that its first commands meet jobs: one submit of one to four items.
+ * What each sequence starts with, so that its first commands meet jobs: one submit of one to six items.
  *
  * @internal
  */
-export const prelude: fc.Arbitrary<Step> = step("Submit", fc.array(submitSpec, { minLength: 1, maxLength: 4 }))
+export const prelude: fc.Arbitrary<Step> = step("Submit", fc.array(submitSpec, { minLength: 1, maxLength: 6 }))
+
+const batchRef: fc.Arbitrary<BatchRef> = fc.oneof(
+  { weight: 8, arbitrary: fc.nat({ max: 3 }) },
+  { weight: 1, arbitrary: fc.constant<BatchRef>("unknown") }
+)
+
+const batchTenant = fc.constantFrom("own" as const, "own" as const, "other" as const, "none" as const)
 
 /**
- * Every command of the property, weighted towards the writes that move jobs through their lives.
+ * The batch commands: opening batches of one to four items (shared keys, two item lists, budgets a charge or two
+ * exhausts, callbacks), filling them in chunks (often at the landed items, sometimes repeating one, now and then
+ * leaving a gap), cancels, replays and reads. Batch items are jobs of the run's queue, so every job command meets
+ * them.
  *
  * @internal
  */
-export const command: fc.Arbitrary<Step> = fc.oneof(
+export const batchCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> }> = [
+  {
+    weight: 3,
+    arbitrary: step(
+      "BatchOpen",
+      fc.record({
+        key: fc.constantFrom(null, "bkey-0", "bkey-1"),
+        tenant: fc.constantFrom(0, 0, 1, 2),
+        size: fc.integer({ min: 1, max: 4 }),
+        variant: fc.constantFrom(0, 0, 1),
+        budgetCents: fc.constantFrom(null, null, 2, 5),
+        deadlineMs: fc.constantFrom(null, null, 2_000),
+        onComplete: fc.boolean(),
+        onSuccess: fc.boolean()
+      })
+    )
+  },
+  {
+    weight: 5,
+    arbitrary: step(
+      "BatchAdd",
+      fc.record({
+        batch: batchRef,
+        offset: fc.constantFrom("next" as const, "next" as const, "next" as const, "back" as const, "gap" as const),
+        items: fc.array(submitSpec, { minLength: 1, maxLength: 3 })
+      })
+    )
+  },
+  { weight: 1, arbitrary: step("BatchCancel", fc.record({ batch: batchRef, tenant: batchTenant })) },
+  { weight: 1, arbitrary: step("BatchReplay", fc.record({ batch: batchRef, tenant: batchTenant })) },
+  { weight: 1, arbitrary: step("BatchGet", fc.record({ batch: batchRef, tenant: batchTenant })) },
+  {
+    weight: 1,
+    arbitrary: step(
+      "BatchJobs",
+      fc.record({
+        batch: batchRef,
+        tenant: batchTenant,
+        state: fc.constantFrom<JobState | null>(null, null, "queued", "running", "succeeded", "failed", "abandoned"),
+        after: fc.option(fc.nat({ max: 3 }), { nil: null }),
+        limit: fc.constantFrom(null, 1, 2)
+      })
+    )
+  }
+]
+
+/**
+ * Every job command of the property, weighted towards the writes that move jobs through their lives.
+ */
+const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> }> = [
   { weight: 5, arbitrary: step("Submit", batch(submitSpec)) },
   {
     weight: 8,
@@ -123,15 +187,25 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
     )
   },
   {
-    weight: 3,
+    weight: 4,
     arbitrary: step(
       "ClaimNext",
       fc.record({
         owner: fc.nat({ max: 2 }),
-        max: fc.integer({ min: 1, max: 3 }),
+        max: fc.integer({ min: 1, max: 4 }),
         leaseMs,
         // No filter most of the time; else the types it may pick (possibly none of the submitted ones).
-        types: fc.option(fc.subarray([0, 1]), { nil: null, freq: 2 })
+        types: fc.option(fc.subarray([0, 1]), { nil: null, freq: 2 }),
+        // Fair two times in three: small weights so one pick moves a tenant past another, half-lives from one
+        // decay step per millisecond to almost no decay within a sequence.
+        fair: fc.option(
+          fc.record({
+            weights: fc.tuple(fc.constantFrom(null, 0.5, 3, 3), fc.constantFrom(null, 2, 2)),
+            defaultWeight: fc.constantFrom(null, 1, 0.25),
+            halfLifeMs: fc.constantFrom(null, 16, 16, 1_000, 4_000)
+          }),
+          { nil: null, freq: 3 }
+        )
       })
     )
   },
@@ -182,7 +256,8 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
       fc.record({
         filter,
         jobs: fc.option(fc.array(failedJob, { minLength: 1, maxLength: 3 }), { nil: null }),
-        limit: fc.constantFrom(null, 1, 2)
+        limit: fc.constantFrom(null, 1, 2),
+        dryRun: fc.boolean()
       })
     )
   },
@@ -219,7 +294,17 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
       })
     )
   },
-  { weight: 1, arbitrary: step("DeadLetters", fc.record({ filter, limit: fc.constantFrom(null, 1, 2) })) },
+  {
+    weight: 2,
+    arbitrary: step(
+      "DeadLetters",
+      fc.record({
+        // Often no filter: every dead letter of the queue, so groups of several jobs meet the comparison.
+        filter: fc.oneof({ weight: 2, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: filter }),
+        limit: fc.constantFrom(null, 1, 2)
+      })
+    )
+  },
   {
     weight: 1,
     arbitrary: step(
@@ -239,4 +324,20 @@ export const command: fc.Arbitrary<Step> = fc.oneof(
       fc.record({ job, tenant: fc.constantFrom("own" as const, "other" as const, "none" as const) })
     )
   }
-)
+]
+
+/**
+ * Every command of the property, weighted towards the writes that move jobs through their lives; with `batches`,
+ * the batch commands too.
+ *
+ * @internal
+ */
+export const commandWith = (options: { readonly batches: boolean }): fc.Arbitrary<Step> =>
+  fc.oneof(...jobCommands, ...(options.batches ? batchCommands : []))
+
+/**
+ * Every job command of the property (`commandWith` without batches).
+ *
+ * @internal
+ */
+export const command: fc.Arbitrary<Step> = commandWith({ batches: false })

@@ -8,9 +8,11 @@
  * @internal
  */
 
+import * as Batch from "@slowcall/core/Batch"
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
+import type { FairOptions } from "@slowcall/core/Fairness"
 import type { AbandonReason, JobId, JobState, Json } from "@slowcall/core/Job"
-import { fingerprint, type Outcome } from "@slowcall/core/Protocol"
+import { fingerprint, type Outcome, type SubmitItem } from "@slowcall/core/Protocol"
 import * as Query from "@slowcall/core/Query"
 import { Effect } from "effect"
 import type fc from "fast-check"
@@ -18,6 +20,7 @@ import {
   changedSince,
   compareRecords,
   type JobRef,
+  learnJobs,
   plain,
   type Real,
   refHolds,
@@ -45,6 +48,27 @@ export interface SubmitSpec {
   readonly fingerprinted: boolean
 }
 
+/** A `fair` option as data. */
+export interface FairSpec {
+  readonly weights: readonly [number | null, number | null]
+  readonly defaultWeight: number | null
+  readonly halfLifeMs: number | null
+}
+
+/** The `fair` option a spec stands for, over the run's tenant names. */
+const fairOf = (world: World, spec: FairSpec): FairOptions => {
+  const weights: Record<string, number> = {}
+  spec.weights.forEach((weight, index) => {
+    const tenant = tenantOf(world, index)
+    if (weight !== null && tenant !== null) weights[tenant] = weight
+  })
+  return {
+    weights,
+    ...(spec.defaultWeight === null ? {} : { defaultWeight: spec.defaultWeight }),
+    ...(spec.halfLifeMs === null ? {} : { halfLifeMs: spec.halfLifeMs })
+  }
+}
+
 /** A settle outcome as data. */
 export type OutcomeSpec =
   | { readonly _tag: "Complete"; readonly result: Json | null }
@@ -52,12 +76,14 @@ export type OutcomeSpec =
   | { readonly _tag: "Fail"; readonly errorClass: ErrorClass }
   | { readonly _tag: "Abandon"; readonly reason: AbandonReason; readonly errorClass: ErrorClass | null }
   | { readonly _tag: "Release" }
+  | { readonly _tag: "Throttle"; readonly delayMs: number }
 
-/** A replay or read filter as data (the queue is always the run's own). */
+/** A replay or read filter as data (the queue is always the run's own; `input` names one of the run's inputs). */
 export interface FilterSpec {
   readonly tenant?: number | undefined
   readonly errorClass?: ErrorClass | undefined
   readonly type?: number | undefined
+  readonly input?: number | undefined
 }
 
 /** What each command carries. */
@@ -75,6 +101,8 @@ export interface Specs {
     readonly leaseMs: number
     /** The `types` filter, as submit type numbers (all version 1); null: none. */
     readonly types: ReadonlyArray<number> | null
+    /** The `fair` option: weights of tenants 0 and 1 (null: the default), default weight, half-life; null: none. */
+    readonly fair: FairSpec | null
   }
   readonly Heartbeat: ReadonlyArray<{
     readonly job: JobRef
@@ -96,6 +124,7 @@ export interface Specs {
     readonly filter: FilterSpec
     readonly jobs: ReadonlyArray<JobRef> | null
     readonly limit: number | null
+    readonly dryRun: boolean
   }
   readonly Sweep: { readonly republishAfterMs: number | null; readonly limit: number | null }
   readonly Tick: { readonly ms: number }
@@ -120,7 +149,38 @@ export interface Specs {
     readonly upTo: number
   }
   readonly Get: { readonly job: JobRef; readonly tenant: "own" | "other" | "none" }
+  readonly BatchOpen: {
+    readonly key: string | null
+    readonly tenant: number
+    readonly size: number
+    /** Which of two item lists the fingerprint covers: the same key with the other variant is a reused key. */
+    readonly variant: number
+    readonly budgetCents: number | null
+    readonly deadlineMs: number | null
+    readonly onComplete: boolean
+    readonly onSuccess: boolean
+  }
+  readonly BatchAdd: {
+    readonly batch: BatchRef
+    /** Where the chunk starts: at the landed items, one back (a repeated chunk), one past them (a gap). */
+    readonly offset: "next" | "back" | "gap"
+    readonly items: ReadonlyArray<SubmitSpec>
+  }
+  readonly BatchCancel: { readonly batch: BatchRef; readonly tenant: "own" | "other" | "none" }
+  readonly BatchReplay: { readonly batch: BatchRef; readonly tenant: "own" | "other" | "none" }
+  readonly BatchGet: { readonly batch: BatchRef; readonly tenant: "own" | "other" | "none" }
+  readonly BatchJobs: {
+    readonly batch: BatchRef
+    readonly tenant: "own" | "other" | "none"
+    readonly state: JobState | null
+    /** The item (by position) the page starts after. */
+    readonly after: number | null
+    readonly limit: number | null
+  }
 }
+
+/** How a command names a batch: the n-th the sequence opened (modulo their number), or an id that names none. */
+export type BatchRef = number | "unknown"
 
 type Kind = keyof Specs
 
@@ -131,10 +191,12 @@ const filterOf = (world: World, spec: FilterSpec) => ({
   queue: world.queue,
   tenant: spec.tenant === undefined ? undefined : (tenantOf(world, spec.tenant) ?? undefined),
   errorClass: spec.errorClass,
-  type: spec.type === undefined ? undefined : `prop.${spec.type}`
+  type: spec.type === undefined ? undefined : `prop.${spec.type}`,
+  inputHash: spec.input === undefined ? undefined : world.inputs[spec.input % world.inputs.length]!.hash
 })
 
-const outcomeOf = (spec: OutcomeSpec): Outcome => {
+/** The settle outcome a spec describes. @internal */
+export const outcomeOf = (spec: OutcomeSpec): Outcome => {
   switch (spec._tag) {
     case "Complete":
       return { _tag: "Complete", result: spec.result }
@@ -148,10 +210,13 @@ const outcomeOf = (spec: OutcomeSpec): Outcome => {
         : { _tag: "Abandon", reason: spec.reason, errorClass: spec.errorClass, error: `${spec.reason} evidence` }
     case "Release":
       return { _tag: "Release" }
+    case "Throttle":
+      return { _tag: "Throttle", delayMs: spec.delayMs, error: `throttled: waiting for prop:model:key (requests)` }
   }
 }
 
-const tenantOption = (world: World, jobId: JobId, which: "own" | "other" | "none"): string | undefined => {
+/** The tenant option of a cancel or read: the job's own tenant, the other one, or none. @internal */
+export const tenantOption = (world: World, jobId: JobId, which: "own" | "other" | "none"): string | undefined => {
   if (which === "none") return undefined
   const row = world.model.row(jobId)
   const own = row === undefined ? world.tenants[0] : row.job.tenant
@@ -168,41 +233,79 @@ const byKey =
   }
 
 /** A fresh id naming no job, for the references that resolve to none. */
-const unknownId = (world: World): Promise<JobId> => Effect.runPromise(world.factory.jobId)
+export const unknownId = (world: World): Promise<JobId> => Effect.runPromise(world.factory.jobId)
+
+/**
+ * The submit item a spec describes, at the world's store time, under a fresh job id.
+ *
+ * @internal
+ */
+export const submitItemOf = async (world: World, spec: SubmitSpec): Promise<SubmitItem> => {
+  const input = world.inputs[spec.input % world.inputs.length]!
+  const deadlineAt = spec.deadlineMs === null ? null : world.clock + spec.deadlineMs
+  const fields = {
+    type: `prop.${spec.type}`,
+    version: 1,
+    inputHash: input.hash,
+    maxAttempts: spec.maxAttempts,
+    priority: spec.priority,
+    budgetCents: spec.budgetCents,
+    deadlineAt,
+    schedule: { delayMs: spec.delayMs }
+  }
+  return {
+    id: await unknownId(world),
+    queue: world.queue,
+    tenant: tenantOf(world, spec.tenant),
+    type: `prop.${spec.type}`,
+    version: 1,
+    requestKey: spec.key,
+    inputHash: input.hash,
+    input: input.input,
+    priority: spec.priority,
+    delayMs: spec.delayMs,
+    deadlineAt,
+    budgetCents: spec.budgetCents,
+    maxAttempts: spec.maxAttempts,
+    fingerprint: spec.fingerprinted ? fingerprint(fields) : null
+  }
+}
+
+/** A batch reference resolved against the world; a fresh id when it names none. */
+const resolveBatch = async (world: World, ref: BatchRef): Promise<Batch.BatchId> =>
+  ref === "unknown" || world.batches.length === 0
+    ? ((await unknownId(world)) as string as Batch.BatchId)
+    : world.batches[ref % world.batches.length]!
+
+/** The tenant option of a batch verb: the batch's own tenant, the other one, or none. */
+const batchTenant = (world: World, batchId: Batch.BatchId, which: "own" | "other" | "none"): string | undefined => {
+  if (which === "none") return undefined
+  const batch = world.model.getBatch(batchId)
+  const own = batch === undefined ? world.tenants[0] : batch.tenant
+  return which === "own" ? (own ?? undefined) : own === world.tenants[1] ? world.tenants[0] : world.tenants[1]
+}
+
+/** The backend's batch verbs: a command that needs them runs only where the run covers batches. */
+const batchStoreOf = (real: Real): Batch.BatchStore["Type"] => {
+  if (real.batches === undefined) throw new Error("a batch command ran on a backend without batch verbs")
+  return real.batches
+}
+
+/** A callback job spec under a fresh id. */
+const callbackOf = async (world: World, kind: Batch.CallbackKind): Promise<Batch.Callback> => ({
+  id: await unknownId(world),
+  queue: world.queue,
+  type: `prop.${kind}`,
+  version: 1,
+  inputHash: world.inputs[0]!.hash,
+  input: world.inputs[0]!.input,
+  maxAttempts: 1
+})
 
 const execs: { readonly [K in Kind]: Exec<K> } = {
   Submit: async (world, real, specs) => {
     const items = []
-    for (const spec of specs) {
-      const input = world.inputs[spec.input % world.inputs.length]!
-      const deadlineAt = spec.deadlineMs === null ? null : world.clock + spec.deadlineMs
-      const fields = {
-        type: `prop.${spec.type}`,
-        version: 1,
-        inputHash: input.hash,
-        maxAttempts: spec.maxAttempts,
-        priority: spec.priority,
-        budgetCents: spec.budgetCents,
-        deadlineAt,
-        schedule: { delayMs: spec.delayMs }
-      }
-      items.push({
-        id: await unknownId(world),
-        queue: world.queue,
-        tenant: tenantOf(world, spec.tenant),
-        type: `prop.${spec.type}`,
-        version: 1,
-        requestKey: spec.key,
-        inputHash: input.hash,
-        input: input.input,
-        priority: spec.priority,
-        delayMs: spec.delayMs,
-        deadlineAt,
-        budgetCents: spec.budgetCents,
-        maxAttempts: spec.maxAttempts,
-        fingerprint: spec.fingerprinted ? fingerprint(fields) : null
-      })
-    }
+    for (const spec of specs) items.push(await submitItemOf(world, spec))
     const reply = await real.run(real.store.submit({ items, now: world.clock }))
     const expected = world.model.submit(items, world.clock)
     same("submit reply", reply, expected)
@@ -228,7 +331,8 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
       max: spec.max,
       owner: `owner-${spec.owner}`,
       leaseMs: spec.leaseMs,
-      types: spec.types === null ? undefined : spec.types.map((n) => ({ type: `prop.${n}`, version: 1 }))
+      types: spec.types === null ? undefined : spec.types.map((n) => ({ type: `prop.${n}`, version: 1 })),
+      fair: spec.fair === null ? undefined : fairOf(world, spec.fair)
     }
     const reply = await real.run(real.store.claimNext({ ...options, now: world.clock }))
     same("claimNext reply", reply, world.model.claimNext(options, world.clock))
@@ -302,6 +406,7 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
       ...filterOf(world, spec.filter),
       jobIds: spec.jobs === null ? undefined : spec.jobs.map((job) => resolveJob(world, job, unknown)),
       limit: spec.limit ?? undefined,
+      dryRun: spec.dryRun,
       now: world.clock
     }
     const result = await real.run(Query.replay(real.store, real.query, options))
@@ -337,9 +442,15 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
       after: spec.after === null ? undefined : resolveJob(world, spec.after, unknown)
     }
     same("list", await real.run(real.query.list(options)), world.model.list(options))
+    // The same filters counted, bounded by the page size asked for (or a bound above any run's job count).
+    const { after: _after, limit: _limit, order: _order, ...filters } = options
+    const count = { ...filters, upTo: typeof spec.limit === "number" ? spec.limit : 1_000 }
+    same("count", await real.run(real.query.count(count)), world.model.count(count))
   },
   DeadLetters: async (world, real, spec) => {
-    const options = { ...filterOf(world, spec.filter), limit: spec.limit ?? undefined }
+    // The dead-letter read has no input filter: its groups are per input.
+    const { inputHash: _input, ...filter } = filterOf(world, spec.filter)
+    const options = { ...filter, limit: spec.limit ?? undefined }
     const result = await real.run(real.query.deadLetters(options))
     const expected = world.model.deadLetters(options)
     same("dead-letter jobs", result.jobs, expected.jobs)
@@ -372,6 +483,80 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     same("stats", ordered(stats), ordered(world.model.stats(options, world.clock)))
     const count = { queue: world.queue, tenant: options.tenant, upTo: spec.upTo }
     same("countQueued", await real.run(real.query.countQueued(count)), world.model.countQueued(count))
+  },
+  BatchOpen: async (world, real, spec) => {
+    const batches = batchStoreOf(real)
+    const batchSpec: Batch.BatchSpec = {
+      id: (await unknownId(world)) as string as Batch.BatchId,
+      queue: world.queue,
+      // Batch keys are scoped by tenant only: the run's queue name keeps them the run's own on a shared database.
+      requestKey: spec.key === null ? null : `${world.queue}:${spec.key}`,
+      tenant: tenantOf(world, spec.tenant),
+      fingerprint: Batch.fingerprint({
+        itemFingerprints: Array.from({ length: spec.size }, (_, i) => `f1:item-${spec.variant}-${i}`),
+        budgetCents: spec.budgetCents,
+        deadlineAt: null,
+        onComplete: spec.onComplete ? "f1:complete" : null,
+        onSuccess: spec.onSuccess ? "f1:success" : null,
+        parentJobId: null
+      }),
+      size: spec.size,
+      budgetCents: spec.budgetCents,
+      deadlineAt: spec.deadlineMs === null ? null : world.clock + spec.deadlineMs,
+      onComplete: spec.onComplete ? await callbackOf(world, "onComplete") : null,
+      onSuccess: spec.onSuccess ? await callbackOf(world, "onSuccess") : null
+    }
+    const reply = await real.run(batches.open({ spec: batchSpec, now: world.clock }))
+    const expected = world.model.openBatch(batchSpec, world.clock)
+    same("batch open reply", reply, expected)
+    if (expected.result._tag === "Created") world.batches.push(batchSpec.id)
+  },
+  BatchAdd: async (world, real, spec) => {
+    const batches = batchStoreOf(real)
+    const batchId = await resolveBatch(world, spec.batch)
+    const added = world.model.getBatch(batchId)?.added ?? 0
+    const offset = spec.offset === "next" ? added : spec.offset === "back" ? Math.max(0, added - 1) : added + 1
+    const items = []
+    for (const item of spec.items) items.push(await submitItemOf(world, item))
+    const reply = await real.run(batches.add({ batchId, offset, items, now: world.clock }))
+    same("batch add reply", reply, world.model.addBatch({ batchId, offset, items }, world.clock))
+  },
+  BatchCancel: async (world, real, spec) => {
+    const batches = batchStoreOf(real)
+    const batchId = await resolveBatch(world, spec.batch)
+    const options = { batchId, tenant: batchTenant(world, batchId, spec.tenant) }
+    const reply = await real.run(batches.cancel({ ...options, now: world.clock }))
+    same("batch cancel reply", reply, world.model.cancelBatch(options, world.clock))
+  },
+  BatchReplay: async (world, real, spec) => {
+    const batches = batchStoreOf(real)
+    const batchId = await resolveBatch(world, spec.batch)
+    const options = { batchId, tenant: batchTenant(world, batchId, spec.tenant) }
+    const reply = await real.run(batches.replay({ ...options, now: world.clock }))
+    same("batch replay reply", reply, world.model.replayBatch(options, world.clock))
+  },
+  BatchGet: async (world, real, spec) => {
+    const batches = batchStoreOf(real)
+    const batchId = await resolveBatch(world, spec.batch)
+    const tenant = batchTenant(world, batchId, spec.tenant)
+    same(
+      "batch get",
+      (await real.run(batches.get({ batchId, tenant }))) ?? null,
+      world.model.getBatch(batchId, tenant) ?? null
+    )
+  },
+  BatchJobs: async (world, real, spec) => {
+    const batches = batchStoreOf(real)
+    const batchId = await resolveBatch(world, spec.batch)
+    const items = world.model.batches.find((b) => b.batch.id === batchId)?.items ?? []
+    const options = {
+      batchId,
+      tenant: batchTenant(world, batchId, spec.tenant),
+      state: spec.state ?? undefined,
+      after: spec.after === null || items.length === 0 ? undefined : items[spec.after % items.length],
+      limit: spec.limit ?? undefined
+    }
+    same("batch jobs", await real.run(batches.jobs(options)), world.model.batchJobs(options))
   },
   Get: async (world, real, spec) => {
     const unknown = await unknownId(world)
@@ -406,7 +591,11 @@ const writes: ReadonlySet<Kind> = new Set<Kind>([
   "Cancel",
   "Replay",
   "ReplayWhere",
-  "Sweep"
+  "Sweep",
+  "BatchOpen",
+  "BatchAdd",
+  "BatchCancel",
+  "BatchReplay"
 ])
 
 /**
@@ -431,6 +620,7 @@ export class Step<K extends Kind = Kind> implements fc.AsyncCommand<World, Real>
     const before = snapshot(world)
     await (execs[this.kind] as Exec<K>)(world, real, this.spec)
     if (!writes.has(this.kind)) return
+    learnJobs(world)
     await compareRecords(world, real, changedSince(world, before))
   }
 

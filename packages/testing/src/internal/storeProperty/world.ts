@@ -6,6 +6,7 @@
  *
  * @internal
  */
+import type { BatchId, BatchStore } from "@slowcall/core/Batch"
 import type { JobId, Json } from "@slowcall/core/Job"
 import type { Query } from "@slowcall/core/Query"
 import type { Store } from "@slowcall/core/Store"
@@ -23,6 +24,8 @@ export interface World {
   readonly tenants: readonly [string, string]
   /** Jobs the sequence created, in order: what job references resolve against. */
   readonly jobs: Array<JobId>
+  /** Batches the sequence opened, in order: what batch references resolve against. */
+  readonly batches: Array<BatchId>
   readonly factory: JobFactory
   readonly inputs: ReadonlyArray<{ readonly input: Json; readonly hash: string }>
 }
@@ -31,6 +34,8 @@ export interface World {
 export interface Real {
   readonly store: Store["Type"]
   readonly query: Query["Type"]
+  /** The backend's batch verbs, when the run covers them. */
+  readonly batches?: BatchStore["Type"] | undefined
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
 }
 
@@ -68,12 +73,22 @@ const firstDifference = (a: unknown, b: unknown, path: string): string | undefin
  * @internal
  */
 export const same = (what: string, real: unknown, model: unknown): void => {
+  const found = difference(what, real, model)
+  if (found !== undefined) throw new Error(found)
+}
+
+/**
+ * `same` as a value: undefined when the backend's answer equals the model's, else the message `same` would throw.
+ *
+ * @internal
+ */
+export const difference = (what: string, real: unknown, model: unknown): string | undefined => {
   const backend = plain(real)
   const expected = plain(model)
   const at = firstDifference(backend, expected, what)
-  if (at !== undefined) {
-    throw new Error(`${at} differs\n  backend: ${JSON.stringify(backend)}\n  model:   ${JSON.stringify(expected)}`)
-  }
+  return at === undefined
+    ? undefined
+    : `${at} differs\n  backend: ${JSON.stringify(backend)}\n  model:   ${JSON.stringify(expected)}`
 }
 
 /** The tenant a tenant index names (2: none). @internal */
@@ -122,6 +137,18 @@ export const resolveToken = (world: World, jobId: JobId, ref: TokenRef): number 
   }
 }
 
+/**
+ * Adds the jobs the model created since the world last looked (batch items, callback jobs) to `world.jobs`, in the
+ * model's insertion order.
+ *
+ * @internal
+ */
+export const learnJobs = (world: World): void => {
+  if (world.jobs.length === world.model.rows.length) return
+  const known = new Set(world.jobs)
+  for (const row of world.model.rows) if (!known.has(row.job.id)) world.jobs.push(row.job.id)
+}
+
 /** What each model row holds right now, by identity: to tell which rows a step wrote. @internal */
 export interface Snapshot {
   readonly attempts: Map<JobId, ReadonlyArray<unknown>>
@@ -167,6 +194,12 @@ export const compareRecords = async (
     Promise.all(chargeIds.map((jobId) => real.run(real.query.charges({ jobId }))))
   ])
   same("jobs of the queue", jobs, world.model.list({ queue: world.queue, limit: null, order: "oldest" }))
+  const batchStore = real.batches
+  if (batchStore !== undefined) {
+    const batches = await Promise.all(world.batches.map((batchId) => real.run(batchStore.get({ batchId }))))
+    for (const [i, batchId] of world.batches.entries())
+      same(`batch ${batchId}`, batches[i], world.model.getBatch(batchId))
+  }
   for (const [i, jobId] of attemptIds.entries()) same(`attempts of ${jobId}`, attempts[i], world.model.attempts(jobId))
   for (const [i, jobId] of chargeIds.entries()) same(`charges of ${jobId}`, charges[i], world.model.charges(jobId))
 }

@@ -1,0 +1,69 @@
+#!lua flags=no-writes
+-- count: how many jobs of the queue a listing's filters select, up to a bound (Query.count).
+-- KEYS[1]: the queue's meta hash; every other key is built from its prefix (one slot).
+-- ARGV: tenant, state, type, error class, request key (each "-" or "+text"), up to, input hash ("-" or "+text").
+-- Returns: min(the number of matching jobs, up to).
+-- Index: as `list`: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`), the five of them without a
+--        state, or the jobs of one request key (`x:k:<key>`). Filtered by state and tenant only, the answer is the
+--        ZCARD of those sets, O(1) whatever the backlog; with a type, an error class, a request key or an input hash,
+--        each record is checked as `list` checks it, and the walk stops at `up to` matches.
+-- Atomic: one script reads one instant of the queue.
+-- @include base
+
+local tenant = optString(ARGV[1])
+local state = optString(ARGV[2])
+local jobType = optString(ARGV[3])
+local errorClass = optString(ARGV[4])
+local requestKey = optString(ARGV[5])
+local upTo = math.max(0, math.floor(tonumber(ARGV[6])))
+local inputHash = optString(ARGV[7])
+
+local PAGE = 200
+
+local keys = {}
+if requestKey ~= nil then
+  keys[1] = base .. K.keyed .. enc(requestKey)
+else
+  local states = { "queued", "running", "succeeded", "failed", "abandoned" }
+  if state ~= nil then
+    states = { state }
+  end
+  for _, s in ipairs(states) do
+    if tenant ~= nil then
+      keys[#keys + 1] = base .. K.tenantState .. s .. ":" .. enc(tenant)
+    else
+      keys[#keys + 1] = base .. K.state .. s
+    end
+  end
+end
+
+local count = 0
+if jobType == nil and errorClass == nil and requestKey == nil and inputHash == nil then
+  for _, key in ipairs(keys) do
+    count = count + redis.call("ZCARD", key)
+  end
+  return math.min(count, upTo)
+end
+
+for _, key in ipairs(keys) do
+  local rank = 0
+  while count < upTo do
+    local members = redis.call("ZRANGE", key, rank, rank + PAGE - 1)
+    for _, member in ipairs(members) do
+      local job = load(idOfMember(member))
+      if job ~= nil and (jobType == nil or job.type == jobType) and (errorClass == nil or job.errorClass == errorClass)
+        and (requestKey == nil or ((state == nil or job.state == state) and (tenant == nil or job.tenant == tenant)))
+        and (inputHash == nil or job.inputHash == inputHash) then
+        count = count + 1
+        if count >= upTo then
+          return count
+        end
+      end
+    end
+    if #members < PAGE then
+      break
+    end
+    rank = rank + PAGE
+  end
+end
+return math.min(count, upTo)

@@ -1,0 +1,22 @@
+/**
+ * The concurrent model-based property of the Store on the Redis adapter: batches of commands sent at once from
+ * eight clients, each its own connection to the machine's Redis under one fresh key prefix (its keys deleted
+ * afterwards), checked for linearizability against the reference model, with the batch scenarios (two settles of a
+ * batch's last two items at once enqueue its callback once).
+ */
+import { StoreConcurrentProperty } from "@slowcall/testing/StoreConcurrentProperty"
+import { Layer } from "effect"
+import * as RedisConnection from "../src/RedisConnection.js"
+import * as RedisStore from "../src/RedisStore.js"
+import { REDIS_URL, storeLayer, uniquePrefix } from "./support.js"
+
+const prefix = uniquePrefix("cprop")
+
+StoreConcurrentProperty({
+  name: "redis server",
+  layer: storeLayer(prefix),
+  clientLayer: RedisStore.layerFromConnection({ checkServer: false }).pipe(
+    Layer.provideMerge(RedisConnection.layer({ url: REDIS_URL, prefix }))
+  ),
+  batches: true
+})

@@ -1,0 +1,108 @@
+/**
+ * The batch invariants, pure functions over one run's history (the events `Batches.ts` records):
+ *
+ * - **I30 counts kept.** At every quiescent point (between two writes the store applies) a batch's kept counts equal
+ *   its items' states, and its kept cost their ledgers' sum.
+ * - **I31 callbacks once.** At the end, a batch whose items have all landed and are all terminal is finished, and
+ *   the store holds exactly one job under each callback it names (`onSuccess` only when every item succeeded); a
+ *   batch not complete holds none. Never two jobs under one callback's key.
+ * - **I32 cancel stops starts.** No item of a batch is claimed (granted a lease) after the batch's cancel was
+ *   acknowledged to the operator.
+ * - **I33 batch budget.** No item is claimed while the batch's spend (its items' ledgers, reservations included) leaves
+ *   less than one call's estimate under its budget: the spend passes the budget only by calls started before it
+ *   reached it.
+ *
+ * @since 0.8.0
+ */
+import type { BatchEvent, Event } from "./History.js"
+import type { Plan } from "./Plan.js"
+
+/**
+ * One broken batch invariant (the shape of `Checkers.Violation`).
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export interface BatchViolation {
+  readonly invariant: "I30" | "I31" | "I32" | "I33"
+  readonly jobId: string | null
+  readonly message: string
+  readonly witness: ReadonlyArray<Event>
+}
+
+type BState = Extract<BatchEvent, { k: "bstate" }>
+
+const same = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): boolean =>
+  a.length === b.length && a.every((n, i) => n === b[i])
+
+/**
+ * Checks I30 to I33 on one run's history.
+ *
+ * @since 0.8.0
+ * @category combinators
+ */
+export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<BatchViolation> => {
+  const violations: Array<BatchViolation> = []
+  if ((plan.batches ?? []).length === 0) return violations
+  const lastState = new Map<string, BState>()
+  const cancelled = new Map<string, Event>()
+  for (const e of events) {
+    switch (e.k) {
+      case "bstate":
+        lastState.set(e.batchId, e)
+        if (!same(e.counts, e.actual) || Math.abs(e.cost - e.actualCost) > 1e-9) {
+          violations.push({
+            invariant: "I30",
+            jobId: null,
+            message: `batch ${e.batchId} keeps counts [${e.counts.join(",")}] and cost ${e.cost}, its items say [${e.actual.join(",")}] and ${e.actualCost}`,
+            witness: [e]
+          })
+        }
+        break
+      case "batch":
+        if (e.what === "cancel" && e.ok && !cancelled.has(e.batchId)) cancelled.set(e.batchId, e)
+        break
+      case "bclaim": {
+        const cancel = cancelled.get(e.batchId)
+        if (cancel !== undefined) {
+          violations.push({
+            invariant: "I32",
+            jobId: e.jobId,
+            message: `item ${e.jobId} of batch ${e.batchId} claimed at ${e.t} after the cancel was acknowledged at ${cancel.t}`,
+            witness: [cancel, e]
+          })
+        }
+        if (e.budget !== null && e.spent >= e.budget) {
+          violations.push({
+            invariant: "I33",
+            jobId: e.jobId,
+            message: `item ${e.jobId} of batch ${e.batchId} claimed with ${e.spent}c spent of a ${e.budget}c budget`,
+            witness: [e]
+          })
+        }
+        break
+      }
+      case "bfinal": {
+        const state = lastState.get(e.batchId)
+        const witness: Array<Event> = state === undefined ? [e] : [state, e]
+        const problem = (message: string) =>
+          violations.push({ invariant: "I31", jobId: null, message: `batch ${e.batchId}: ${message}`, witness })
+        if (e.onCompleteJobs > 1 || e.onSuccessJobs > 1) {
+          problem(`${e.onCompleteJobs} onComplete and ${e.onSuccessJobs} onSuccess jobs`)
+          break
+        }
+        if (state === undefined) break
+        const [queued = 0, running = 0, , failed = 0, abandoned = 0] = state.actual
+        const landed = state.actual.reduce((sum, n) => sum + n, 0)
+        const complete = landed === state.size && state.added === state.size && queued === 0 && running === 0
+        const wantComplete = complete && e.names.includes("onComplete") ? 1 : 0
+        const wantSuccess = complete && e.names.includes("onSuccess") && failed === 0 && abandoned === 0 ? 1 : 0
+        if (complete !== state.finished) problem(complete ? "every item terminal, not finished" : "finished early")
+        if (e.onCompleteJobs !== wantComplete) problem(`${e.onCompleteJobs} onComplete jobs, ${wantComplete} due`)
+        if (e.onSuccessJobs !== wantSuccess) problem(`${e.onSuccessJobs} onSuccess jobs, ${wantSuccess} due`)
+        break
+      }
+    }
+  }
+  return violations
+}

@@ -1,0 +1,44 @@
+/**
+ * The concurrent model-based property of the Store as one vitest test per backend: `StoreConcurrency.check` (see
+ * there for what it checks) with the figures printed and the number of sequences and concurrent batches asserted.
+ *
+ * @since 0.3.0
+ */
+import { expect, it } from "vitest"
+import { batchScenarioNames, check, type StoreConcurrencyOptions, scenarioNames } from "./StoreConcurrency.js"
+
+/**
+ * `StoreConcurrency.check`'s options, and the vitest timeout of the registered test (default 5 minutes).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface StoreConcurrentPropertyOptions extends StoreConcurrencyOptions {
+  readonly timeoutMs?: number | undefined
+}
+
+/**
+ * Registers the property as one vitest test named after the backend. It passes when every batch of every sequence
+ * had an order that explains it, and prints how many sequences, concurrent batches and commands ran, and how long
+ * they took.
+ *
+ * @since 0.3.0
+ * @category testing
+ */
+export const StoreConcurrentProperty = (options: StoreConcurrentPropertyOptions): void => {
+  const numRuns = options.numRuns ?? 110
+  const defaultScenarios = options.batches === true ? [...scenarioNames, ...batchScenarioNames] : scenarioNames
+  const fixed = Math.min(numRuns, (options.scenarios ?? defaultScenarios).length)
+  it(
+    `StoreConcurrentProperty: ${options.name} is linearizable against the reference model over ${numRuns} sequences of concurrent batches`,
+    async () => {
+      const result = await check(options)
+      console.info(
+        `[StoreConcurrentProperty: ${options.name}] ${result.runs} sequences, ${result.concurrentSteps} concurrent batches, ${result.commands} commands in ${(result.ms / 1000).toFixed(1)} s`
+      )
+      expect(result.runs).toBe(numRuns)
+      expect(result.concurrentSteps).toBeGreaterThanOrEqual(fixed + (numRuns - fixed) * (options.minRounds ?? 10))
+    },
+    options.timeoutMs ?? 300_000
+  )
+}

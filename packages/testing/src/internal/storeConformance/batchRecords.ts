@@ -1,0 +1,182 @@
+/**
+ * Store conformance, batch records (`Batch.BatchStore`, for a backend that declares `batches`): a chunk lands whole
+ * or not at all, the same key and fingerprint is the same batch and another fingerprint a reused key, the counts and
+ * cost follow every item write, the callbacks are enqueued once by the write that ends the last item, the batch
+ * budget stops claims, and cancel and replay act on the batch's items only.
+ *
+ * @internal
+ */
+import { describe, expect } from "@effect/vitest"
+import * as Batch from "@slowcall/core/Batch"
+import type { SubmitItem } from "@slowcall/core/Protocol"
+import { Effect, Option } from "effect"
+import { type Area, expectTag, type Fixture, outcome } from "./fixture.js"
+
+/** The backend's batch verbs: the suite registers this area only for a backend that declares them. */
+const batchStore = Effect.flatMap(Effect.serviceOption(Batch.BatchStore), (found) =>
+  Option.isSome(found) ? Effect.succeed(found.value) : Effect.die(new Error("the layer provides no BatchStore"))
+)
+
+/** A batch of `size` with both callbacks on the test's queue, opened at the clock's time. */
+const open = (fixture: Fixture, size: number, extra: Partial<Batch.BatchSpec> = {}) =>
+  Effect.gen(function* () {
+    const batches = yield* batchStore
+    const callback = (type: string) =>
+      Effect.map(fixture.item({ type }), ({ requestKey: _key, tenant: _tenant, ...rest }): Batch.Callback => rest)
+    const spec: Batch.BatchSpec = {
+      id: (yield* fixture.factory.jobId) as string as Batch.BatchId,
+      queue: fixture.queue,
+      requestKey: `${fixture.queue}:batch`,
+      tenant: fixture.tenant,
+      fingerprint: `b1:${size}`,
+      size,
+      onComplete: yield* callback("done"),
+      onSuccess: yield* callback("ok"),
+      ...extra
+    }
+    const reply = yield* batches.open({ spec, now: yield* fixture.now })
+    return { spec, batch: expectTag(reply.result, "Created").batch }
+  })
+
+/** `count` items of the test's queue. */
+const items = (fixture: Fixture, count: number): Effect.Effect<Array<SubmitItem>> =>
+  Effect.forEach(Array.from({ length: count }), () => fixture.item())
+
+export const batchRecordTests = (area: Area): void => {
+  const { it, fixture } = area
+  if (area.capabilities.batches !== true) {
+    area.notRun("batch records", "the backend declares no batch verbs")
+    return
+  }
+  describe("batch records", () => {
+    it.effect(
+      "a chunk lands whole; a chunk with an existing job id lands nothing; a repeated chunk only its new part",
+      () =>
+        Effect.gen(function* () {
+          const f = yield* fixture
+          const batches = yield* batchStore
+          const { batch } = yield* open(f, 3)
+          const taken = yield* f.submit()
+          const [a, b, c] = yield* items(f, 3)
+
+          const refused = yield* Effect.either(
+            batches.add({ batchId: batch.id, offset: 0, items: [a!, { ...b!, id: taken.id }], now: yield* f.now })
+          )
+          expect(refused._tag === "Left" && refused.left._tag === "StoreError" && refused.left.reason).toBe(
+            "Constraint"
+          )
+          expect((yield* batches.get({ batchId: batch.id }))?.added).toBe(0)
+          expect(yield* batches.jobs({ batchId: batch.id })).toEqual([])
+
+          const first = expectTag(
+            (yield* batches.add({ batchId: batch.id, offset: 0, items: [a!, b!] })).result,
+            "Added"
+          )
+          expect(first.jobs.map((job) => job.id)).toEqual([a!.id, b!.id])
+          const again = yield* batches.add({ batchId: batch.id, offset: 1, items: [b!, c!] })
+          const second = expectTag(again.result, "Added")
+          expect(second.jobs.map((job) => job.id)).toEqual([c!.id])
+          expect([second.batch.added, second.batch.counts.queued]).toEqual([3, 3])
+          const gap = yield* batches.add({ batchId: batch.id, offset: 4, items: [c!] })
+          expectTag(gap.result, "Misplaced")
+        })
+    )
+
+    it.effect("the same key and fingerprint is the same batch; another fingerprint is a reused key", () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const batches = yield* batchStore
+        const { batch, spec } = yield* open(f, 2)
+        const other = (yield* f.factory.jobId) as string as Batch.BatchId
+
+        const same = yield* batches.open({ spec: { ...spec, id: other } })
+        const reused = yield* batches.open({ spec: { ...spec, id: other, fingerprint: "b1:other" } })
+
+        expect(expectTag(same.result, "Existing").batch.id).toBe(batch.id)
+        expect(expectTag(reused.result, "KeyReused").existingBatchId).toBe(batch.id)
+        expect(yield* batches.get({ batchId: other })).toBeUndefined()
+      })
+    )
+
+    it.effect("counts and cost follow the items; the write that ends the last item enqueues the callbacks once", () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const batches = yield* batchStore
+        const { batch, spec } = yield* open(f, 2)
+        const [a, b] = yield* items(f, 2)
+        yield* batches.add({ batchId: batch.id, offset: 0, items: [a!, b!], now: yield* f.now })
+
+        const ra = yield* f.claimed(a!.id)
+        yield* f.charged({ jobId: a!.id, callId: "c1", token: ra.leaseToken, amountCents: 2.5, settled: true })
+        const rb = yield* f.claimed(b!.id)
+        const mid = (yield* batches.get({ batchId: batch.id }))!
+        expect([mid.counts.running, mid.costCents, mid.finishedAt]).toEqual([2, 2.5, null])
+        yield* f.settled(a!.id, ra.leaseToken, outcome.complete(null))
+        yield* f.advance(5)
+        const last = yield* f.settled(b!.id, rb.leaseToken, outcome.complete(null))
+
+        const done = (yield* batches.get({ batchId: batch.id, tenant: f.tenant }))!
+        expect(done.counts).toEqual({ queued: 0, running: 0, succeeded: 2, failed: 0, abandoned: 0 })
+        expect(done.finishedAt).toBe(last.updatedAt)
+        expect([done.onCompleteJobId, done.onSuccessJobId]).toEqual([spec.onComplete!.id, spec.onSuccess!.id])
+        const callbacks = yield* f.query.list({ queue: f.queue, state: "queued", order: "oldest" })
+        expect(callbacks.map((job) => [job.id, job.requestKey, job.createdAt])).toEqual([
+          [spec.onComplete!.id, Batch.callbackKey(batch.id, "onComplete"), last.updatedAt],
+          [spec.onSuccess!.id, Batch.callbackKey(batch.id, "onSuccess"), last.updatedAt]
+        ])
+        expect(yield* batches.get({ batchId: batch.id, tenant: "someone else" })).toBeUndefined()
+      })
+    )
+
+    it.effect("no item is claimed once the batch has spent its budget", () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const batches = yield* batchStore
+        const { batch } = yield* open(f, 2, { budgetCents: 3 })
+        const [a, b] = yield* items(f, 2)
+        yield* batches.add({ batchId: batch.id, offset: 0, items: [a!, b!], now: yield* f.now })
+        const ra = yield* f.claimed(a!.id)
+        yield* f.charged({ jobId: a!.id, callId: "c1", token: ra.leaseToken, amountCents: 3, settled: true })
+
+        const refused = expectTag(yield* f.claim(b!.id, { estimateCents: 0 }), "Settled")
+        expect([refused.job.state, refused.job.abandonReason]).toEqual(["abandoned", "budget"])
+      })
+    )
+
+    it.effect(
+      "cancel abandons queued items, asks running ones to stop and seals the batch; replay requeues its failed items",
+      () =>
+        Effect.gen(function* () {
+          const f = yield* fixture
+          const batches = yield* batchStore
+          const { batch } = yield* open(f, 4, { onComplete: null, onSuccess: null })
+          const [a, b, c] = yield* items(f, 3)
+          yield* batches.add({ batchId: batch.id, offset: 0, items: [a!, b!, c!], now: yield* f.now })
+          const ra = yield* f.claimed(a!.id)
+          yield* f.settled(a!.id, ra.leaseToken, outcome.fail("auth", "bad key"))
+          yield* f.claimed(b!.id)
+
+          const cancelled = expectTag(
+            (yield* batches.cancel({ batchId: batch.id, now: yield* f.now })).result,
+            "Cancelled"
+          )
+          expect(cancelled.batch.size).toBe(3)
+          expect(cancelled.batch.counts).toEqual({ queued: 0, running: 1, succeeded: 0, failed: 1, abandoned: 1 })
+          expect(cancelled.jobs.map((job) => [job.id, job.state, job.cancelRequestedAt !== null])).toEqual([
+            [b!.id, "running", true],
+            [c!.id, "abandoned", false]
+          ])
+          const replayed = expectTag(
+            (yield* batches.replay({ batchId: batch.id, now: yield* f.now })).result,
+            "Replayed"
+          )
+          expect(replayed.jobs.map((job) => [job.id, job.state])).toEqual([[a!.id, "queued"]])
+          expect(expectTag(yield* f.claim(a!.id), "Settled").job.abandonReason).toBe("cancelled")
+          expect((yield* batches.jobs({ batchId: batch.id, state: "abandoned" })).map((job) => job.id)).toEqual([
+            a!.id,
+            c!.id
+          ])
+        })
+    )
+  })
+}
