@@ -145,7 +145,19 @@ const claimVerdict = (s: string, now: string): string => `(CASE
   END)`
 
 /**
- * The claim write shared by `claim` and `claimNext`: CTE `input` holds (job_id, owner, lease_ms, estimate, ord).
+ * Whether row `j` is the version the statement's snapshot saw. The verdict of a claim reads `j` on its newest version
+ * (a row lock follows the row to it) but the fallback estimate reads the ledger under the snapshot; a charge that
+ * committed in between would pair a new spend with an old estimate, an order no sequence of the two explains (found
+ * by the concurrent property: a claim that should have settled the job for its budget ran it). A row changed since
+ * the snapshot is passed over by `claimNext` and claimed again by `claim` (see `claimResult` in store.ts).
+ */
+const unchangedSinceSnapshot = (s: string, j: string): string =>
+  `${j}.updated_at = (SELECT u.updated_at FROM ${s}.jobs u WHERE u.id = ${j}.id)`
+
+/**
+ * The claim write shared by `claim` and `claimNext`: CTE `input` holds (job_id, owner, lease_ms, estimate, seen_at,
+ * ord), `seen_at` the job's `updated_at` as the snapshot saw it when the estimate was read from the ledger (NULL:
+ * the caller gave it, or the pick made sure, `unchangedSinceSnapshot`).
  * One UPDATE whose WHERE is `Protocol.isClaimable` and whose SET is `Protocol.claimTransition` (run the job, or
  * settle it for the first reason that holds). Sibling statements end the previous holder's attempt (`expired`: at
  * most one attempt row of a job is `running`, the current token's) and append the new one. `takeover` is whether
@@ -170,7 +182,7 @@ const claimWrite = (s: string, now: string): string => {
     ${lockedInput}
     WHERE j.id = i.job_id AND (
       (j.state = 'queued' AND j.run_after <= ${now}) OR (j.state = 'running' AND j.lease_until < ${now})
-    )
+    ) AND (i.seen_at IS NULL OR j.updated_at = i.seen_at)
     RETURNING j.*, i.ord, i.owner AS claim_owner
   ), ended AS (
     UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
@@ -257,6 +269,7 @@ const claimSql = (s: string): string => {
   const now = storeNow(5)
   return `WITH input AS (
       SELECT x.job_id, x.owner, x.lease_ms, coalesce(x.estimate, ${fallbackEstimate(s, "x.job_id")}) AS estimate,
+        CASE WHEN x.estimate IS NULL THEN (SELECT u.updated_at FROM ${s}.jobs u WHERE u.id = x.job_id) END AS seen_at,
         x.ord
       FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::float8[])
         WITH ORDINALITY AS x(job_id, owner, lease_ms, estimate, ord)
@@ -290,12 +303,13 @@ const claimNextSql = (s: string, limit: number): string => {
       SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
       WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
         AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
+        AND ${unchangedSinceSnapshot(s, "j")}
       ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${Math.max(1, Math.floor(limit))} FOR UPDATE SKIP LOCKED
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
       SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
-        r.ord
+        NULL::timestamptz AS seen_at, r.ord
       FROM ranked r WHERE r.ord <= $2::int
     ), ${claimWrite(s, now)}
     SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
@@ -386,13 +400,13 @@ const claimNextFairSql = (s: string, limit: number): string => {
       SELECT * FROM cand c ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n + FAIR_PASS_OVER}
     ), picked AS (
       SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow FROM ${s}.jobs j JOIN ordered c ON c.id = j.id
-      WHERE j.state = 'queued' AND j.run_after <= ${now}
+      WHERE j.state = 'queued' AND j.run_after <= ${now} AND ${unchangedSinceSnapshot(s, "j")}
       ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.key, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
       SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
-        r.ord, r.flow
+        NULL::timestamptz AS seen_at, r.ord, r.flow
       FROM ranked r WHERE r.ord <= $2::int
     ), service AS (
       INSERT INTO ${s}.fair_service AS fs (queue, tenant, service, at)
