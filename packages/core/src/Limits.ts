@@ -238,6 +238,14 @@ export const names = (permit: Permit, callId: string, holder: Holder): boolean =
   permit.callId === callId && permit.holder.jobId === holder.jobId && permit.holder.token === holder.token
 
 /**
+ * Whether a pause is in force at `now`: until resumed, or until its end (exclusive).
+ *
+ * @since 0.4.0
+ * @category rules
+ */
+export const inForce = (pause: PauseState, now: number): boolean => pause.until === null || pause.until > now
+
+/**
  * The concurrency cap in force: the lower of the declared `maxConcurrent` and the learned cap, undefined when
  * neither is set.
  *
@@ -250,14 +258,6 @@ export const concurrencyCap = (limits: Limits, learned: Learned | null): number 
     : limits.maxConcurrent === undefined
       ? learned.maxConcurrent
       : Math.min(limits.maxConcurrent, learned.maxConcurrent)
-
-/**
- * Whether a pause is in force at `now`: until resumed, or until its end (exclusive).
- *
- * @since 0.4.0
- * @category rules
- */
-export const inForce = (pause: PauseState, now: number): boolean => pause.until === null || pause.until > now
 
 /**
  * The state as time left it at `now`, which every write persists first: a pause whose end has come is over and

@@ -338,6 +338,17 @@ export const make = (options: {
         Effect.zipRight(throttle(throttledBy(wl, resource, now, result))),
         Effect.zipRight(Effect.interrupt)
       )
+    /**
+     * An attempt that has made calls already waits for the room in place, its reservation kept: queued again, it
+     * would start over and pay for those calls again, and under steady contention a chain of calls could lose its
+     * place this way without end (a 429 of another job's call pauses the resource for every worker, the job holding
+     * the provider's slot mid-chain too). A stop (cancel, lease lost, shutdown) ends the wait; stopped while it
+     * waits, nothing was called: `made` gives the reservation back. A first call's job waits out of its attempt.
+     */
+    const waitFor = (now: number, result: Parameters<typeof throttledBy>[3]): Effect.Effect<A, E | StoreError, R> =>
+      control.callCount > 1
+        ? Effect.zipRight(Effect.sleep(throttledBy(wl, resource, now, result).delayMs), acquire())
+        : waitOut(now, result)
     const acquire = (): Effect.Effect<A, E | StoreError, R> =>
       Effect.flatMap(
         wl.apply({
@@ -358,17 +369,10 @@ export const make = (options: {
               return Effect.onExit(run, afterCall)
             }
             case "Wait":
+              return waitFor(now, result)
             case "Paused":
-              // An attempt that has made calls already waits for the room in place, its reservation kept: queued
-              // again, it would start over and pay for those calls again, and under steady contention a chain of
-              // calls could lose its place this way without end (a 429 of another job's call pauses the resource
-              // for everyone, the job holding the provider's slot mid-chain too). So does a pause with an end; one
-              // until an operator resumes sends the job back. A stop (cancel, lease lost, shutdown) ends the wait.
-              if (control.callCount > 1 && (result._tag === "Wait" || result.until !== null)) {
-                // Stopped while it waits, nothing was called: `made` gives the reservation back.
-                return Effect.zipRight(Effect.sleep(throttledBy(wl, resource, now, result).delayMs), acquire())
-              }
-              return waitOut(now, result)
+              // A pause with an end is waited for as a wait is; one until an operator resumes sends the job back.
+              return result.until === null ? waitOut(now, result) : waitFor(now, result)
             default:
               return Effect.die(new Error(`limiter answered ${result._tag} to an Acquire`))
           }
