@@ -265,6 +265,8 @@ export const make = (options: {
         const reached = started()
         let usage: Limiter.Usage | undefined
         let ask: PauseAsk | undefined
+        // A 429 (rate limited) teaches the fleet the resource's concurrency (`Limits.learn`).
+        let rateLimited = false
         if (Exit.isSuccess(exit)) {
           try {
             usage = usageOf(call.usage?.(exit.value))
@@ -278,7 +280,10 @@ export const make = (options: {
           }
         } else if (reached) {
           const failure = Cause.failureOption(exit.cause)
-          if (Option.isSome(failure)) ask = pauseAfterFailure(failure.value)
+          if (Option.isSome(failure)) {
+            ask = pauseAfterFailure(failure.value)
+            rateLimited = normalize(failure.value).errorClass === "rate_limited"
+          }
         }
         const release: Limiter.Release = {
           _tag: "Release",
@@ -286,7 +291,8 @@ export const make = (options: {
           callId,
           holder,
           reached,
-          ...(usage === undefined ? {} : { usage })
+          ...(usage === undefined ? {} : { usage }),
+          ...(rateLimited ? { rateLimited } : {})
         }
         // A call that returned hands its result back at once: its permit goes back (and any pause it asks for goes
         // out) beside the settlement, not before it. Its Release is handed in before the result is handed back, so
@@ -332,6 +338,17 @@ export const make = (options: {
         Effect.zipRight(throttle(throttledBy(wl, resource, now, result))),
         Effect.zipRight(Effect.interrupt)
       )
+    /**
+     * An attempt that has made calls already waits for the room in place, its reservation kept: queued again, it
+     * would start over and pay for those calls again, and under steady contention a chain of calls could lose its
+     * place this way without end (a 429 of another job's call pauses the resource for every worker, the job holding
+     * the provider's slot mid-chain too). A stop (cancel, lease lost, shutdown) ends the wait; stopped while it
+     * waits, nothing was called: `made` gives the reservation back. A first call's job waits out of its attempt.
+     */
+    const waitFor = (now: number, result: Parameters<typeof throttledBy>[3]): Effect.Effect<A, E | StoreError, R> =>
+      control.callCount > 1
+        ? Effect.zipRight(Effect.sleep(throttledBy(wl, resource, now, result).delayMs), acquire())
+        : waitOut(now, result)
     const acquire = (): Effect.Effect<A, E | StoreError, R> =>
       Effect.flatMap(
         wl.apply({
@@ -352,16 +369,10 @@ export const make = (options: {
               return Effect.onExit(run, afterCall)
             }
             case "Wait":
-              // An attempt that has made calls already waits for the room in place, its reservation kept: queued
-              // again, it would start over and pay for those calls again, and under steady contention a chain of
-              // calls could lose its place this way without end. A stop (cancel, lease lost, shutdown) ends the wait.
-              if (control.callCount > 1) {
-                // Stopped while it waits, nothing was called: `made` gives the reservation back.
-                return Effect.zipRight(Effect.sleep(throttledBy(wl, resource, now, result).delayMs), acquire())
-              }
-              return waitOut(now, result)
+              return waitFor(now, result)
             case "Paused":
-              return waitOut(now, result)
+              // A pause with an end is waited for as a wait is; one until an operator resumes sends the job back.
+              return result.until === null ? waitOut(now, result) : waitFor(now, result)
             default:
               return Effect.die(new Error(`limiter answered ${result._tag} to an Acquire`))
           }
