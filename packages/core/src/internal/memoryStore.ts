@@ -334,7 +334,19 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
         const results = options.items.map((item): ChargeResult => {
           const row = rows.get(item.jobId)
           if (row === undefined) return { _tag: "NotFound", jobId: item.jobId }
-          const step = Protocol.chargeStep(row.charges.get(item.callId), item, now)
+          const existing = row.charges.get(item.callId)
+          const batch = batchOf.get(item.jobId)?.batch
+          if (batch !== undefined && Batch.chargeVerdict(batch, existing, item) === "Refuse") {
+            return {
+              _tag: "BatchBudgetExceeded",
+              jobId: item.jobId,
+              batchId: batch.id,
+              costCents: row.job.costCents,
+              batchCostCents: batch.costCents,
+              budgetCents: batch.budgetCents ?? 0
+            }
+          }
+          const step = Protocol.chargeStep(existing, item, now)
           if (step !== undefined) {
             row.charges.set(item.callId, step.row)
             const before = row.job
