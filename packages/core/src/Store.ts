@@ -29,7 +29,7 @@ import type { IdempotencyKeyReused, InvalidInput, StoreError } from "./Errors.js
 import type { FairOptions } from "./Fairness.js"
 import * as internalMemoryStore from "./internal/memoryStore.js"
 import type { Job, JobId, JobState } from "./Job.js"
-import type { Outcome, ReplayFilter, Runnable, SubmitItem } from "./Protocol.js"
+import type { ChargeRow, Outcome, ReplayFilter, Runnable, SubmitItem } from "./Protocol.js"
 import { Query } from "./Query.js"
 
 /**
@@ -439,6 +439,8 @@ export const makeMemoryWith = (
   readonly peek: (jobId: JobId) => Job | undefined
   /** The batch record as the store holds it now, read without an effect (the simulator's ground truth). */
   readonly peekBatch: (batchId: BatchId) => Batch | undefined
+  /** The job's ledger rows as the store holds them now, in insertion order, read without an effect. */
+  readonly peekCharges: (jobId: JobId) => ReadonlyArray<ChargeRow>
 }> => internalMemoryStore.makeWith(options)
 
 /**

@@ -82,6 +82,7 @@ export interface Made {
   readonly batches: Batch.BatchStore["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
   readonly peekBatch: (batchId: Batch.BatchId) => Batch.Batch | undefined
+  readonly peekCharges: (jobId: JobId) => ReadonlyArray<Protocol.ChargeRow>
 }
 
 /** A batch and its items in the order they landed. */
@@ -758,7 +759,8 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
     query,
     batches: batchStore,
     peek: (jobId) => rows.get(jobId)?.job,
-    peekBatch: (batchId) => batches.get(batchId)?.batch
+    peekBatch: (batchId) => batches.get(batchId)?.batch,
+    peekCharges: (jobId) => [...(rows.get(jobId)?.charges.values() ?? [])]
   }
 }
 
