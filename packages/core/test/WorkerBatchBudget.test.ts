@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema, TestClock } from "effect"
-import * as Batch from "../src/Batch.js"
+import type * as Batch from "../src/Batch.js"
 import * as Handler from "../src/Handler.js"
 import { makeJobId } from "../src/Ids.js"
 import type { JobId } from "../src/Job.js"
