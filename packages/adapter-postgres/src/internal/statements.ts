@@ -494,23 +494,63 @@ const settleSql = (s: string): string => {
 
 /**
  * charge. Inputs: $1 ids, $2 call ids, $3 tokens, $4 amounts, $5 settled flags, $6 now. Outputs per item:
- * `found`, `cost_cents`. Not fenced. `Protocol.chargeStep`: ON CONFLICT (job_id, call_id) makes the ledger row
- * the arbiter: a new call id inserts, a settlement of an unsettled row updates, anything else matches no row.
- * The job's cost moves by exactly the delta the ledger row recorded, in the same statement, under the job row's
- * lock (re-evaluated on the newest version), so concurrent charges add up. An item that writes nothing answers the
- * cost as locked, not as the snapshot saw it: a repeat that waited for the charge it repeats answers the spend that
- * charge left.
+ * `found`, `cost_cents`, and for an item of a batch with a budget `refused` (`Batch.chargeVerdict`: nothing written;
+ * `batch_id`, `batch_cost_cents` as the batch stood before the item, `budget_cents`) or `held` (run the item again).
+ * Not fenced. `Protocol.chargeStep`: ON CONFLICT (job_id, call_id) makes the ledger row the arbiter: a new call id
+ * inserts, a settlement of an unsettled row updates, anything else matches no row. The job's cost moves by exactly the
+ * delta the ledger row recorded, in the same statement, under the job row's lock (re-evaluated on the newest version),
+ * so concurrent charges add up. An item that writes nothing answers the cost as locked, not as the snapshot saw it: a
+ * repeat that waited for the charge it repeats answers the spend that charge left.
+ *
+ * The batch's budget: once every job row is locked, the rows of their batches that have a budget are locked in id
+ * order (`budgeted`; FOR UPDATE returns the newest version, so the batch's cost counts every charge committed before
+ * it, reservations included), and `walk` takes each batch's items in item order, carrying the batch's cost from one
+ * item to the next as the protocol applies them one after another: a reservation of a new call id that does not fit
+ * (`Protocol.budgetFits`) is refused and moves nothing. Whether a call id is new is read from the statement's
+ * snapshot, which a charge committed between the snapshot and the job row's lock makes stale: the job row as locked
+ * then differs from the snapshot's (every write bumps `updated_at`), and every item of that batch is `held`, written
+ * by none, and run again with a fresh snapshot. The job rows are locked before the batch rows, as the trigger of
+ * migration 0011 locks them, so the two never deadlock.
  */
 const chargeSql = (s: string): string => {
   const now = storeNow(6)
-  return `WITH input AS (
+  const fits = (cost: string, amount: string, budget: string) =>
+    `(${cost} < ${budget} AND ${cost} + ${amount} <= ${budget})`
+  const refused = (cost: string) => `(x.reserves AND NOT ${fits(cost, "x.amount_cents", "b.budget_cents")})`
+  const walked = (cost: string) => `${cost} + CASE WHEN ${refused(cost)} THEN 0 ELSE x.delta END`
+  return `WITH RECURSIVE input AS (
       SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::float8[], $5::boolean[])
         WITH ORDINALITY AS i(job_id, call_id, token, amount_cents, settled, ord)
-    ), ${lockedRows(s, "j.id, j.cost_cents")}, c AS (
+    ), ${lockedRows(s, "j.id, j.cost_cents, j.batch_id, j.updated_at")}, budgeted AS (
+      SELECT b.id, b.cost_cents, b.budget_cents FROM ${s}.batches b
+      WHERE b.id = ANY ((SELECT array_agg(l.batch_id) FROM locked l)::uuid[]) AND b.budget_cents IS NOT NULL
+      ORDER BY b.id FOR UPDATE
+    ), held AS (
+      SELECT DISTINCT l.batch_id FROM locked l JOIN ${s}.jobs v ON v.id = l.id
+      WHERE l.batch_id IN (SELECT id FROM budgeted) AND v.updated_at IS DISTINCT FROM l.updated_at
+    ), steps AS (
+      SELECT i.ord, l.batch_id, i.amount_cents,
+        (p.call_id IS NULL AND NOT i.settled) AS reserves,
+        CASE WHEN p.call_id IS NULL THEN i.amount_cents
+          WHEN NOT p.settled AND i.settled THEN i.amount_cents - p.amount_cents ELSE 0 END AS delta,
+        row_number() OVER (PARTITION BY l.batch_id ORDER BY i.ord) AS rk
+      ${lockedInput} JOIN budgeted bb ON bb.id = l.batch_id
+      LEFT JOIN ${s}.charges p ON p.job_id = i.job_id AND p.call_id = i.call_id
+    ), walk AS (
+      SELECT x.batch_id, x.rk, x.ord, b.budget_cents, b.cost_cents AS before_cents,
+        ${refused("b.cost_cents")} AS refused, ${walked("b.cost_cents")} AS after_cents
+      FROM steps x JOIN budgeted b ON b.id = x.batch_id WHERE x.rk = 1
+      UNION ALL
+      SELECT x.batch_id, x.rk, x.ord, b.budget_cents, b.after_cents,
+        ${refused("b.after_cents")}, ${walked("b.after_cents")}
+      FROM walk b JOIN steps x ON x.batch_id = b.batch_id AND x.rk = b.rk + 1
+    ), skipped AS (
+      SELECT w.ord FROM walk w WHERE w.refused OR w.batch_id IN (SELECT batch_id FROM held)
+    ), c AS (
       INSERT INTO ${s}.charges AS c (job_id, call_id, token, amount_cents, settled, applied_delta_cents,
         created_at, updated_at)
       SELECT i.job_id, i.call_id, i.token, i.amount_cents, i.settled, i.amount_cents, ${now}, ${now}
-      ${lockedInput} ORDER BY i.ord
+      ${lockedInput} WHERE i.ord NOT IN (SELECT ord FROM skipped) ORDER BY i.ord
       ON CONFLICT (job_id, call_id) DO UPDATE SET amount_cents = EXCLUDED.amount_cents, settled = true,
         applied_delta_cents = EXCLUDED.amount_cents - c.amount_cents,
         updated_at = greatest(${now}, c.updated_at + interval '1 microsecond')
@@ -522,8 +562,11 @@ const chargeSql = (s: string): string => {
       RETURNING j.id, j.cost_cents
     )
     SELECT i.ord, l.id IS NOT NULL AS found, coalesce(upd.cost_cents, l.cost_cents) AS cost_cents,
-      ${ms(now)} AS now_ms
+      ${ms(now)} AS now_ms, coalesce(w.batch_id IN (SELECT batch_id FROM held), false) AS held,
+      coalesce(w.refused, false) AS refused, w.batch_id::text AS batch_id, w.before_cents AS batch_cost_cents,
+      w.budget_cents
     FROM input i LEFT JOIN locked l ON l.id = i.job_id LEFT JOIN upd ON upd.id = i.job_id
+      LEFT JOIN walk w ON w.ord = i.ord
     ORDER BY i.ord`
 }
 
