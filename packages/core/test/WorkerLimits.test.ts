@@ -311,6 +311,48 @@ describe("Worker with a fleet limiter", () => {
       })
   )
 
+  it.scoped("a call told to wait writes its reservation and one refund, nothing more", () =>
+    Effect.gen(function* () {
+      // Every charge item the store receives, in order: a throttled call costs the store two writes, not three.
+      const written: Array<readonly [string, number, boolean]> = []
+      const t = yield* harness({
+        defaults: { type: "limited.call", maxAttempts: 1 },
+        wrap: (store) => ({
+          ...store,
+          charge: (options) =>
+            Effect.zipRight(
+              Effect.sync(() => {
+                for (const item of options.items) written.push([item.callId, item.amountCents, item.settled])
+              }),
+              store.charge(options)
+            )
+        })
+      })
+      const limiter = yield* Limiter.makeMemory
+      yield* limiter.define({ items: [{ resource: RESOURCE, limits: { maxConcurrent: 1 } }] })
+      const seen: Array<Seen> = []
+      const handlers = [provider({ seen, callMs: 30_000, timeoutMs: 60_000 })]
+      const holder = yield* t.submit({ input: 0 })
+      yield* t.start({ queue: "q", id: "w1", concurrency: 1, limiter, handlers })
+      yield* t.advanceUntil(Effect.sync(() => seen.length === 1))
+      const waiter = yield* t.submit({ input: 1 })
+      yield* t.start({ queue: "q", id: "w2", concurrency: 1, limiter, handlers })
+      yield* t.advanceUntil(
+        Effect.map(t.job(waiter), (job) => job.state === "queued" && job.attemptsBase > 0),
+        10_000,
+        10
+      )
+      const [first] = written.filter(([id]) => id.startsWith(`${waiter}:`))
+      // Both then run (the waiter once the holder's permit is back).
+      for (const id of [holder, waiter]) yield* t.reaches(id, ["succeeded"], 120_000)
+      expect(written.filter(([id]) => id === first![0]).map(([, amount, settled]) => [amount, settled])).toEqual([
+        [2, false],
+        [0, true]
+      ])
+      expect(seen.map((entry) => entry.job)).toEqual([holder, waiter])
+    })
+  )
+
   it.scoped("the token reservation is corrected by the reported usage", () =>
     Effect.gen(function* () {
       const { limiter, t, view } = yield* setup({ inputTokensPerMinute: 60_000, outputTokensPerMinute: 60_000 })

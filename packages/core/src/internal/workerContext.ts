@@ -225,13 +225,14 @@ export const make = (options: {
       })
     )
 
-  /** Past the local lease end: the reservation is settled at 0 and the attempt is stopped as self-fenced. */
-  const fenceSelf = (callId: string): Effect.Effect<never> =>
-    settle(callId, () => 0, false).pipe(
-      Effect.zipRight(Control.stop(control, "self_fenced")),
-      Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
-      Effect.zipRight(Effect.interrupt)
-    )
+  /**
+   * Past the local lease end: the attempt is stopped as self-fenced. The call never started, so its reservation goes
+   * back in the settlement step of `made`.
+   */
+  const fenceSelf: Effect.Effect<never> = Control.stop(control, "self_fenced").pipe(
+    Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
+    Effect.zipRight(Effect.interrupt)
+  )
 
   /**
    * The lease gate, then the call timed into the model-call histogram (success, failure or interruption). The gate
@@ -240,11 +241,11 @@ export const make = (options: {
    * their own. With `timing`, the call's end is recorded by its owner (`made`, whose settlement step is the instant
    * the call ends when no admission hook wraps it); without, by an exit handler of its own.
    */
-  const gatedCall = <A, E, R>(callId: string, run: Effect.Effect<A, E, R>, timing?: Timing): Effect.Effect<A, E, R> =>
+  const gatedCall = <A, E, R>(run: Effect.Effect<A, E, R>, timing?: Timing): Effect.Effect<A, E, R> =>
     Effect.withFiberRuntime<A, E, R>((fiber) => {
       const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       const startedAt = clock.unsafeCurrentTimeMillis()
-      if (startedAt >= control.localLeaseEnd) return fenceSelf(callId)
+      if (startedAt >= control.localLeaseEnd) return fenceSelf
       const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
       if (timing !== undefined) {
         timing.clock = clock
@@ -352,14 +353,11 @@ export const make = (options: {
         })
       })
     /**
-     * Nothing was called: the reservation goes back, and the job waits without using an attempt. The refund is not
-     * cut by a stop that comes while it is on its way (a cancel seen at a heartbeat): it would leave the reservation.
+     * Nothing was called: the attempt stops and the job waits without using an attempt. The reservation goes back in
+     * the settlement step of `made`, uninterruptibly, as for every call stopped before it started (one refund write).
      */
     const waitOut = (now: number, result: Parameters<typeof throttledBy>[3]): Effect.Effect<never> =>
-      Effect.uninterruptible(settle(callId, () => 0, false)).pipe(
-        Effect.zipRight(throttle(throttledBy(wl, resource, now, result))),
-        Effect.zipRight(Effect.interrupt)
-      )
+      Effect.zipRight(throttle(throttledBy(wl, resource, now, result)), Effect.interrupt)
     /**
      * An attempt that has made calls already waits for the room in place, its reservation kept: queued again, it
      * would start over and pay for those calls again, and under steady contention a chain of calls could lose its
@@ -430,7 +428,6 @@ export const make = (options: {
       if (timing?.clock !== undefined) recordDuration(timing.clock, timing.startedAt, timing.labels)
     }
     const gated = gatedCall(
-      callId,
       Effect.suspend(() => {
         started = true
         return call.run
@@ -480,9 +477,8 @@ export const make = (options: {
             if (onInterrupt !== undefined && started && Cause.isInterruptedOnly(cause)) {
               return Effect.zipRight(settle(callId, onInterrupt, true), Exit.failCause(cause))
             }
-            // Stopped before the call started (in its admission: an Acquire in flight, a wait for room, a gate):
-            // nothing was consumed, the reservation goes back. A charge is idempotent by call id, so a refund the
-            // admission already wrote (a job sent back to wait) is written again unchanged.
+            // Stopped before the call started (in its admission: an Acquire in flight, a wait for room, a job sent
+            // back to wait, a gate): nothing was consumed, the reservation goes back, here and nowhere else.
             if (!started && Cause.isInterruptedOnly(cause)) {
               return Effect.zipRight(
                 settle(callId, () => 0, false),
