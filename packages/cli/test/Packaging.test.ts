@@ -103,7 +103,9 @@ describe("package-size page", () => {
     const written = readFileSync(size.pagePath, "utf8")
     expect(shape(written)).toBe(shape(page))
     const measured = numbers(page)
-    const off = numbers(written).flatMap((n, i) => (close(n, measured[i]!) ? [] : [`${n} on the page, ${measured[i]} now`]))
+    const off = numbers(written).flatMap((n, i) =>
+      close(n, measured[i]!) ? [] : [`${n} on the page, ${measured[i]} now`]
+    )
     expect(off).toEqual([])
   })
 
