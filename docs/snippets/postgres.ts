@@ -2,7 +2,7 @@ import * as PgStore from "@slowcall/adapter-postgres/PgStore"
 import * as Client from "@slowcall/core/Client"
 import * as Sweeper from "@slowcall/core/Sweeper"
 import * as Worker from "@slowcall/core/Worker"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type { summarize } from "./handlers.js"
 
 // #region server
@@ -33,3 +33,18 @@ export const makeApp = (handler: typeof summarize) =>
     Sweeper.layer({ queue: "docs" })
   ).pipe(Layer.provideMerge(Postgres))
 // #endregion app
+
+// #region purge
+// Retention from your own code (`serve --retention 7d` does the same): the queue's finished jobs created more than
+// 7 days ago, a thousand per statement, until a chunk comes back short.
+export const purgeWeekOld = Effect.gen(function* () {
+  const store = yield* PgStore.PgStore
+  const createdBefore = (yield* store.now) - 7 * 86_400_000
+  let purged = 0
+  while (true) {
+    const ids = yield* store.purge({ queue: "docs", createdBefore, limit: 1_000 })
+    purged += ids.length
+    if (ids.length < 1_000) return purged
+  }
+})
+// #endregion purge

@@ -96,6 +96,21 @@ export interface PgStoreService extends StoreService, QueryService {
     readonly publish: (entry: OutboxEntry) => Effect.Effect<void, E>
     readonly limit?: number | undefined
   }) => Effect.Effect<number, StoreError | E>
+  /**
+   * Deletes finished jobs of `queue` created before `createdBefore` (store time, epoch ms), oldest first, at most
+   * `limit` (default 1000) in one short statement: the row with its attempts and charges (cascade), as if it had
+   * never been; its request key is free again, so a submit with that key makes a new job. `states` (default all
+   * three finished ones) narrows it, e.g. to keep dead letters. Queued and running jobs are never touched, nor is
+   * a row another transaction is writing (skipped, left for the next call). A batch keeps its own record and
+   * counts. Returns the ids; call again until fewer than `limit` come back. The same contract as
+   * `RedisStore.purge`.
+   */
+  readonly purge: (options: {
+    readonly queue: string
+    readonly createdBefore: number
+    readonly states?: ReadonlyArray<"succeeded" | "abandoned" | "failed"> | undefined
+    readonly limit?: number | undefined
+  }) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /** Re-runs the migrations (a no-op on a current schema). */
   readonly migrate: Effect.Effect<MigrateResult, StoreError>
   /**
@@ -172,6 +187,17 @@ export const make = (driver: Driver, options: { readonly schema?: string | undef
     schema,
     submitInTransaction: (client, batch) => makeProtocolStore(fromSqlClient(client), st).submit(batch),
     relayOutbox: relayOn(driver, st),
+    purge: (purge) =>
+      Effect.tryPromise({
+        try: () =>
+          driver.query<{ readonly id: string }>(st.purge, [
+            purge.queue,
+            purge.createdBefore,
+            purge.states ?? ["succeeded", "abandoned", "failed"],
+            purge.limit ?? 1_000
+          ]),
+        catch: (error) => toStoreError("purge", error)
+      }).pipe(Effect.map((rows) => rows.map((row) => row.id as JobId))),
     migrate: migrate(driver, { schema }),
     batches: makeBatchStore(driver, quoteSchema(schema), st)
   }

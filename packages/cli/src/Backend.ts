@@ -10,12 +10,42 @@
  * @since 0.1.0
  */
 import { mkdirSync } from "node:fs"
+import type { StoreError } from "@slowcall/core/Errors"
+import type { JobId } from "@slowcall/core/Job"
 import * as Limiter from "@slowcall/core/Limiter"
 import type * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
 import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
+
+/**
+ * The store's purge of finished jobs (`PgStore.purge` or `RedisStore.purge`: a queue's finished jobs created before
+ * `createdBefore`, store time, oldest first, at most `limit`; returns their ids), or undefined on the in-memory
+ * store, which keeps nothing past the process anyway. What `serve --retention` runs.
+ *
+ * @since 0.7.0
+ * @category services
+ */
+export class Purge extends Context.Tag("@slowcall/cli/Backend/Purge")<
+  Purge,
+  {
+    readonly purge:
+      | ((options: {
+          readonly queue: string
+          readonly createdBefore: number
+          readonly limit: number
+        }) => Effect.Effect<ReadonlyArray<JobId>, StoreError>)
+      | undefined
+  }
+>() {}
+
+/** `Purge` from the adapter's own tag in context. */
+const purgeFrom = <I, S extends { readonly purge: NonNullable<Purge["Type"]["purge"]> }>(tag: Context.Tag<I, S>) =>
+  Layer.effect(
+    Purge,
+    Effect.map(tag, (store) => ({ purge: store.purge }))
+  )
 
 /** A layer made from a module imported when the layer is built. */
 const lazily = <M, A, E, R>(load: () => Promise<M>, make: (module: M) => Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
@@ -73,8 +103,8 @@ const redactUrl = (url: string): string => {
 }
 
 /**
- * The protocol Store, its Query, a Transport, the Limiter and the ScheduleStore over the same data for the options; migrations run when it is
- * built. On Postgres (a server or PGlite) this is the adapter's whole-adapter layer: Store, Query and the
+ * The protocol Store, its Query, a Transport, the Limiter, the ScheduleStore and the store's `Purge` over the same data
+ * for the options; migrations run when it is built. On Postgres (a server or PGlite) this is the adapter's whole-adapter layer: Store, Query and the
  * table-backed transport on one connection; on Redis the same on one client (the `schema` is the key prefix), with
  * a warning at start when the server keeps nothing on disk or may evict keys.
  *
@@ -84,11 +114,17 @@ const redactUrl = (url: string): string => {
 export const layer = (
   options: BackendOptions
 ): Layer.Layer<
-  Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore,
+  Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore | Purge,
   unknown
 > => {
   if (options.memory)
-    return Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
+    return Layer.mergeAll(
+      Store.layerMemory,
+      Transport.layerMemory(),
+      Limiter.layerMemory,
+      ScheduleStore.layerMemory,
+      Layer.succeed(Purge, { purge: undefined })
+    )
   if (options.sqs !== undefined) return withSqs(options, options.sqs)
   const { redisUrl, databaseUrl } = options
   if (redisUrl) {
@@ -96,13 +132,15 @@ export const layer = (
       () =>
         Promise.all([import("@slowcall/adapter-redis/RedisStore"), import("@slowcall/schedules/RedisScheduleStore")]),
       ([RedisStore, RedisScheduleStore]) =>
-        RedisScheduleStore.layer.pipe(Layer.provideMerge(RedisStore.layer({ url: redisUrl, prefix: options.schema })))
+        Layer.merge(RedisScheduleStore.layer, purgeFrom(RedisStore.RedisStore)).pipe(
+          Layer.provideMerge(RedisStore.layer({ url: redisUrl, prefix: options.schema }))
+        )
     )
   }
   return lazily(
     () => Promise.all([import("@slowcall/adapter-postgres/PgStore"), import("@slowcall/schedules/PgScheduleStore")]),
     ([PgStore, PgScheduleStore]) =>
-      PgScheduleStore.layer({ schema: options.schema }).pipe(
+      Layer.merge(PgScheduleStore.layer({ schema: options.schema }), purgeFrom(PgStore.PgStore)).pipe(
         Layer.provideMerge(
           databaseUrl
             ? PgStore.layer({ connectionString: databaseUrl, schema: options.schema })
@@ -124,7 +162,7 @@ const withSqs = (
   options: BackendOptions,
   sqs: NonNullable<BackendOptions["sqs"]>
 ): Layer.Layer<
-  Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore,
+  Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore | Purge,
   unknown
 > =>
   lazily(
@@ -132,7 +170,7 @@ const withSqs = (
     (
       SqsTransport
     ): Layer.Layer<
-      Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore,
+      Store.Store | Query.Query | Transport.Transport | Limiter.Limiter | ScheduleStore.ScheduleStore | Purge,
       unknown
     > => {
       const transport = SqsTransport.layer({
@@ -149,7 +187,8 @@ const withSqs = (
               import("@slowcall/schedules/RedisScheduleStore")
             ]),
           ([RedisStore, RedisConnection, RedisScheduleStore]) =>
-            Layer.mergeAll(RedisStore.layerFromConnection(), RedisScheduleStore.layer, transport).pipe(
+            Layer.mergeAll(RedisScheduleStore.layer, transport, purgeFrom(RedisStore.RedisStore)).pipe(
+              Layer.provideMerge(RedisStore.layerFromConnection()),
               Layer.provideMerge(RedisConnection.layer({ url: redisUrl, prefix: options.schema }))
             )
         )
@@ -173,9 +212,11 @@ const withSqs = (
             PgScheduleStore.layer({ schema: options.schema }),
             transport
           )
-          return Layer.merge(seams, PgStore.layerOutboxRelay().pipe(Layer.provide(seams))).pipe(
-            Layer.provideMerge(driver)
-          )
+          return Layer.mergeAll(
+            seams,
+            PgStore.layerOutboxRelay().pipe(Layer.provide(seams)),
+            purgeFrom(PgStore.PgStore).pipe(Layer.provide(seams))
+          ).pipe(Layer.provideMerge(driver))
         }
       )
     }

@@ -17,6 +17,7 @@ import { Config, Console, Effect, Either, Option } from "effect"
 import type * as Backend from "./Backend.js"
 import { CliError } from "./CliError.js"
 import * as Log from "./internal/log.js"
+import * as Retention from "./internal/retention.js"
 
 /**
  * What `serve` runs.
@@ -49,6 +50,11 @@ export interface ServeOptions extends Backend.BackendOptions {
   readonly maxQueuedPerTenant?: number | undefined
   /** `json`: the start is announced by a log entry instead of text on stdout. */
   readonly logFormat?: "text" | "json" | undefined
+  /**
+   * `--retention`: finished jobs of `queue` (succeeded, failed, abandoned) created this long ago are deleted for good,
+   * with their attempts, charges and request keys; undefined (the default, `off`) keeps them.
+   */
+  readonly retentionMs?: number | undefined
 }
 
 /**
@@ -89,7 +95,7 @@ export const loadTokens = (
  * [--operator TENANT]...
  * [--allowed-host H]... [--allow-unauthenticated] [--metrics public|tenant] [--max-queued N]
  * [--max-queued-per-tenant N] [--job-type T]... [--queue Q] [--concurrency N] [--max-body-bytes N]
- * [--log-level debug|info|warn|error] [--log-format text|json]`. Runs `Serving.run`, loaded when the command runs.
+ * [--retention DURATION|off] [--log-level debug|info|warn|error] [--log-format text|json]`. Runs `Serving.run`, loaded when the command runs.
  *
  * @since 0.1.0
  * @category commands
@@ -194,6 +200,14 @@ export const serveCommand = Command.make(
       Options.optional,
       Options.withDescription("with --sqs-queue-url: the SQS endpoint, for an emulator (default: the region's)")
     ),
+    retention: Options.text("retention").pipe(
+      Options.withFallbackConfig(Config.string("SLOWCALL_RETENTION")),
+      Options.withDefault("off"),
+      Options.withDescription(
+        "delete the queue's finished jobs (succeeded, dead letters, abandoned) this long after they were created, " +
+          "e.g. 7d, 12h, 30m; off (the default) keeps them"
+      )
+    ),
     logLevel: Options.choiceWithValue("log-level", [
       ["debug", "debug"],
       ["info", "info"],
@@ -222,7 +236,9 @@ export const serveCommand = Command.make(
       if (sqsQueueUrl !== undefined && options.memory) {
         return yield* new CliError({ message: "--sqs-queue-url needs a Store that outlives the process, not --memory" })
       }
-      const { demoModelUrl, logLevel, maxBodyBytes, sqsEndpoint, sqsQueueUrl: _url, ...rest } = options
+      const { demoModelUrl, logLevel, maxBodyBytes, retention, sqsEndpoint, sqsQueueUrl: _url, ...rest } = options
+      const retentionMs = Retention.parse(retention)
+      if ("problem" in retentionMs) return yield* new CliError({ message: `--retention ${retentionMs.problem}` })
       if (Option.isSome(demoModelUrl) && !options.demo) {
         return yield* new CliError({ message: "--demo-model-url adds a demo job type: give --demo with it" })
       }
@@ -230,6 +246,7 @@ export const serveCommand = Command.make(
       return yield* Serving.run({
         ...rest,
         maxBodyBytes: Option.getOrUndefined(maxBodyBytes),
+        retentionMs: retentionMs.ms,
         demoModelUrl: Option.getOrUndefined(demoModelUrl),
         sqs:
           sqsQueueUrl === undefined

@@ -24,6 +24,7 @@ import * as Backend from "./Backend.js"
 import { CliError } from "./CliError.js"
 import * as Demo from "./Demo.js"
 import * as Observe from "./internal/observe.js"
+import * as Retention from "./internal/retention.js"
 import * as Startup from "./internal/startup.js"
 import type { ServeOptions } from "./Serve.js"
 
@@ -117,7 +118,8 @@ export const demoHandlers = (options: Pick<ServeOptions, "demo" | "demoModelUrl"
 
 /**
  * Everything `serve` starts, as one layer: the server, with `--schedules` a Scheduler (the due ticks of the store's
- * schedules become jobs), and in demo mode a worker, a sweeper and the metrics poll,
+ * schedules become jobs), with `--retention` the purge of old finished jobs, and in demo mode a worker, a sweeper and
+ * the metrics poll,
  * all closed gracefully with the scope (the worker hands back its leases). The worker and the sweeper write through
  * an observed Store, which logs their failures and recoveries.
  *
@@ -148,7 +150,12 @@ export const layer = (options: ServeOptions): Layer.Layer<HttpServer.HttpServer,
     : Layer.empty
   // Every process may run one: a tick's key makes one job however many schedulers see it due.
   const scheduler = options.schedules ? Scheduler.layer().pipe(Layer.provide(Client.layer)) : Layer.empty
-  return Layer.mergeAll(server, background, scheduler).pipe(Layer.provide(Backend.layer(options)))
+  // Every process may run it too: the stores' purges skip what another one is deleting.
+  const retention =
+    options.retentionMs === undefined
+      ? Layer.empty
+      : Retention.layer({ queue: options.queue, retentionMs: options.retentionMs })
+  return Layer.mergeAll(server, background, scheduler, retention).pipe(Layer.provide(Backend.layer(options)))
 }
 
 /** The lines that say the server is up: on stdout as text, or one log entry with `--log-format json`. */

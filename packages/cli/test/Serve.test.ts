@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Auth from "@slowcall/http/Auth"
 import { Either, Option } from "effect"
+import * as Retention from "../src/internal/retention.js"
 import { loadTokens, type ServeOptions } from "../src/Serve.js"
 import { allowedHostsFor, exposure, isLoopback } from "../src/Serving.js"
 
@@ -50,5 +51,26 @@ describe("serve's exposure rules", () => {
     expect(loadTokens(Option.some("/no/such/file"), Option.none())).toMatchObject({
       left: { message: expect.stringMatching(/^--tokens-file \/no\/such\/file: cannot read it/) }
     })
+  })
+})
+
+describe("serve's --retention", () => {
+  it("reads a positive duration with its unit, or off; anything else says what it takes", () => {
+    expect(Retention.parse("7d")).toEqual({ ms: 7 * 86_400_000 })
+    expect(Retention.parse("12h")).toEqual({ ms: 12 * 3_600_000 })
+    expect(Retention.parse("2.5m")).toEqual({ ms: 150_000 })
+    expect(Retention.parse("90s")).toEqual({ ms: 90_000 })
+    expect(Retention.parse("1500ms")).toEqual({ ms: 1_500 })
+    expect(Retention.parse("2w")).toEqual({ ms: 14 * 86_400_000 })
+    expect(Retention.parse(" OFF ")).toEqual({ ms: undefined })
+    for (const bad of ["7", "7 fortnights", "-1d", "0s", "999ms", "d", ""]) {
+      expect(Retention.parse(bad), bad).toHaveProperty("problem")
+    }
+  })
+
+  it("purges every tenth of the retention, at least each minute and at most each second", () => {
+    expect(Retention.intervalFor(7 * 86_400_000)).toBe(60_000)
+    expect(Retention.intervalFor(300_000)).toBe(30_000)
+    expect(Retention.intervalFor(4_000)).toBe(1_000)
   })
 })

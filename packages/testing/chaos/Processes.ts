@@ -97,6 +97,8 @@ export interface PoolOptions {
   readonly say: (line: string) => void
   /** Node options before the CLI (e.g. `--import` of a sampler). */
   readonly nodeArgs?: ReadonlyArray<string> | undefined
+  /** `serve --log-level` (default warn: failed attempts, recovered leases, dead letters). */
+  readonly logLevel?: "warn" | "info" | undefined
   /** Options after `serve` besides the store's, the model's and the port. */
   readonly serveArgs?: ReadonlyArray<string> | undefined
   /** Messages a process sends on its IPC channel (only with `nodeArgs` that send any). */
@@ -142,7 +144,7 @@ export const pool = (options: PoolOptions): Pool => {
         "--port",
         "0",
         "--log-level",
-        "warn",
+        options.logLevel ?? "warn",
         ...store,
         ...sqs,
         ...(options.serveArgs ?? [])

@@ -10,19 +10,19 @@
  * worker 0 is stopped, SIGTERM and SIGKILL in turn, and started again; worker 0 lives the whole run, so its memory
  * is one process's over the whole run. Every S seconds it samples each worker's resident set, V8 heap and event-loop
  * delay (`sampler.mjs`, loaded with `--import`, over IPC), the oldest queued job's age (the API's `/metrics`) and the
- * Store's size (Postgres: the schema's tables with their indexes and TOAST; Redis: `used_memory`). On Redis it purges
- * finished jobs older than the retention every 30 s (`RedisStore.purge`, what an operator schedules); Postgres has no
- * retention. At the end every acknowledged job must be terminal and the chaos checks (`Check.ts`) must hold, then the
- * slopes are judged (`SoakStats.ts`). Exit 1 when a check or a slope fails; with `--json` the last line is one object.
+ * Store's size (Postgres: the schema's tables with their indexes and TOAST; Redis: `used_memory`). Every worker runs
+ * with `serve --retention N` (default 5 min, longer than a client retries a key), so finished jobs older than that are
+ * purged by the shipped processes themselves, as in production; each purge is a line in the worker's log, and the
+ * jobs the Store no longer has at the end are excused as purged only when the logs account for every one of them.
+ * At the end every acknowledged job must be terminal and the chaos checks (`Check.ts`) must hold, then the slopes are
+ * judged (`SoakStats.ts`), the Store's among them: once the retention has turned over twice its size must be flat
+ * (bounded). Exit 1 when a check or a slope fails; with `--json` the last line is one object.
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import * as RedisConnection from "@slowcall/adapter-redis/RedisConnection"
-import * as RedisStore from "@slowcall/adapter-redis/RedisStore"
-import { Effect, type Exit, Layer, ManagedRuntime } from "effect"
 import { check, type FaultRecord, failures, type StoredJob } from "./Check.js"
 import * as Processes from "./Processes.js"
 import * as Servers from "./Servers.js"
@@ -39,7 +39,7 @@ interface Args {
   readonly workers: number
   readonly concurrency: number
   readonly restartMinutes: number
-  readonly retentionMinutes: number | undefined
+  readonly retentionMinutes: number
   readonly sampleSeconds: number
   readonly load: number
   readonly pgPort: number
@@ -89,10 +89,6 @@ const parseArgs = (argv: ReadonlyArray<string>): Args => {
   }
   const backend = (values.get("backend") ?? "pg") as Backend
   if (!backends.includes(backend)) throw new Error(`--backend ${backend}?\n${usage}`)
-  const onRedis = backend.startsWith("redis")
-  if (!onRedis && values.has("retention-minutes")) {
-    throw new Error("--retention-minutes: the Postgres Store has no retention (nothing deletes finished jobs)")
-  }
   const redisFsync = values.get("redis-fsync") ?? "everysec"
   if (redisFsync !== "always" && redisFsync !== "everysec") throw new Error(`--redis-fsync ${redisFsync}?\n${usage}`)
   // One set of ports per backend, so that a soak per backend can run at once (and beside the chaos harness).
@@ -104,7 +100,8 @@ const parseArgs = (argv: ReadonlyArray<string>): Args => {
     workers: Math.floor(number("workers", 2, 2)),
     concurrency: Math.floor(number("concurrency", 2, 1)),
     restartMinutes: number("restart-minutes", 3, 0.1),
-    retentionMinutes: onRedis ? number("retention-minutes", 5, 0.5) : undefined,
+    // Longer than the client retries a key (3 min): a key purged while its client still retried would make a second job.
+    retentionMinutes: number("retention-minutes", 5, 3.5),
     sampleSeconds: number("sample-seconds", 10, 1),
     load: number("load", 0.7, 0.05, 1.5),
     pgPort: Math.floor(number("pg-port", 55510 + offset, 1024, 65535)),
@@ -175,7 +172,7 @@ const main = async () => {
   say(
     `backend ${args.backend}, ${args.minutes} min, ${args.workers} workers x ${args.concurrency}, ` +
       `restart every ${args.restartMinutes} min, load ${args.load}` +
-      (args.retentionMinutes === undefined ? ", no retention" : `, retention ${args.retentionMinutes} min`)
+      `, serve --retention ${args.retentionMinutes} min`
   )
   const database = onRedis ? await Servers.redis(args.redisPort, args.redisFsync) : await Servers.postgres(args.pgPort)
   cleanups.push(database.destroy)
@@ -202,7 +199,9 @@ const main = async () => {
     logs,
     say,
     nodeArgs: ["--import", new URL("./sampler.mjs", import.meta.url).href],
-    serveArgs: ["--concurrency", String(args.concurrency)],
+    // Info: the retention's purges are logged there, one line per chunk.
+    logLevel: "info",
+    serveArgs: ["--concurrency", String(args.concurrency), "--retention", `${Math.round(args.retentionMinutes * 60)}s`],
     onMessage: (slot, message) => {
       const sample = message as ProcessSample
       if (sample.kind !== "sample") return
@@ -225,15 +224,20 @@ const main = async () => {
   cleanups.push(workers.stopAll)
   const slots = workers.slots
 
-  // The operator's retention job on Redis: finished jobs older than the retention are purged for good.
-  const purged = new Set<string>()
-  const purgeRuntime = onRedis
-    ? ManagedRuntime.make(
-        RedisStore.layerFromConnection({ checkServer: false }).pipe(
-          Layer.provide(RedisConnection.layer({ url: database.url, prefix: schema }))
-        )
-      )
-    : undefined
+  /** How many jobs the workers' retention purged so far, from their logs (each log keeps every start of its slot). */
+  const purgedByLogs = () => {
+    let count = 0
+    for (const slot of slots) {
+      let text: string
+      try {
+        text = readFileSync(join(logs, `worker-${slot.index}.log`), "utf8")
+      } catch {
+        continue
+      }
+      for (const match of text.matchAll(/retention: purged (\d+) finished jobs/g)) count += Number(match[1])
+    }
+    return count
+  }
 
   try {
     await workers.start(slots[0]!)
@@ -352,34 +356,10 @@ const main = async () => {
             `worker 0 rss ${w0 === undefined ? "?" : (w0.rss / 1e6).toFixed(1)} MB heap ${w0 === undefined ? "?" : (w0.heapUsed / 1e6).toFixed(1)} MB ` +
             `loop p99 ${w0 === undefined ? "?" : w0.eventLoopP99Ms.toFixed(1)} ms; ` +
             `oldest queued ${queueAge.at(-1)?.value.toFixed(1) ?? "?"} s; store ${((storeBytes.at(-1)?.value ?? 0) / 1e6).toFixed(2)} MB` +
-            (onRedis ? `; purged ${purged.size}` : "")
+            `; purged ${purgedByLogs()}`
         )
         const next = t + args.sampleSeconds * 1000
         while (!stopping && now() < next) await sleep(Math.min(500, Math.max(0, next - now())))
-      }
-    })()
-
-    // Retention on Redis: every 30 s, finished jobs created before now - retention go, a thousand at a time.
-    const retention = (async () => {
-      if (purgeRuntime === undefined || args.retentionMinutes === undefined) return
-      const retentionMs = args.retentionMinutes * 60_000
-      while (!stopping) {
-        const createdBefore = Date.now() - retentionMs
-        for (;;) {
-          const exit: Exit.Exit<ReadonlyArray<string>, unknown> = await purgeRuntime.runPromiseExit(
-            Effect.flatMap(RedisStore.RedisStore, (store) =>
-              store.purge({ queue: "default", createdBefore, limit: 1_000 })
-            )
-          )
-          if (exit._tag === "Failure") {
-            say(`purge failed; trying again in 30 s`)
-            break
-          }
-          for (const id of exit.value) purged.add(id)
-          if (exit.value.length < 1_000) break
-        }
-        const next = now() + 30_000
-        while (!stopping && now() < next) await sleep(500)
       }
     })()
 
@@ -416,15 +396,11 @@ const main = async () => {
     while (now() < settleUntil && (await unfinished()) > 0) await sleep(1_000)
     const settledAt = now()
     stopping = true
-    await Promise.all([sampler, retention, restarts])
+    await Promise.all([sampler, restarts])
 
     const jobsByKey = new Map<string, Array<StoredJob>>()
     const missingIds = new Set<string>()
-    const acknowledged = submissions.map((s) => ({
-      key: s.key,
-      acknowledgedIds: s.acknowledgedIds.filter((id) => !purged.has(id))
-    }))
-    const lookUp = async (submission: (typeof acknowledged)[number]) => {
+    const lookUp = async (submission: (typeof submissions)[number]) => {
       const { body } = await api(`/v1/jobs?requestKey=${encodeURIComponent(submission.key)}&limit=10`)
       const jobs: Array<StoredJob> = (body as { jobs: Array<JobView> }).jobs.map((view) => ({
         id: view.id,
@@ -439,7 +415,17 @@ const main = async () => {
       }
       jobsByKey.set(submission.key, jobs)
     }
-    for (let i = 0; i < acknowledged.length; i += 16) await Promise.all(acknowledged.slice(i, i + 16).map(lookUp))
+    for (let i = 0; i < submissions.length; i += 16) await Promise.all(submissions.slice(i, i + 16).map(lookUp))
+    // The jobs the Store no longer has are the retention's when the workers' logs purged at least that many (read
+    // after the look-ups, so a purge during them is counted); otherwise every one of them counts as lost.
+    const purgedCount = purgedByLogs()
+    const purged = missingIds.size <= purgedCount ? new Set(missingIds) : new Set<string>()
+    say(`${missingIds.size} acknowledged jobs gone from the Store; the retention logged ${purgedCount} purged`)
+    for (const id of purged) missingIds.delete(id)
+    const acknowledged = submissions.map((s) => ({
+      key: s.key,
+      acknowledgedIds: s.acknowledgedIds.filter((id) => !purged.has(id))
+    }))
 
     // The attempts the workers reported cut short (a lease not renewed in time, a model call timed out): a second
     // call of such a job is the retry or takeover its holder knew of, not two holders at once.
@@ -477,12 +463,18 @@ const main = async () => {
       startMs,
       endMs: Math.min(endMs, settledAt),
       warmupMs: Math.min(5 * 60_000, runMs / 5),
-      retentionMs: args.retentionMinutes === undefined ? undefined : args.retentionMinutes * 60_000
+      retentionMs: args.retentionMinutes * 60_000
     }
     const slopes = SoakStats.slopes(series, window)
     const isJudged = SoakStats.judged(slopes)
     const red = [...failures(report), ...SoakStats.slopeFailures(slopes)]
     const finished = report.terminal + purged.size
+    const storeBound =
+      slopes.storeSteadyMeanMb === null
+        ? null
+        : SoakStats.defaultThresholds.storeFractionPerHour * slopes.storeSteadyMeanMb
+    const storeBounded =
+      slopes.storeSteadyMbPerHour === null || storeBound === null ? null : slopes.storeSteadyMbPerHour <= storeBound
     const storeFirst = storeBytes.find((p) => p.t >= startMs)?.value ?? null
     const storeLast = storeBytes.at(-1)?.value ?? null
     // What the workers logged about attempts cut short: timeouts of the model call, leases lost to a stalled process.
@@ -499,13 +491,14 @@ const main = async () => {
       workers: args.workers,
       concurrency: args.concurrency,
       restartMinutes: args.restartMinutes,
-      retentionMinutes: args.retentionMinutes ?? null,
+      retentionMinutes: args.retentionMinutes,
       capacityPerSecond: Number(capacityPerSecond.toFixed(2)),
       ratePerSecond: Number(ratePerSecond.toFixed(2)),
       submitted: submissions.length,
       acknowledged: submissions.filter((s) => s.acknowledgedIds.length > 0).length,
       finished,
       purged: purged.size,
+      purgedLogged: purgedCount,
       lost: report.lost,
       stuck: report.stuck,
       doubleGenerations: report.doubleGenerations,
@@ -526,6 +519,7 @@ const main = async () => {
         storeMb: round(slopes.storeMbPerHour),
         storeUnderRetentionMb: round(slopes.storeSteadyMbPerHour)
       },
+      storeBounded,
       levels: {
         workerRssMeanMb: round(slopes.sentinelRssMeanMb),
         workerHeapMeanMb: round(slopes.sentinelHeapMeanMb),
@@ -534,6 +528,7 @@ const main = async () => {
         storeFirstMb: round(storeFirst === null ? null : storeFirst / 1e6),
         storeLastMb: round(storeLast === null ? null : storeLast / 1e6),
         storeUnderRetentionMeanMb: round(slopes.storeSteadyMeanMb),
+        storeMaxMb: round(storeBytes.length === 0 ? null : Math.max(...storeBytes.map((p) => p.value)) / 1e6),
         storeBytesPerFinishedJob:
           storeFirst === null || storeLast === null || finished === 0
             ? null
@@ -547,6 +542,13 @@ const main = async () => {
         ? "slopes judged"
         : `slopes reported, not judged (judged window under ${SoakStats.defaultThresholds.minJudgedMinutes} min)`
     )
+    say(
+      storeBounded === null
+        ? "store size: the run is too short for the retention to turn over twice"
+        : `store size ${storeBounded ? "bounded" : "NOT bounded"} under the retention: ` +
+            `${slopes.storeSteadyMbPerHour!.toFixed(2)} MB/h once it turned over twice ` +
+            `(bound ${storeBound!.toFixed(2)} MB/h, mean ${slopes.storeSteadyMeanMb!.toFixed(2)} MB)`
+    )
     say(red.length === 0 ? "green" : "RED")
     for (const line of red) say(`  ${line}`)
     if (red.length > 0) say(`worker logs: ${logs}`)
@@ -554,7 +556,6 @@ const main = async () => {
     process.exitCode = red.length === 0 ? 0 : 1
     if (red.length === 0) rmSync(logs, { recursive: true, force: true })
   } finally {
-    if (purgeRuntime !== undefined) await purgeRuntime.dispose()
     await runCleanups(cleanups, say)
   }
 }

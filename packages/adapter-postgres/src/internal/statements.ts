@@ -858,7 +858,22 @@ const fixedStatements = (s: string, schema: string) =>
       FROM ${s}.jobs j WHERE j.state = 'queued' AND j.published_at IS NULL
       ORDER BY j.created_at LIMIT $1::int FOR UPDATE SKIP LOCKED`,
     /** outbox mark. Inputs: $1 ids. */
-    outboxMark: `UPDATE ${s}.jobs SET published_at = now() WHERE id = ANY($1::uuid[])`
+    outboxMark: `UPDATE ${s}.jobs SET published_at = now() WHERE id = ANY($1::uuid[])`,
+    /**
+     * purge. Inputs: $1 queue, $2 created-before ms, $3 states (finished ones only), $4 limit. The queue's oldest
+     * finished jobs created strictly before the cutoff, at most $4, picked with FOR UPDATE SKIP LOCKED (a row
+     * another transaction is writing is left for the next chunk) and deleted in the same statement; their attempts
+     * and charges go with them (ON DELETE CASCADE), and their request keys are free again. Under READ COMMITTED a
+     * picked row is re-checked after its lock, so a job that left its finished state (a replayed dead letter) stays.
+     * Reads jobs_finished_created (0013). Returns the deleted ids.
+     */
+    purge: `WITH picked AS (
+        SELECT j.id FROM ${s}.jobs j
+        WHERE j.queue = $1 AND j.state IN ('succeeded', 'failed', 'abandoned') AND j.state = ANY($3::text[])
+          AND j.created_at < ${ts("$2")}
+        ORDER BY j.created_at, j.seq LIMIT $4::int FOR UPDATE SKIP LOCKED
+      )
+      DELETE FROM ${s}.jobs j USING picked WHERE j.id = picked.id RETURNING j.id::text AS id`
   })
 
 /**
