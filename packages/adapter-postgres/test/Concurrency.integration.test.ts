@@ -17,6 +17,7 @@ import * as Metrics from "@slowcall/core/Metrics"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Worker from "@slowcall/core/Worker"
 import { Effect, Exit, Layer, Schema, Scope } from "effect"
+import pg from "pg"
 import { afterAll, describe } from "vitest"
 import * as PgStore from "../src/PgStore.js"
 import { DATABASE_URL, dropSchema, holdServer, only, serverStoreLayer, submitOptions, uniqueSchema } from "./support.js"
@@ -252,5 +253,60 @@ describe("batch writes under concurrency on the real server", () => {
       expect(renewed).toHaveLength(5 * 8 * 40)
       expect(renewed.every((result) => result._tag === "Renewed")).toBe(true)
     }).pipe(Effect.provide(serverStoreLayer(uniqueSchema("orders"), { max: 8 })))
+  )
+})
+
+describe("a claim racing a charge on the real server", () => {
+  const raceSchema = uniqueSchema("race")
+  afterAll(() => dropSchema(raceSchema))
+
+  it.live("a charge that commits while a claim waits for the row is seen by the claim's estimate too", () =>
+    Effect.gen(function* () {
+      const store = yield* PgStore.PgStore
+      const id = yield* makeJobId
+      // Budget 6; once a call of 4 is on its ledger, the fallback estimate of the next attempt is 4 and 4 + 4 > 6.
+      yield* store.submit({ items: [submitOptions("race", id, { budgetCents: 6 })] })
+      const other = new pg.Client({ connectionString: DATABASE_URL })
+      yield* Effect.promise(() => other.connect())
+      yield* Effect.addFinalizer(() => Effect.promise(() => other.end()))
+      // A charge of 4 in another transaction, as the charge statement writes it (ledger row and job spend), left
+      // open so that the claim below takes its snapshot before the charge commits and then waits for the row.
+      yield* Effect.promise(async () => {
+        await other.query("BEGIN")
+        await other.query(
+          `UPDATE ${raceSchema}.jobs SET cost_cents = cost_cents + 4, updated_at = updated_at + interval '1 millisecond'
+           WHERE id = $1`,
+          [id]
+        )
+        await other.query(
+          `INSERT INTO ${raceSchema}.charges (job_id, call_id, token, amount_cents, settled, applied_delta_cents,
+             created_at, updated_at) VALUES ($1, 'call-0', 0, 4, true, 4, now(), now())`,
+          [id]
+        )
+      })
+      const claim = yield* Effect.fork(store.claim({ items: [{ jobId: id, owner: "w", leaseMs: 60_000 }] }))
+      // Until the claim waits for the row lock the open transaction holds.
+      yield* Effect.promise(async () => {
+        for (let n = 0; n < 200; n++) {
+          // Inside a transaction the activity view is read once and kept, unless cleared.
+          await other.query("SELECT pg_stat_clear_snapshot()")
+          const waiting = await other.query(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%slowcall:claim%' AND query LIKE $1",
+            [`%${raceSchema}%`]
+          )
+          if (waiting.rowCount !== null && waiting.rowCount > 0) return
+          await new Promise((resolve) => setTimeout(resolve, 25))
+        }
+        throw new Error("the claim never waited for the row")
+      })
+      yield* Effect.promise(() => other.query("COMMIT"))
+      const result = only(yield* claim.await.pipe(Effect.flatMap((exit) => exit)))
+      // The only order that explains a claim that returns the spend of 4: the charge first, so the estimate is 4
+      // and the job is settled for its budget. Before the fix the claim ran the job on the snapshot's estimate of 0.
+      expect(result._tag).toBe("Settled")
+      if (result._tag === "Settled") {
+        expect(result.job).toMatchObject({ state: "abandoned", abandonReason: "budget", costCents: 4 })
+      }
+    }).pipe(Effect.scoped, Effect.provide(serverStoreLayer(raceSchema, { max: 4 })))
   )
 })

@@ -15,8 +15,11 @@
  *   puts an item back clears `finishedAt`; the batch finishes again when that item ends, enqueueing only a callback
  *   it never enqueued (`onSuccess`, once every item has succeeded).
  * - **Budget and deadline.** No item is claimed once the batch has spent its budget, nor when the next attempt's
- *   estimate would take the batch past it (`claimVerdict`): the claim abandons the item (`budget`). The deadline is
- *   every item's deadline (`itemOf` caps each item's own).
+ *   estimate would take the batch past it (`claimVerdict`): the claim abandons the item (`budget`). Every call an
+ *   item's attempt makes is checked against the batch's budget too, in the write that reserves its estimate
+ *   (`chargeVerdict`): a reservation that would take the batch's spend, reservations of calls in flight included,
+ *   past its budget is refused and writes nothing, so items running at once can never reserve past the budget
+ *   together. The deadline is every item's deadline (`itemOf` caps each item's own).
  * - **Idempotent creation, in chunks.** A batch is opened with its full `size` and a `fingerprint` over all its
  *   items and options (`fingerprint`), then filled chunk by chunk at explicit offsets. The same request key with the
  *   same fingerprint is the same batch (`openVerdict`: `Existing`, with how many items have landed, so a caller
@@ -395,6 +398,28 @@ export const claimVerdict = (job: Job, batch: Batch, now: number, estimateCents:
   }
   return verdict
 }
+
+/**
+ * The batch's verdict on a charge of one of its items, checked in the same atomic write as the charge
+ * (`Protocol.chargeStep` on the ledger row `existing` of its call id): a reservation of a new call id (`settled:
+ * false`) whose amount does not fit what is left of the batch's budget (`Protocol.budgetFits` on the batch's budget and
+ * cost, which counts the reservations of calls still in flight) is `Refuse`d and writes nothing. Everything else is
+ * `Apply`: a settlement (the money was spent, whatever the budget), a repeat of a reservation already written (its
+ * call id has its row), and any charge of a batch without a budget.
+ *
+ * @since 0.8.0
+ * @category rules
+ */
+export const chargeVerdict = (
+  batch: Batch,
+  existing: Protocol.ChargeRow | undefined,
+  charge: { readonly amountCents: number; readonly settled: boolean }
+): "Apply" | "Refuse" =>
+  existing === undefined &&
+  !charge.settled &&
+  !Protocol.budgetFits(batch.budgetCents, batch.costCents, charge.amountCents)
+    ? "Refuse"
+    : "Apply"
 
 /**
  * The verdict of cancelling a batch: a finished batch is left as it is (`AlreadyFinished`); an already cancelled one

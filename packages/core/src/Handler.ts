@@ -14,8 +14,10 @@ import { type AttemptPolicy, leaseFor } from "./Lease.js"
 import type { RateLimitInfo } from "./RateLimit.js"
 
 /**
- * A model call whose estimate would take the job's spend past its budget. Nothing was reserved and nothing was
- * called; the worker ends the job `abandoned(budget)`.
+ * A model call whose estimate would take the job's spend past its budget, or, with `batchId`, the spend of the batch
+ * the job belongs to past the batch's budget (the Store refused the reservation: `costCents` is then the batch's
+ * spend, reservations of its calls in flight included, and `budgetCents` the batch's budget). Nothing was reserved
+ * and nothing was called; the worker ends the job `abandoned(budget)`, its `lastError` this message.
  *
  * @since 0.1.0
  * @category errors
@@ -25,9 +27,13 @@ export class BudgetExceeded extends Data.TaggedError("BudgetExceeded")<{
   readonly costCents: number
   readonly estimateCents: number
   readonly budgetCents: number
+  /** @since 0.8.0 */
+  readonly batchId?: string | undefined
 }> {
   override get message() {
-    return `job ${this.jobId}: spend ${this.costCents} + estimate ${this.estimateCents} exceeds budget ${this.budgetCents}`
+    return this.batchId === undefined
+      ? `job ${this.jobId}: spend ${this.costCents} + estimate ${this.estimateCents} exceeds budget ${this.budgetCents}`
+      : `job ${this.jobId}: batch ${this.batchId} spend ${this.costCents} + estimate ${this.estimateCents} exceeds the batch's budget ${this.budgetCents}`
   }
 }
 
@@ -184,7 +190,9 @@ export interface HandlerContext {
    * Make a billed model call: reserve the estimate under the call id `${jobId}:${token}:${n}`, run the call,
    * settle the actual cost. The budget check and the reservation are one step, so calls made in parallel never
    * reserve past the budget together; once the call has returned, its settlement is not interrupted. Fails with
-   * `BudgetExceeded` (nothing called) when the estimate does not fit the budget, with `DeadlineExceeded` (nothing
+   * `BudgetExceeded` (nothing called) when the estimate does not fit the job's budget, or (for an item of a batch
+   * with a budget) when the Store refuses the reservation because it does not fit the batch's budget, which the
+   * Store checks in the reservation's own write, against every item's calls; with `DeadlineExceeded` (nothing
    * called) when the job's deadline has passed in store time, and with `StoreError` when the reservation cannot be
    * written (nothing called either).
    */

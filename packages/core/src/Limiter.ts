@@ -173,6 +173,11 @@ export interface Release {
   readonly holder: Holder
   readonly reached: boolean
   readonly usage?: Usage | undefined
+  /**
+   * The provider refused the call with a rate limit (a `rate_limited` 429): the resource's concurrency is lowered
+   * to the calls still in flight beside it (`Limits.learn`). Counts only when `reached`.
+   */
+  readonly rateLimited?: boolean | undefined
 }
 
 /**
@@ -243,7 +248,8 @@ export interface PauseState {
 /**
  * A compact snapshot of a resource at the reply's `now`, so a worker can predict capacity locally without another
  * round trip: live permits against the cap, each bucket, the reserved share, the pause and whether the resource is
- * half-open.
+ * half-open. `maxConcurrent` is the declared cap; `learnedConcurrent` the lower cap the fleet learned from 429s
+ * (`Limits.learn`), null when none: the cap in force is the lower of the two.
  *
  * @since 0.4.0
  * @category models
@@ -251,6 +257,7 @@ export interface PauseState {
 export interface View {
   readonly permits: number
   readonly maxConcurrent: number | null
+  readonly learnedConcurrent: number | null
   readonly buckets: { readonly [D in Dimension]: BucketView | null }
   readonly priorityShare: PriorityShare | null
   readonly pause: { readonly kind: PauseKind; readonly until: number | null } | null

@@ -10,7 +10,8 @@
  *
  * What a stored state keeps (`LimitState`): the limits; per bucket dimension a level at a time (`Level`, null when
  * the dimension has no limit); the permits (live ones, and lapsed ones for `defaults.permitRetentionMs`, so that a
- * late Release still corrects the buckets once); the pause in force; whether the resource is half-open; counters.
+ * late Release still corrects the buckets once); the pause in force; whether the resource is half-open; the
+ * concurrency learned from 429s (`learn`); counters.
  * Bucket levels are written only by `define`, a grant and a release; reads compute the level at `now` from them.
  *
  * @since 0.4.0
@@ -35,7 +36,8 @@ import type {
 /**
  * Defaults every backend applies: a bucket holds one second's worth of its limit; a lapsed permit is kept an hour
  * for a late Release to correct the buckets, then forgotten; a resource id is 1..200 characters and a pause reason
- * at most 1000.
+ * at most 1000; a learned concurrency cap rises by one after `raiseAfter` times the cap calls ended well with the
+ * cap in use (`learn`).
  *
  * @since 0.4.0
  * @category rules
@@ -44,7 +46,8 @@ export const defaults = {
   burstSeconds: 1,
   permitRetentionMs: 3_600_000,
   resourceLength: 200,
-  reasonLength: 1_000
+  reasonLength: 1_000,
+  raiseAfter: 10
 } as const
 
 /**
@@ -98,7 +101,20 @@ export interface Permit {
 }
 
 /**
- * One resource's stored state. Invariant: a bucket is non-null exactly when its dimension has a limit.
+ * The concurrency cap the fleet learned from 429s (`learn`): `maxConcurrent` (an integer >= 1, below the declared
+ * cap when there is one) and the calls that ended well with it in use since it last moved (`successes`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Learned {
+  readonly maxConcurrent: number
+  readonly successes: number
+}
+
+/**
+ * One resource's stored state. Invariant: a bucket is non-null exactly when its dimension has a limit; `learned`
+ * is null or below the declared cap.
  *
  * @since 0.4.0
  * @category models
@@ -109,6 +125,7 @@ export interface LimitState {
   readonly permits: ReadonlyArray<Permit>
   readonly pause: PauseState | null
   readonly halfOpen: boolean
+  readonly learned: Learned | null
   readonly counters: Counters
 }
 
@@ -138,6 +155,7 @@ export const empty: LimitState = {
   permits: [],
   pause: null,
   halfOpen: false,
+  learned: null,
   counters: zeroCounters
 }
 
@@ -228,6 +246,20 @@ export const names = (permit: Permit, callId: string, holder: Holder): boolean =
 export const inForce = (pause: PauseState, now: number): boolean => pause.until === null || pause.until > now
 
 /**
+ * The concurrency cap in force: the lower of the declared `maxConcurrent` and the learned cap, undefined when
+ * neither is set.
+ *
+ * @since 0.4.0
+ * @category rules
+ */
+export const concurrencyCap = (limits: Limits, learned: Learned | null): number | undefined =>
+  learned === null
+    ? limits.maxConcurrent
+    : limits.maxConcurrent === undefined
+      ? learned.maxConcurrent
+      : Math.min(limits.maxConcurrent, learned.maxConcurrent)
+
+/**
  * The state as time left it at `now`, which every write persists first: a pause whose end has come is over and
  * leaves the resource half-open (one probe call before it opens fully), and forgotten permits are dropped.
  *
@@ -256,6 +288,7 @@ export interface ViewInput {
   readonly buckets: LimitState["buckets"]
   readonly pause: PauseState | null
   readonly halfOpen: boolean
+  readonly learned: Learned | null
   readonly livePermits: number
 }
 
@@ -278,6 +311,7 @@ export const viewOf = (input: ViewInput, now: number): View => {
   return {
     permits: input.livePermits,
     maxConcurrent: input.limits.maxConcurrent ?? null,
+    learnedConcurrent: input.learned === null ? null : input.learned.maxConcurrent,
     buckets: { requests: bucket("requests"), inputTokens: bucket("inputTokens"), outputTokens: bucket("outputTokens") },
     priorityShare: input.limits.priorityShare ?? null,
     pause: pause === null ? null : { kind: pause.kind, until: pause.until },
@@ -371,7 +405,8 @@ export const normalize = (limits: Limits): Limits => {
 /**
  * A define at `now`: the new limits replace the old whole. Each bucket keeps its level refilled to `now` under the
  * old limit, clamped to the new capacity; a dimension that gains a limit starts full, one that loses it drops its
- * bucket. Permits, the pause, half-open and the counters stay.
+ * bucket. Permits, the pause, half-open and the counters stay, and so does a learned cap unless the new declared cap
+ * is at or below it (then the declared one is in force alone).
  *
  * @since 0.4.0
  * @category rules
@@ -391,10 +426,15 @@ export const define = (state: LimitState, limits: Limits, now: number): LimitSta
       at: Math.max(old.at, now)
     }
   }
+  const learned =
+    s.learned !== null && next.maxConcurrent !== undefined && next.maxConcurrent <= s.learned.maxConcurrent
+      ? null
+      : s.learned
   return {
     ...s,
     limits: next,
-    buckets: { requests: bucket("requests"), inputTokens: bucket("inputTokens"), outputTokens: bucket("outputTokens") }
+    buckets: { requests: bucket("requests"), inputTokens: bucket("inputTokens"), outputTokens: bucket("outputTokens") },
+    learned
   }
 }
 
@@ -419,8 +459,8 @@ export const resume = (state: LimitState, now: number): { readonly state: LimitS
  * 1. `Paused` while a pause is in force.
  * 2. A half-open resource admits one probe at a time: while a probe's permit is live, `Wait` with reason `probe`
  *    until its end.
- * 3. Concurrency: live permits must stay below the cap, less `floor(cap * share)` for a call below the priority
- *    share's `minPriority`.
+ * 3. Concurrency: live permits must stay below the cap in force (`concurrencyCap`: the declared cap, or the one
+ *    learned from 429s when lower), less `floor(cap * share)` for a call below the priority share's `minPriority`.
  * 4. Each bucket the call takes from (cost > 0): below the priority share a call must leave `capacity * share` in
  *    the bucket. A call needs `min(cost, usable capacity)` in the usable level, so one larger than the bucket is
  *    admitted when the bucket is full (then the level goes negative: debt) and nothing starves.
@@ -461,8 +501,9 @@ export const admission = (
   const reserved = share !== undefined && request.priority < share.minPriority ? share.share : 0
   let reason: WaitReason | undefined
   let until = Number.NEGATIVE_INFINITY
-  if (limits.maxConcurrent !== undefined) {
-    const allowed = limits.maxConcurrent - Math.floor(limits.maxConcurrent * reserved)
+  const cap = concurrencyCap(limits, state.learned)
+  if (cap !== undefined) {
+    const allowed = cap - Math.floor(cap * reserved)
     let live = 0
     let earliest = Number.POSITIVE_INFINITY
     for (const permit of state.permits) {
@@ -540,6 +581,41 @@ export const giveBack = (
   if (dimension === "requests") return 0
   const actual = release.usage?.[dimension]
   return actual === undefined ? 0 : permit.taken[dimension] - actual
+}
+
+/**
+ * What a Release that reached the provider teaches the resource's concurrency cap; `others` counts the live permits
+ * besides the released one. Lower at once, raise slowly (as TCP does with its window), so a fleet that declares no
+ * cap, or one above the provider's, converges on the provider's cap from its 429s:
+ * - a call the provider refused with a rate limit (`rateLimited`): the cap in force falls to the calls still in
+ *   flight beside it, `max(1, min(cap, others))`, its successes back to 0;
+ * - a call that ended otherwise with a learned cap in use (`others + 1 >= cap`) counts one success; after
+ *   `defaults.raiseAfter * cap` of them the cap rises by one;
+ * - a learned cap at or above the declared cap is forgotten (the declared one is in force alone).
+ * A Release that did not reach the provider teaches nothing.
+ *
+ * @since 0.4.0
+ * @category rules
+ */
+export const learn = (
+  limits: Limits,
+  learned: Learned | null,
+  release: { readonly reached: boolean; readonly rateLimited?: boolean | undefined },
+  others: number
+): Learned | null => {
+  if (!release.reached) return learned
+  const declared = limits.maxConcurrent
+  const below = (next: Learned): Learned | null =>
+    declared !== undefined && next.maxConcurrent >= declared ? null : next
+  if (release.rateLimited === true) {
+    const cap = concurrencyCap(limits, learned)
+    return below({ maxConcurrent: Math.max(1, cap === undefined ? others : Math.min(cap, others)), successes: 0 })
+  }
+  if (learned === null || others + 1 < learned.maxConcurrent) return learned
+  const successes = learned.successes + 1
+  return successes >= defaults.raiseAfter * learned.maxConcurrent
+    ? below({ maxConcurrent: learned.maxConcurrent + 1, successes: 0 })
+    : { maxConcurrent: learned.maxConcurrent, successes }
 }
 
 const counted = <K extends string>(counts: { readonly [P in K]: number }, key: K): { readonly [P in K]: number } => {
@@ -621,11 +697,13 @@ const release = (s: LimitState, item: Extract<LimitItem, { readonly _tag: "Relea
     if (bucket === null || limit === undefined) return null
     return givenBack(bucket, limit, capacity(s.limits, limit), now, giveBack(held, item, dimension))
   }
+  const others = livePermits(s, now) - (isLive(held, now) ? 1 : 0)
   const next: LimitState = {
     ...s,
     buckets: { requests: back("requests"), inputTokens: back("inputTokens"), outputTokens: back("outputTokens") },
     permits: s.permits.filter((permit) => permit !== held),
-    halfOpen: held.probe && item.reached ? false : s.halfOpen
+    halfOpen: held.probe && item.reached ? false : s.halfOpen,
+    learned: learn(s.limits, s.learned, item, others)
   }
   return { state: next, result: { _tag: "Released", view: view(next, now) } }
 }
@@ -656,9 +734,9 @@ const pause = (s: LimitState, item: Extract<LimitItem, { readonly _tag: "Pause" 
  *   `admission` verdict. A grant takes the cost from every bucket (each refilled to `now` first) and adds a permit
  *   until `now + leaseMs`; a wait or a pause takes nothing. Each verdict is counted.
  * - Release: `NotHeld` unless the exact holder's permit (live or lapsed, not yet forgotten) exists; otherwise the
- *   permit goes and each bucket gets `giveBack` (capped at its capacity). A probe's Release that reached the
- *   provider closes the half-open state (the rate limit is over); one that did not leaves it half-open, so the next
- *   Acquire is the probe.
+ *   permit goes and each bucket gets `giveBack` (capped at its capacity), and the concurrency cap learns from it
+ *   (`learn`). A probe's Release that reached the provider closes the half-open state (the rate limit is over); one
+ *   that did not leaves it half-open, so the next Acquire is the probe.
  * - Renew: the exact holder's live permit runs to `now + leaseMs`; a lapsed one is `NotHeld` (its slot may be
  *   another's by now).
  * - Pause: `mergePause` with the one in force; the resource is no longer half-open (the pause's end makes it so
@@ -791,6 +869,9 @@ const checkItem = (item: LimitItem, path: string): InvalidInput | undefined => {
     }
     case "Release":
       if (typeof item.reached !== "boolean") return invalid(`${path}.reached`, "must be a boolean")
+      if (item.rateLimited !== undefined && typeof item.rateLimited !== "boolean") {
+        return invalid(`${path}.rateLimited`, "must be a boolean")
+      }
       if (item.usage !== undefined && (typeof item.usage !== "object" || item.usage === null)) {
         return invalid(`${path}.usage`, "must be an object")
       }

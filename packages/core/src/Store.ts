@@ -15,7 +15,9 @@
  *   submit is repeated with the same request key and fresh job ids, and the key returns the job the first try made.
  * - Fenced writes (`heartbeat`, `settle`) apply only when `state = 'running' AND leaseToken = token`, and otherwise
  *   report `LeaseLost` for that item, changing nothing.
- * - `charge` is keyed by call id, counted once, and accepted from stale tokens: the money was spent.
+ * - `charge` is keyed by call id, counted once, and accepted from stale tokens: the money was spent. The one charge
+ *   a Store refuses is a reservation of a new call id on an item of a batch that the batch's budget cannot cover
+ *   (`Batch.chargeVerdict`), decided in the same atomic write against the batch's spend as it is then.
  * - Every accepted write to a job record moves `updatedAt` strictly forward (`Protocol.bump`). The one write outside
  *   the record is the sweep's republish mark, which never moves `updatedAt`.
  *
@@ -27,7 +29,7 @@ import type { IdempotencyKeyReused, InvalidInput, StoreError } from "./Errors.js
 import type { FairOptions } from "./Fairness.js"
 import * as internalMemoryStore from "./internal/memoryStore.js"
 import type { Job, JobId, JobState } from "./Job.js"
-import type { Outcome, ReplayFilter, Runnable, SubmitItem } from "./Protocol.js"
+import type { ChargeRow, Outcome, ReplayFilter, Runnable, SubmitItem } from "./Protocol.js"
 import { Query } from "./Query.js"
 
 /**
@@ -158,7 +160,10 @@ export interface ChargeItem {
 }
 
 /**
- * The job's spend after the charge (the sum of its ledger), or no such job.
+ * The job's spend after the charge (the sum of its ledger), or no such job, or `BatchBudgetExceeded`: the job is an
+ * item of a batch and the charge a reservation that does not fit what is left of the batch's budget
+ * (`Batch.chargeVerdict`). Nothing was written; the reply carries the job's spend (`costCents`, unchanged), the
+ * batch's spend at the write (`batchCostCents`, reservations of calls in flight included) and its budget.
  *
  * @since 0.2.0
  * @category models
@@ -166,6 +171,14 @@ export interface ChargeItem {
 export type ChargeResult =
   | { readonly _tag: "Charged"; readonly costCents: number }
   | { readonly _tag: "NotFound"; readonly jobId: JobId }
+  | {
+      readonly _tag: "BatchBudgetExceeded"
+      readonly jobId: JobId
+      readonly batchId: BatchId
+      readonly costCents: number
+      readonly batchCostCents: number
+      readonly budgetCents: number
+    }
 
 /**
  * One settlement: how the holder of `token` ends its attempt (see `Protocol.Outcome`).
@@ -308,7 +321,8 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
     ) => Effect.Effect<Reply<HeartbeatResult>, StoreError>
     /**
      * Not fenced (the money was spent whatever the token). `Protocol.chargeStep` per item; the job's `costCents`
-     * stays the ledger's sum.
+     * stays the ledger's sum. On an item of a batch, `Batch.chargeVerdict` first, in the same atomic write: a
+     * reservation the batch's budget cannot cover is `BatchBudgetExceeded` and writes nothing.
      */
     readonly charge: (
       options: WriteOptions & { readonly items: ReadonlyArray<ChargeItem> }
@@ -425,6 +439,8 @@ export const makeMemoryWith = (
   readonly peek: (jobId: JobId) => Job | undefined
   /** The batch record as the store holds it now, read without an effect (the simulator's ground truth). */
   readonly peekBatch: (batchId: BatchId) => Batch | undefined
+  /** The job's ledger rows as the store holds them now, in insertion order, read without an effect. */
+  readonly peekCharges: (jobId: JobId) => ReadonlyArray<ChargeRow>
 }> => internalMemoryStore.makeWith(options)
 
 /**

@@ -121,6 +121,30 @@ describe("Batch counts and finishing", () => {
   })
 })
 
+describe("Batch.chargeVerdict", () => {
+  it("refuses a reservation past what is left of the budget, reservations in flight counted, and nothing else", () => {
+    const { batch } = filled({ budgetCents: 10 })
+    const reserve = (amountCents: number) => ({ amountCents, settled: false })
+    const row: Protocol.ChargeRow = {
+      callId: "c",
+      token: 1,
+      amountCents: 4,
+      settled: false,
+      createdAt: T0,
+      updatedAt: T0
+    }
+    // 6c spent or reserved: a 4c reservation fits exactly, a 5c one does not.
+    expect(Batch.chargeVerdict({ ...batch, costCents: 6 }, undefined, reserve(4))).toBe("Apply")
+    expect(Batch.chargeVerdict({ ...batch, costCents: 6 }, undefined, reserve(5))).toBe("Refuse")
+    // Nothing new starts once the budget is reached, not even a call estimated at 0.
+    expect(Batch.chargeVerdict({ ...batch, costCents: 10 }, undefined, reserve(0))).toBe("Refuse")
+    // A settlement is the money spent; a repeated reservation is the one already written.
+    expect(Batch.chargeVerdict({ ...batch, costCents: 10 }, undefined, { amountCents: 5, settled: true })).toBe("Apply")
+    expect(Batch.chargeVerdict({ ...batch, costCents: 10 }, row, reserve(4))).toBe("Apply")
+    expect(Batch.chargeVerdict({ ...filled().batch, costCents: 1_000 }, undefined, reserve(5))).toBe("Apply")
+  })
+})
+
 describe("Batch.claimVerdict", () => {
   it("settles an item for budget once the batch's spend cannot cover the estimate, and claims while it can", () => {
     const { batch, jobs } = filled({ budgetCents: 10 })

@@ -407,6 +407,100 @@ describe("Limits: pause and half-open", () => {
   })
 })
 
+describe("Limits.learn: the concurrency cap learned from 429s", () => {
+  const grant = (state: Limits.LimitState, ids: ReadonlyArray<string>, now = T0) =>
+    run(
+      state,
+      ids.map((id) => acquire(id)),
+      now
+    ).state
+
+  it("lowers the cap to the calls still in flight beside a refused one, at least 1, with none declared", () => {
+    const four = grant(defined({}), ["a", "b", "c", "d"])
+    const first = run(four, [release("c", { rateLimited: true })], T0 + 1)
+    const second = run(first.state, [release("d", { rateLimited: true }), acquire("e")], T0 + 2)
+    const alone = run(grant(defined({}), ["x"]), [release("x", { rateLimited: true })], T0 + 1)
+
+    expect(only(first)).toMatchObject({ _tag: "Released", view: { maxConcurrent: null, learnedConcurrent: 3 } })
+    expect(second.state.learned).toEqual({ maxConcurrent: 2, successes: 0 })
+    expect(second.results[1]).toMatchObject({ _tag: "Wait", reason: "concurrency", until: T0 + 10_000 })
+    expect(alone.state.learned).toEqual({ maxConcurrent: 1, successes: 0 })
+  })
+
+  it("never raises the cap on a 429, and learns nothing from a call that never reached the provider", () => {
+    const lowered = run(grant(defined({}), ["a", "b"]), [release("b", { rateLimited: true })], T0 + 1).state
+    const more = grant(lowered, [], T0 + 2)
+    const lapsedBeside = run(
+      grant(more, ["c"], T0 + 20_000),
+      [release("a", { rateLimited: true }), release("c", { reached: false, rateLimited: true })],
+      T0 + 20_001
+    )
+
+    expect(lowered.learned).toEqual({ maxConcurrent: 1, successes: 0 })
+    // `a` had lapsed: `c` alone was in flight beside it, and min(1, 1) keeps the cap; the unreached one teaches nothing.
+    expect(lapsedBeside.state.learned).toEqual({ maxConcurrent: 1, successes: 0 })
+  })
+
+  it("raises the cap by one after raiseAfter * cap calls ended well with the cap in use, and only then", () => {
+    let state = run(grant(defined({}), ["a", "b"]), [release("b", { rateLimited: true })], T0 + 1).state
+    state = run(state, [release("a")], T0 + 2).state
+    expect(state.learned).toEqual({ maxConcurrent: 1, successes: 1 })
+    for (let i = 1; i < Limits.defaults.raiseAfter; i++) {
+      state = run(state, [acquire(`c${i}`), release(`c${i}`)], T0 + 10 + i).state
+    }
+    expect(state.learned).toEqual({ maxConcurrent: 2, successes: 0 })
+    // One call at a time no longer fills a cap of two: nothing counts.
+    state = run(state, [acquire("d"), release("d")], T0 + 100).state
+    expect(state.learned).toEqual({ maxConcurrent: 2, successes: 0 })
+    state = run(state, [acquire("e"), acquire("f"), release("e")], T0 + 101).state
+    expect(state.learned).toEqual({ maxConcurrent: 2, successes: 1 })
+  })
+
+  it("keeps the cap in force at the lower of the declared and the learned; forgets it at the declared cap", () => {
+    const declared = grant(defined({ maxConcurrent: 4 }), ["a", "b", "c", "d"])
+    const lowered = run(declared, [release("d", { rateLimited: true })], T0 + 1)
+    // Three in flight at a declared cap of 4: the cap in force is 3, so a third call beside two waits.
+    const wait = run(lowered.state, [release("c"), acquire("e"), acquire("f")], T0 + 2)
+    const full = run(grant(defined({ maxConcurrent: 2 }), ["a", "b"]), [release("b", { rateLimited: true })], T0)
+    const highRefused = run(grant(defined({ maxConcurrent: 2 }), ["a", "b"]), [release("a", { rateLimited: true })], T0)
+
+    expect(only(lowered)).toMatchObject({ view: { maxConcurrent: 4, learnedConcurrent: 3 } })
+    expect(wait.results[1]).toMatchObject({ _tag: "Granted" })
+    expect(wait.results[2]).toMatchObject({ _tag: "Wait", reason: "concurrency" })
+    expect(full.state.learned).toEqual({ maxConcurrent: 1, successes: 0 })
+    expect(highRefused.state.learned).toEqual({ maxConcurrent: 1, successes: 0 })
+    let raised = full.state
+    for (let i = 0; i < Limits.defaults.raiseAfter; i++) raised = run(raised, [release("a")], T0 + 1).state
+    expect(raised.learned).toEqual({ maxConcurrent: 1, successes: 1 })
+    for (let i = 0; i < Limits.defaults.raiseAfter; i++) {
+      raised = run(raised, [acquire(`r${i}`), release(`r${i}`)], T0 + 2 + i).state
+    }
+    expect(raised.learned).toBeNull()
+    expect(Limits.view(raised, T0 + 100)).toMatchObject({ maxConcurrent: 2, learnedConcurrent: null })
+  })
+
+  it("a define keeps the learned cap below its new declared cap and forgets it at or above", () => {
+    const learned = run(grant(defined({}), ["a", "b", "c"]), [release("c", { rateLimited: true })], T0 + 1).state
+
+    expect(Limits.define(learned, { maxConcurrent: 5 }, T0 + 2).learned).toEqual({ maxConcurrent: 2, successes: 0 })
+    expect(Limits.define(learned, { requestsPerMinute: 60 }, T0 + 2).learned).toEqual({
+      maxConcurrent: 2,
+      successes: 0
+    })
+    expect(Limits.define(learned, { maxConcurrent: 2 }, T0 + 2).learned).toBeNull()
+  })
+
+  it("a probe after a 429 waits for a free slot under the learned cap", () => {
+    const pause: LimitItem = { _tag: "Pause", resource: R, kind: "rate_limited", until: T0 + 1_000, reason: "429" }
+    const refused = run(grant(defined({}), ["a", "b"]), [pause, release("b", { rateLimited: true })], T0 + 1)
+    const after = run(refused.state, [acquire("probe")], T0 + 1_000)
+    const freed = run(after.state, [release("a"), acquire("probe")], T0 + 1_500)
+
+    expect(after.results[0]).toMatchObject({ _tag: "Wait", reason: "concurrency", view: { halfOpen: true } })
+    expect(freed.results[1]).toMatchObject({ _tag: "Granted", probe: true })
+  })
+})
+
 describe("Limits.advance, view and describe", () => {
   it("forgets permits retention after their end, and only then", () => {
     const held = run(defined({}), [acquire("a", { leaseMs: 1_000 })], T0).state
@@ -486,6 +580,7 @@ describe("Limits: input checks", () => {
     expect(problem(acquire("", {}))).toBe("items[1].callId")
     expect(problem(acquire("x", { holder: { jobId: "j", token: -1 } }))).toBe("items[1].holder.token")
     expect(problem(release("x", { usage: { outputTokens: -1 } }))).toBe("items[1].usage.outputTokens")
+    expect(problem(release("x", { rateLimited: "yes" as unknown as boolean }))).toBe("items[1].rateLimited")
     expect(problem({ _tag: "Pause", resource: R, kind: "manual", until: Number.NaN, reason: "" })).toBe(
       "items[1].until"
     )

@@ -157,6 +157,7 @@ describe("the forecast of a resource's room", () => {
     view: {
       permits: 0,
       maxConcurrent: null,
+      learnedConcurrent: null,
       buckets: { requests: null, inputTokens: null, outputTokens: null },
       priorityShare: null,
       pause: null,

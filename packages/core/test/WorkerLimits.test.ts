@@ -311,6 +311,48 @@ describe("Worker with a fleet limiter", () => {
       })
   )
 
+  it.scoped("a call told to wait writes its reservation and one refund, nothing more", () =>
+    Effect.gen(function* () {
+      // Every charge item the store receives, in order: a throttled call costs the store two writes, not three.
+      const written: Array<readonly [string, number, boolean]> = []
+      const t = yield* harness({
+        defaults: { type: "limited.call", maxAttempts: 1 },
+        wrap: (store) => ({
+          ...store,
+          charge: (options) =>
+            Effect.zipRight(
+              Effect.sync(() => {
+                for (const item of options.items) written.push([item.callId, item.amountCents, item.settled])
+              }),
+              store.charge(options)
+            )
+        })
+      })
+      const limiter = yield* Limiter.makeMemory
+      yield* limiter.define({ items: [{ resource: RESOURCE, limits: { maxConcurrent: 1 } }] })
+      const seen: Array<Seen> = []
+      const handlers = [provider({ seen, callMs: 30_000, timeoutMs: 60_000 })]
+      const holder = yield* t.submit({ input: 0 })
+      yield* t.start({ queue: "q", id: "w1", concurrency: 1, limiter, handlers })
+      yield* t.advanceUntil(Effect.sync(() => seen.length === 1))
+      const waiter = yield* t.submit({ input: 1 })
+      yield* t.start({ queue: "q", id: "w2", concurrency: 1, limiter, handlers })
+      yield* t.advanceUntil(
+        Effect.map(t.job(waiter), (job) => job.state === "queued" && job.attemptsBase > 0),
+        10_000,
+        10
+      )
+      const [first] = written.filter(([id]) => id.startsWith(`${waiter}:`))
+      // Both then run (the waiter once the holder's permit is back).
+      for (const id of [holder, waiter]) yield* t.reaches(id, ["succeeded"], 120_000)
+      expect(written.filter(([id]) => id === first![0]).map(([, amount, settled]) => [amount, settled])).toEqual([
+        [2, false],
+        [0, true]
+      ])
+      expect(seen.map((entry) => entry.job)).toEqual([holder, waiter])
+    })
+  )
+
   it.scoped("the token reservation is corrected by the reported usage", () =>
     Effect.gen(function* () {
       const { limiter, t, view } = yield* setup({ inputTokensPerMinute: 60_000, outputTokensPerMinute: 60_000 })
@@ -394,6 +436,77 @@ describe("Worker with a fleet limiter", () => {
       expect(resources[0]!.view.pause).toBeNull()
       expect(resources[0]!.view.halfOpen).toBe(false)
     })
+  )
+
+  it.scoped(
+    "with no limits declared, the fleet learns the provider's concurrency from its 429s: every chain finishes",
+    () =>
+      Effect.gen(function* () {
+        // The provider takes two calls at once and answers a third at once with a 429 (retry-after 1 s); the fleet
+        // declares nothing. Each job makes three calls in a row. Before the fleet learned from 429s, every 429 paused
+        // the resource, the half-open probe met the same cap, and the pause sent the job holding the provider's
+        // slot back to the queue mid-chain: chains started over and over and jobs never finished.
+        const { limiter, t, view } = yield* setup(undefined)
+        const cap = 1
+        let inFlight = 0
+        let maxSeen = 0
+        let refused = 0
+        let answered = 0
+        const chained = Handler.make({
+          type: "limited.call",
+          version: 1,
+          input: Schema.Unknown,
+          result: Schema.String,
+          attempt: { timeoutMs: 30_000 },
+          estimateCents: 2,
+          run: (_input, ctx) => {
+            const call = ctx.call({
+              estimateCents: 2,
+              resource: RESOURCE,
+              cost: () => 1,
+              costOnError: () => 0,
+              run: Effect.suspend(() => {
+                if (inFlight >= cap) {
+                  refused += 1
+                  return Effect.fail({ status: 429, headers: { "retry-after": "1" } })
+                }
+                inFlight += 1
+                maxSeen = Math.max(maxSeen, inFlight)
+                return Effect.sleep(1_500).pipe(
+                  Effect.ensuring(Effect.sync(() => (inFlight -= 1))),
+                  Effect.zipRight(Effect.sync(() => (answered += 1))),
+                  Effect.as("answered")
+                )
+              })
+            })
+            return Effect.zipRight(Effect.zipRight(call, call), call)
+          }
+        })
+        const ids = yield* submitAll(t, 12)
+        for (const id of ["w1", "w2", "w3"]) {
+          yield* t.start({ queue: "q", id, concurrency: 2, limiter: view, handlers: [chained] })
+        }
+        // 36 calls of 1.5 s one at a time take 54 s; the 429s and pauses add a little.
+        yield* t.advanceUntil(
+          Effect.map(
+            Effect.forEach(ids, (id) => t.stateOf(id)),
+            (states) => states.every((state) => state === "succeeded")
+          ),
+          90_000,
+          100
+        )
+        for (const id of ids) {
+          const job = yield* t.job(id)
+          // A 429 or a pause never costs an attempt.
+          expect(job.attempts - job.attemptsBase).toBe(1)
+        }
+        expect(maxSeen).toBe(cap)
+        // The first wave meets the cap once per call beyond it (twelve asked at once, two admitted); after that,
+        // only the slow raise of the learned cap finds the provider's cap again, about once per 10 * cap calls.
+        expect(refused).toBeLessThanOrEqual(10 + Math.ceil(answered / (10 * cap)) + 2)
+        const { resources } = yield* limiter.read({ resources: [RESOURCE] })
+        expect(resources[0]!.view.learnedConcurrent).toBeLessThanOrEqual(cap + 1)
+      })
   )
 
   it.scoped("a success that reports a limit exhausted pauses the resource until its reset", () =>

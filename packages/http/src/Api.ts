@@ -754,6 +754,10 @@ export const ResourceView = Schema.Struct({
   }).annotations({ description: "the limits set (`PUT .../limits`); an absent one is unlimited" }),
   permitsInUse: Schema.Number,
   maxConcurrent: Schema.NullOr(Schema.Number),
+  learnedConcurrent: Schema.NullOr(Schema.Number).annotations({
+    description:
+      "the concurrency cap the fleet learned from the provider's 429s, below `maxConcurrent` (the lower is in force); null when none"
+  }),
   buckets: Schema.Struct({ requests: Bucket, inputTokens: Bucket, outputTokens: Bucket }),
   pause: Schema.NullOr(
     Schema.Struct({

@@ -97,6 +97,28 @@ export const resourceSuite = (options: ResourceSuiteOptions) =>
       expect(cleared.resource.limits).toEqual({})
       expect(cleared.resource.maxConcurrent).toBeNull()
       expect(cleared.resource.permitsInUse).toBe(2)
+      expect(cleared.resource.learnedConcurrent).toBeNull()
+
+      // A call the provider refused with a 429 teaches the fleet its concurrency: the one call still in flight.
+      await server.run(
+        Effect.flatMap(Limiter, (limiter) =>
+          limiter.apply({
+            items: [
+              {
+                _tag: "Release",
+                resource,
+                callId: "job-b:1",
+                holder: { jobId: "job-b", token: 1 },
+                reached: true,
+                rateLimited: true
+              }
+            ]
+          })
+        )
+      )
+      const learned = (await (await fetch(server.url + resourcePath(resource))).json()) as any
+      expect(learned.resource.learnedConcurrent).toBe(1)
+      expect(learned.resource.permitsInUse).toBe(1)
     })
 
     it("takes ids of 200 characters with slashes, and refuses an id outside the alphabet with nothing written", async () => {

@@ -121,29 +121,43 @@ const cutOr = (e: unknown, signal: AbortSignal, own: AbortSignal | undefined): u
  * retry-after) or an `AbortError`; each promise of the result (`text`, `usage`, `totalUsage`, `steps`, ...) rejects
  * with that error instead of the AI SDK's `NoOutputGeneratedError`. `fullStream` is the AI SDK's, error parts
  * included. Methods run on the AI SDK's object itself. `failure` is what the call ended with, `undefined` while it
- * runs or when it completed.
+ * runs or when it completed. `textStream` ends and each promise settles only once the call's charge is recorded
+ * (`settled`), so a handler that returns at the end of its stream never leaves the charge open.
  */
-const guarded = <R extends object>(result: R, failure: () => unknown): R =>
+const guarded = <R extends object>(result: R, failure: () => unknown, settled: Promise<void>): R =>
   new Proxy(result, {
     get(target, key) {
       const value: unknown = Reflect.get(target, key, target)
-      if (key === "textStream") return failing(value as AsyncIterable<string>, failure)
+      if (key === "textStream") return failing(value as AsyncIterable<string>, failure, settled)
       if (value instanceof Promise) {
-        return value.catch((e: unknown) => {
-          throw failure() ?? e
-        })
+        return value.then(
+          async (v: unknown) => {
+            await settled
+            return v
+          },
+          async (e: unknown) => {
+            await settled
+            throw failure() ?? e
+          }
+        )
       }
       if (typeof value === "function") return value.bind(target)
       return value
     }
   })
 
-async function* failing(source: AsyncIterable<string>, failure: () => unknown): AsyncGenerator<string> {
+async function* failing(
+  source: AsyncIterable<string>,
+  failure: () => unknown,
+  settled: Promise<void>
+): AsyncGenerator<string> {
   try {
     yield* source
   } catch (e) {
+    await settled
     throw failure() ?? e
   }
+  await settled
   const e = failure()
   if (e !== undefined) throw e
 }
@@ -279,6 +293,10 @@ export const withAiSdk = (ai: AiSdkFunctions, ctx: ModelCallContext, opts: WrapO
         finished ??
         sum(steps ?? { ...emptyUsage, inputTokens: call.inputTokens }, { ...emptyUsage, outputTokens: deltas })
       const consumed = () => call.cost(modelId, received())
+      let callSettled!: () => void
+      const settled = new Promise<void>((resolve) => {
+        callSettled = resolve
+      })
       ctx
         .call(
           async (signal) => {
@@ -315,7 +333,7 @@ export const withAiSdk = (ai: AiSdkFunctions, ctx: ModelCallContext, opts: WrapO
             started = true
             const stopped = () => cut || signal.aborted || options.abortSignal?.aborted === true
             const ended = () => failure ?? (stopped() ? aborted() : undefined)
-            resolveResult(guarded(result, ended))
+            resolveResult(guarded(result, ended, settled))
             // Reads the stream to its end (the AI SDK tees it for the caller's own reading). A stream that broke
             // (a connection cut mid-way) rejects it without an error part.
             await Promise.resolve(result.totalUsage).catch((e: unknown) => {
@@ -340,10 +358,14 @@ export const withAiSdk = (ai: AiSdkFunctions, ctx: ModelCallContext, opts: WrapO
             rateLimit: (): RateLimitInfo | undefined => fromHeaders(headers)
           }
         )
-        .catch((e: unknown) => {
-          // Before the stream started the caller learns of the failure here; afterwards through the result.
-          if (!started) rejectResult(e)
-        })
+        .then(
+          () => callSettled(),
+          (e: unknown) => {
+            // Before the stream started the caller learns of the failure here; afterwards through the result.
+            if (!started) rejectResult(e)
+            callSettled()
+          }
+        )
     })
 
   return {

@@ -242,6 +242,25 @@ describe("withAiSdk: streamText", () => {
     })
   })
 
+  it("textStream ends and the result's promises settle only once the call's charge is recorded", async () => {
+    const { events, done } = openAiChatStream({ usage: true })
+    fake.reply({ kind: "sse", events: [...events, done] })
+    const ctx = recordingContext({ settleDelayMs: 50 })
+    const result = await withAiSdk(ai, ctx).streamText({ model: openai().chat("gpt-4o-mini"), prompt })
+    for await (const _ of result.textStream) {
+      // consume
+    }
+    // No ctx.idle(): a handler that returns here must not leave the charge open.
+    const settled = costOf("gpt-4o-mini", { inputTokens: 500, outputTokens: 30 })
+    expect(ctx.calls[0]).toMatchObject({ outcome: "success", settledCents: settled })
+
+    fake.reply({ kind: "sse", events: [...events, done] })
+    const again = recordingContext({ settleDelayMs: 50 })
+    const second = await withAiSdk(ai, again).streamText({ model: openai().chat("gpt-4o-mini"), prompt })
+    expect(await second.text).toBe("Hello!")
+    expect(again.calls[0]).toMatchObject({ outcome: "success", settledCents: settled })
+  })
+
   it("a stream nobody reads still settles at its end", async () => {
     fake.reply({ kind: "sse", events: geminiStream({ end: true }) })
     const ctx = recordingContext()

@@ -95,6 +95,17 @@ describe("withGemini: models.generateContentStream", () => {
     expect(ctx.calls[0]).toMatchObject({ outcome: "success", settledCents: 0.021 })
   })
 
+  it("the loop ends only once the call's charge is recorded, however long recording takes", async () => {
+    fake.reply({ kind: "sse", events: geminiStream({ end: true }) })
+    const ctx = recordingContext({ settleDelayMs: 50 })
+    const stream = await withGemini(client(), ctx).models.generateContentStream(params)
+    for await (const _ of stream) {
+      // consume
+    }
+    // No ctx.idle(): a handler that returns here must not leave the charge open.
+    expect(ctx.calls[0]).toMatchObject({ outcome: "success", settledCents: 0.021 })
+  })
+
   it("a cut stream settles by the last usage seen", async () => {
     fake.reply({ kind: "sse", events: geminiStream({ end: false }), after: "cut" })
     const ctx = recordingContext()

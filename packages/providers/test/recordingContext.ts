@@ -35,7 +35,12 @@ export interface RecordingContext extends ModelCallContext {
   idle(): Promise<void>
 }
 
-export const recordingContext = (): RecordingContext => {
+/**
+ * `settleDelayMs`: how long recording a call's settlement takes after its function returned or threw, as a store
+ * round trip does in a worker; a caller that reads the record without waiting for the call sees it unsettled.
+ */
+export const recordingContext = (options?: { readonly settleDelayMs?: number }): RecordingContext => {
+  const settling = () => new Promise<void>((resolve) => setTimeout(resolve, options?.settleDelayMs ?? 0))
   const job = new AbortController()
   const calls: Array<CallRecord> = []
   const pending = new Set<Promise<unknown>>()
@@ -55,6 +60,7 @@ export const recordingContext = (): RecordingContext => {
       const run = (async () => {
         try {
           const r = await fn(signal)
+          if (options?.settleDelayMs !== undefined) await settling()
           record.outcome = "success"
           record.settledCents = opts.cost ? opts.cost(r) : opts.estimateCents
           // As a context reads them: the span's own usage, else the call's.
@@ -72,6 +78,7 @@ export const recordingContext = (): RecordingContext => {
           record.rateLimit = opts.rateLimit?.(r)
           return r
         } catch (e) {
+          if (options?.settleDelayMs !== undefined) await settling()
           record.error = e
           if (job.signal.aborted) {
             record.outcome = "interrupt"

@@ -61,7 +61,8 @@ const expected: Record<string, ReadonlyArray<string>> = {
   M30: ["I15"],
   M31: ["I31"],
   M32: ["I30"],
-  M33: ["I34"]
+  M33: ["I34"],
+  M34: ["I35"]
 }
 
 /**

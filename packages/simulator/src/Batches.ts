@@ -6,6 +6,7 @@
  * - between any two writes the store applies (a quiescent point: as each write reaches the store and as it returns),
  *   the batch record beside what its items' records say, whenever either changed (`bstate`);
  * - each claim of an item that granted a lease, with the items' spend at that instant (`bclaim`);
+ * - the spend of each batch with a budget, at the same quiescent points, whenever it changed (`bspend`);
  * - items landing and acknowledged cancels (`batch`), and at the end how many jobs the store holds under each
  *   callback's request key (`bfinal`).
  *
@@ -17,6 +18,7 @@
 import * as Batch from "@slowcall/core/Batch"
 import type * as Client from "@slowcall/core/Client"
 import type { Job, JobId, JobState } from "@slowcall/core/Job"
+import type * as Protocol from "@slowcall/core/Protocol"
 import type * as Query from "@slowcall/core/Query"
 import type * as Store from "@slowcall/core/Store"
 import { Effect, Either } from "effect"
@@ -48,6 +50,8 @@ export interface BatchEnv {
   readonly history: History
   readonly peek: (jobId: JobId) => Job | undefined
   readonly peekBatch: (batchId: Batch.BatchId) => Batch.Batch | undefined
+  /** An item's ledger rows in the store right now (ground truth, read without an effect). */
+  readonly peekCharges: (jobId: JobId) => ReadonlyArray<Protocol.ChargeRow>
   readonly batches: Batch.BatchStore["Type"]
   readonly query: Query.Query["Type"]
   /** The run's acknowledged jobs: each landed item joins them (index `jobs + 100 * batch + item`). */
@@ -66,6 +70,8 @@ interface Tracked {
   readonly items: Array<JobId>
   /** The last `bstate` recorded, as its numbers and names, to record only changes. */
   last: string
+  /** The last `bspend` recorded (spent and reserved), to record only changes. */
+  lastSpend: string
   /** Whether the batch's targeted finish window was opened. */
   windowed: boolean
 }
@@ -89,6 +95,7 @@ export class BatchWorld {
       batchId: null,
       items: [],
       last: "",
+      lastSpend: "",
       windowed: false
     }))
   }
@@ -109,6 +116,7 @@ export class BatchWorld {
       }
       const counts = states.map((state) => batch.counts[state])
       const finished = batch.finishedAt !== null
+      this.spend(tracked)
       const key = `${counts.join()}|${actual.join()}|${batch.costCents}|${actualCost}|${batch.added}|${batch.size}|${finished}|${batch.onCompleteJobId}|${batch.onSuccessJobId}`
       if (key === tracked.last) continue
       tracked.last = key
@@ -127,6 +135,29 @@ export class BatchWorld {
         onSuccess: batch.onSuccessJobId
       })
     }
+  }
+
+  /**
+   * Records a batch's spend (`bspend`) when it changed: its items' ledger rows summed, and summed again with each
+   * settled row at no more than the call's estimate (every call of the simulated handler is estimated at the model's
+   * price), which leaves out what calls were billed above their estimates.
+   */
+  private spend(tracked: Tracked): void {
+    const budget = tracked.plan.budgetCents
+    if (budget === null || tracked.batchId === null) return
+    const estimate = this.env.plan.model.priceCents
+    let spent = 0
+    let reserved = 0
+    for (const jobId of tracked.items) {
+      for (const row of this.env.peekCharges(jobId)) {
+        spent += row.amountCents
+        reserved += row.settled ? Math.min(row.amountCents, estimate) : row.amountCents
+      }
+    }
+    const key = `${spent}|${reserved}`
+    if (key === tracked.lastSpend) return
+    tracked.lastSpend = key
+    this.env.history.push({ k: "bspend", t: this.env.clock.now, batchId: tracked.batchId, spent, reserved, budget })
   }
 
   /** The items' spend of a tracked batch now (their records' costs, reservations included). */

@@ -8,9 +8,13 @@
  *   batch not complete holds none. Never two jobs under one callback's key.
  * - **I32 cancel stops starts.** No item of a batch is claimed (granted a lease) after the batch's cancel was
  *   acknowledged to the operator.
- * - **I33 batch budget.** No item is claimed while the batch's spend (its items' ledgers, reservations included) leaves
- *   less than one call's estimate under its budget: the spend passes the budget only by calls started before it
- *   reached it.
+ * - **I33 batch budget at the claim.** No item is claimed once the batch's spend (its items' ledgers, reservations
+ *   included) has reached its budget.
+ * - **I35 batch budget at every call.** Between any two writes the store applies, a batch's spend is within its
+ *   budget once what its calls were billed above their estimates is left out (each settled ledger row counted at no
+ *   more than its call's estimate): every call of every item reserved its estimate against the batch's budget, items
+ *   running at once included, so the budget is passed only by what the provider billed beyond an estimate. With calls
+ *   billed at their estimates, the spend never passes the budget at all.
  *
  * @since 0.8.0
  */
@@ -24,7 +28,7 @@ import type { Plan } from "./Plan.js"
  * @category models
  */
 export interface BatchViolation {
-  readonly invariant: "I30" | "I31" | "I32" | "I33"
+  readonly invariant: "I30" | "I31" | "I32" | "I33" | "I35"
   readonly jobId: string | null
   readonly message: string
   readonly witness: ReadonlyArray<Event>
@@ -36,7 +40,7 @@ const same = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): boolean =>
   a.length === b.length && a.every((n, i) => n === b[i])
 
 /**
- * Checks I30 to I33 on one run's history.
+ * Checks I30 to I33 and I35 on one run's history.
  *
  * @since 0.8.0
  * @category combinators
@@ -82,6 +86,16 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<B
         }
         break
       }
+      case "bspend":
+        if (e.reserved > e.budget + 1e-9) {
+          violations.push({
+            invariant: "I35",
+            jobId: null,
+            message: `batch ${e.batchId} has ${e.reserved}c reserved or spent within its calls' estimates (${e.spent}c in all) against a ${e.budget}c budget`,
+            witness: [e]
+          })
+        }
+        break
       case "bfinal": {
         const state = lastState.get(e.batchId)
         const witness: Array<Event> = state === undefined ? [e] : [state, e]

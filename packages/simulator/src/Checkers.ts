@@ -1,7 +1,7 @@
 /**
  * The checkers: pure functions over one run's recorded history. They never look at the code under test, only at
  * what the world recorded (store writes with the record before and after, provider billing and the replies that
- * carried a billed amount, deliveries and acks, injected faults). Each violation names its invariant (I1-I12, I30-I34,
+ * carried a billed amount, deliveries and acks, injected faults). Each violation names its invariant (I1-I12, I30-I35,
  * submit, replay, liveness) and carries a minimal witness: the few events that prove it.
  *
  * @since 0.1.0
@@ -699,7 +699,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       violate("I5", jobId, `acknowledged job still ${heal.state} after the heal phase`, recent)
     }
   }
-  // I30-I33 (batches) and I34 (schedules), in modules of their own.
+  // I30-I33 and I35 (batches) and I34 (schedules), in modules of their own.
   for (const v of [...BatchesCheck.check(events, plan), ...SchedulesCheck.check(events, plan)]) {
     violate(v.invariant, v.jobId, v.message, v.witness)
   }

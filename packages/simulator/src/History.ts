@@ -209,7 +209,8 @@ export type Event =
  * record beside its items' records as the store holds them between two writes (`bstate`, recorded when it changed:
  * `counts` and `cost` are what the batch keeps, `actual` and `actualCost` what its items' records say, counts in the
  * order queued, running, succeeded, failed, abandoned); each claim of an item that granted a lease (`bclaim`, with
- * the items' spend at that moment); and at the end (`bfinal`) how many jobs the store holds under each callback's key.
+ * the items' spend at that moment); the spend of a batch with a budget whenever it changed (`bspend`); and at the end
+ * (`bfinal`) how many jobs the store holds under each callback's key.
  *
  * @since 0.8.0
  * @category models
@@ -244,6 +245,19 @@ export type BatchEvent =
       readonly jobId: string
       readonly spent: number
       readonly budget: number | null
+    }
+  | {
+      /**
+       * A batch with a budget, whenever its spend changed between two writes the store applies: `spent` is its items'
+       * ledgers (reservations included), `reserved` the same with each settled row counted at no more than its call's
+       * estimate (what the calls were billed above their estimates left out: the spend the reservations committed).
+       */
+      readonly k: "bspend"
+      readonly t: number
+      readonly batchId: string
+      readonly spent: number
+      readonly reserved: number
+      readonly budget: number
     }
   | {
       readonly k: "bfinal"
@@ -501,6 +515,12 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.str(e.jobId)
       h.num(e.spent)
       h.numOrNull(e.budget)
+      return
+    case "bspend":
+      h.str(e.batchId)
+      h.num(e.spent)
+      h.num(e.reserved)
+      h.num(e.budget)
       return
     case "bfinal":
       h.str(e.batchId)

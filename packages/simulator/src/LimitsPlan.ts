@@ -146,10 +146,13 @@ export const arbitrary: fc.Arbitrary<LimitsPlan | null> = fc.oneof(
         }),
         { minLength: 1, maxLength: 2 }
       ),
-      // Only `match` is drawn for now: with `none` or `higher` the fleet learns the provider's concurrency only by
-      // pausing on each 429 and probing, and seed 1 (runs 57 and 1264 of 2,000) still left jobs unfinished after a
-      // 600 s heal (I5). `none` and `higher` replay from a saved plan; they are drawn again once that drains.
-      declared: fc.constant("match" as const),
+      // The provider's own limits in three plans of five, none in one, twice the provider's in one: the fleet learns
+      // the concurrency the provider takes from its 429s (`Limits.learn`).
+      declared: fc.oneof(
+        { weight: 3, arbitrary: fc.constant("match" as const) },
+        { weight: 1, arbitrary: fc.constant("none" as const) },
+        { weight: 1, arbitrary: fc.constant("higher" as const) }
+      ),
       tenants: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 3 }),
       fair: fc.boolean(),
       inputTokens: fc.integer({ min: 100, max: 2_000 }),

@@ -149,6 +149,7 @@ const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: Ru
       batches,
       peek,
       peekBatch,
+      peekCharges,
       query,
       store: memory
     } = yield* Store.makeMemoryWith(windows ? { interleave } : {})
@@ -194,6 +195,7 @@ const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: Ru
       history,
       peek,
       peekBatch,
+      peekCharges,
       batches,
       query,
       acknowledged,

@@ -92,6 +92,21 @@ describe("batch invariants (I30-I33)", () => {
     expect(invariants([claim(4, 5)])).toEqual([])
     expect(invariants([claim(4, 6)])).toEqual(["I33"])
   })
+
+  it("I35: a batch's spend within its budget once what calls were billed above their estimates is left out", () => {
+    const spend = (spent: number, reserved: number): Event => ({
+      k: "bspend",
+      t: epoch + 7,
+      batchId: "b",
+      spent,
+      reserved,
+      budget: 6
+    })
+    // Reserved up to the budget, and a call billed 3c above its estimate: within the rule.
+    expect(invariants([spend(6, 6), spend(9, 6)])).toEqual([])
+    // Two items' reservations past the budget together.
+    expect(invariants([spend(8, 8)])).toEqual(["I35"])
+  })
 })
 
 describe("schedule invariant (I34)", () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import type * as Batch from "@slowcall/core/Batch"
 import type { StoreError } from "@slowcall/core/Errors"
 import type { JobId } from "@slowcall/core/Job"
 import * as Store from "@slowcall/core/Store"
@@ -43,14 +44,18 @@ const item = (id: JobId, n: number) => ({
  */
 const withProxy = <A>(
   plan: Plan.Plan,
-  body: (store: Store.Store["Type"]) => Effect.Effect<A, StoreError>
+  body: (store: Store.Store["Type"], batches: Batch.BatchStore["Type"]) => Effect.Effect<A, StoreError>
 ): { readonly value: A; readonly writes: ReadonlyArray<Write>; readonly events: ReadonlyArray<Event> } => {
   const clock = new VirtualClock(1_000_000)
   const history = new History()
   const program = Effect.gen(function* () {
     // The world's store, with the window a proxy opens (F19) taken by its next write.
     let window = 0
-    const { peek, store: memory } = yield* Store.makeMemoryWith({
+    const {
+      batches,
+      peek,
+      store: memory
+    } = yield* Store.makeMemoryWith({
       interleave: () => {
         const ms = window
         window = 0
@@ -72,7 +77,7 @@ const withProxy = <A>(
       openStaleWindow: () => undefined,
       canBeOvertaken: () => false
     })
-    return yield* Effect.orDie(body(store))
+    return yield* Effect.orDie(body(store, batches))
   })
   const outcome = SimRuntime.run(program, { seed: 1, clock })
   if (outcome._tag !== "Done" || outcome.exit._tag !== "Success") throw new Error(`run ended ${outcome._tag}`)
@@ -134,6 +139,24 @@ describe("SimStore", () => {
     expect(claimed?.after).toMatchObject({ state: "running", token: 1, leaseOwner: "w0.1/a" })
     expect(completed?.resultToken).toBe(1)
     expect(completed?.token).toBe(1)
+  })
+
+  it("records a reservation the batch's budget refused as a charge that did not apply", () => {
+    const batchId = "019b76da-0000-7000-8000-0000000000b1" as Batch.BatchId
+    const { value, writes } = withProxy(planWith([], []), (store, batches) =>
+      Effect.gen(function* () {
+        yield* batches.open({ spec: { id: batchId, fingerprint: "b1:one", size: 1, budgetCents: 2 } })
+        yield* batches.add({ batchId, offset: 0, items: [item(jobIds[0]!, 0)] })
+        const reserve = (callId: string) =>
+          store.charge({ items: [{ jobId: jobIds[0]!, callId, token: 0, amountCents: 2, settled: false }] })
+        return [yield* reserve("c1"), yield* reserve("c2")].map((reply) => reply.results[0]!._tag)
+      })
+    )
+    expect(value).toEqual(["Charged", "BatchBudgetExceeded"])
+    expect(writes.map((w) => [w.op, w.callId, w.ok, w.res, w.after?.costCents])).toEqual([
+      ["charge", "c1", true, "ok", 2],
+      ["charge", "c2", false, "BatchBudgetExceeded", 2]
+    ])
   })
 
   it("sends a batch that names a job twice one item at a time, so each item's record before is its own", () => {

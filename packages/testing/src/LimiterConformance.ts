@@ -1,8 +1,8 @@
 /**
  * The Limiter conformance suite: one set of tests that every Limiter implementation runs, so all backends keep the
  * same rules (`@slowcall/core/Limits`). Areas: buckets (refill, burst, debt), concurrency permits (fenced by holder,
- * expiry, renewal), release correction, idempotence by call id, pause and resume, the half-open probe, the priority
- * share, reads, batches and bad input, and, where the backend declares it, racing callers and shared state.
+ * expiry, renewal), release correction, idempotence by call id, pause and resume, the half-open probe, the
+ * concurrency cap learned from 429s, the priority share, reads, batches and bad input, and, where the backend declares it, racing callers and shared state.
  *
  * Time is driven by `TestClock`: each test reads the test clock and passes it as `now` to every call, and moves time
  * with `TestClock.adjust`, so refills and permit expiry are exercised on every backend without real sleeps. Every
@@ -487,6 +487,80 @@ const halfOpenTests = (it: It) =>
     )
   })
 
+const learnedTests = (it: It) =>
+  describe("learned concurrency", () => {
+    it.effect("a 429 lowers the cap to the calls in flight beside it; calls that end well raise it slowly", () =>
+      Effect.gen(function* () {
+        const { apply, acquire, release } = yield* makeFixture
+        yield* apply([acquire("a"), acquire("b"), acquire("c")])
+
+        const lowered = yield* apply([release("c", { rateLimited: true }), acquire("d")])
+        const raises: Array<LimitResult> = []
+        // Two in flight fill the learned cap of 2: each call that ends well beside another counts, 20 raise it.
+        for (let i = 0; i < 20; i++) {
+          const round = yield* apply([release(i === 0 ? "a" : `r${i - 1}`), acquire(`r${i}`)])
+          raises.push(round.results[0]!)
+        }
+        const raised = yield* apply([acquire("x"), acquire("y")])
+
+        expect(lowered.results).toMatchObject([
+          { _tag: "Released", view: { maxConcurrent: null, learnedConcurrent: 2, permits: 2 } },
+          { _tag: "Wait", reason: "concurrency" }
+        ])
+        expect(raises[18]).toMatchObject({ view: { learnedConcurrent: 2 } })
+        expect(raises[19]).toMatchObject({ view: { learnedConcurrent: 3 } })
+        expect(raised.results).toMatchObject([
+          { _tag: "Granted", view: { permits: 3 } },
+          { _tag: "Wait", reason: "concurrency" }
+        ])
+      })
+    )
+
+    it.effect("the cap in force is the lower of the declared and the learned; reaching the declared forgets it", () =>
+      Effect.gen(function* () {
+        const { define, apply, acquire, release, limiter, resource, now } = yield* makeFixture
+        yield* define({ maxConcurrent: 2 })
+        yield* apply([acquire("a"), acquire("b")])
+
+        const lowered = yield* apply([
+          release("b", { rateLimited: true }),
+          acquire("c"),
+          release("a", { reached: false, rateLimited: true })
+        ])
+        const rounds: Array<LimitResult> = []
+        for (let i = 0; i < 10; i++) {
+          const round = yield* apply([acquire(`r${i}`), release(`r${i}`)])
+          rounds.push(round.results[1]!)
+        }
+        const { resources } = yield* limiter.read({ resources: [resource], now: yield* now })
+
+        expect(lowered.results).toMatchObject([
+          { _tag: "Released", view: { maxConcurrent: 2, learnedConcurrent: 1 } },
+          { _tag: "Wait", reason: "concurrency" },
+          // Never reached the provider: teaches nothing.
+          { _tag: "Released", view: { learnedConcurrent: 1, permits: 0 } }
+        ])
+        expect(rounds[8]).toMatchObject({ view: { learnedConcurrent: 1 } })
+        expect(rounds[9]).toMatchObject({ view: { maxConcurrent: 2, learnedConcurrent: null } })
+        expect(resources[0]!.view).toMatchObject({ maxConcurrent: 2, learnedConcurrent: null })
+      })
+    )
+
+    it.effect("a define forgets a learned cap at or above its new declared cap, and keeps one below", () =>
+      Effect.gen(function* () {
+        const { define, apply, acquire, release } = yield* makeFixture
+        yield* apply([acquire("a"), acquire("b"), acquire("c")])
+        yield* apply([release("c", { rateLimited: true })])
+
+        const above = yield* define({ maxConcurrent: 5 })
+        const at = yield* define({ maxConcurrent: 2 })
+
+        expect(above).toMatchObject({ view: { maxConcurrent: 5, learnedConcurrent: 2 } })
+        expect(at).toMatchObject({ view: { maxConcurrent: 2, learnedConcurrent: null } })
+      })
+    )
+  })
+
 const shareTests = (it: It) =>
   describe("priority share", () => {
     it.effect("calls below minPriority leave the reserved share of permits and of every bucket", () =>
@@ -573,6 +647,7 @@ const readTests = (it: It) =>
         expect(state.view).toEqual({
           permits: 2,
           maxConcurrent: 3,
+          learnedConcurrent: null,
           buckets: { requests: { level: 18, capacity: 20, perMinute: 600 }, inputTokens: null, outputTokens: null },
           priorityShare: null,
           pause: { kind: "manual", until: t0 + 60_000 },
@@ -598,6 +673,7 @@ const readTests = (it: It) =>
             view: {
               permits: 0,
               maxConcurrent: null,
+              learnedConcurrent: null,
               buckets: { requests: null, inputTokens: null, outputTokens: null },
               priorityShare: null,
               pause: null,
@@ -779,6 +855,7 @@ export const LimiterConformance = (options: LimiterConformanceOptions): void => 
     idempotenceTests(it)
     pauseTests(it)
     halfOpenTests(it)
+    learnedTests(it)
     shareTests(it)
     readTests(it)
     batchTests(it)

@@ -384,7 +384,19 @@ const jobWrites = (
       const r = row(item.jobId)
       if (r === undefined) return { _tag: "NotFound", jobId: item.jobId }
       const index = r.charges.findIndex((c) => c.callId === item.callId)
-      const step = Protocol.chargeStep(index >= 0 ? r.charges[index] : undefined, item, now)
+      const existing = index >= 0 ? r.charges[index] : undefined
+      const batch = batches.of(item.jobId)?.batch
+      if (batch !== undefined && Batch.chargeVerdict(batch, existing, item) === "Refuse") {
+        return {
+          _tag: "BatchBudgetExceeded",
+          jobId: item.jobId,
+          batchId: batch.id,
+          costCents: r.job.costCents,
+          batchCostCents: batch.costCents,
+          budgetCents: batch.budgetCents ?? 0
+        }
+      }
+      const step = Protocol.chargeStep(existing, item, now)
       if (step !== undefined) {
         if (index >= 0) r.charges[index] = step.row
         else r.charges.push(step.row)

@@ -44,6 +44,10 @@ const statements = (schema: string) => {
 
 type Statements = ReturnType<typeof statements>
 
+/** A stored state as the rules take it: a row written before the learned cap existed has none. */
+const stored = (state: Limits.LimitState): Limits.LimitState =>
+  state.learned === undefined ? { ...state, learned: null } : state
+
 /** The states of `resources`, locked for the transaction, and the store time. */
 const lock = async (
   tx: Queryable,
@@ -55,7 +59,7 @@ const lock = async (
     sorted,
     JSON.stringify(Limits.empty)
   ])
-  return { now: micros(rows[0]?.now_ms), states: new Map(rows.map((row) => [row.resource, row.state])) }
+  return { now: micros(rows[0]?.now_ms), states: new Map(rows.map((row) => [row.resource, stored(row.state)])) }
 }
 
 /**
@@ -145,7 +149,7 @@ export const makeLimiter = (driver: Driver, schema: string): Limiter["Type"] => 
           )
           const row = rows[0]!
           const now = options.now ?? micros(row.now_ms)
-          const states = new Map(row.states)
+          const states = new Map(row.states.map(([resource, state]) => [resource, stored(state)] as const))
           const names = options.resources ?? [...states.keys()].sort()
           return {
             now,

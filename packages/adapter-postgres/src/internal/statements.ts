@@ -145,7 +145,19 @@ const claimVerdict = (s: string, now: string): string => `(CASE
   END)`
 
 /**
- * The claim write shared by `claim` and `claimNext`: CTE `input` holds (job_id, owner, lease_ms, estimate, ord).
+ * Whether row `j` is the version the statement's snapshot saw. The verdict of a claim reads `j` on its newest version
+ * (a row lock follows the row to it) but the fallback estimate reads the ledger under the snapshot; a charge that
+ * committed in between would pair a new spend with an old estimate, an order no sequence of the two explains (found
+ * by the concurrent property: a claim that should have settled the job for its budget ran it). A row changed since
+ * the snapshot is passed over by `claimNext` and claimed again by `claim` (see `claimResult` in store.ts).
+ */
+const unchangedSinceSnapshot = (s: string, j: string): string =>
+  `${j}.updated_at = (SELECT u.updated_at FROM ${s}.jobs u WHERE u.id = ${j}.id)`
+
+/**
+ * The claim write shared by `claim` and `claimNext`: CTE `input` holds (job_id, owner, lease_ms, estimate, seen_at,
+ * ord), `seen_at` the job's `updated_at` as the snapshot saw it when the estimate was read from the ledger (NULL:
+ * the caller gave it, or the pick made sure, `unchangedSinceSnapshot`).
  * One UPDATE whose WHERE is `Protocol.isClaimable` and whose SET is `Protocol.claimTransition` (run the job, or
  * settle it for the first reason that holds). Sibling statements end the previous holder's attempt (`expired`: at
  * most one attempt row of a job is `running`, the current token's) and append the new one. `takeover` is whether
@@ -170,7 +182,7 @@ const claimWrite = (s: string, now: string): string => {
     ${lockedInput}
     WHERE j.id = i.job_id AND (
       (j.state = 'queued' AND j.run_after <= ${now}) OR (j.state = 'running' AND j.lease_until < ${now})
-    )
+    ) AND (i.seen_at IS NULL OR j.updated_at = i.seen_at)
     RETURNING j.*, i.ord, i.owner AS claim_owner
   ), ended AS (
     UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
@@ -257,6 +269,7 @@ const claimSql = (s: string): string => {
   const now = storeNow(5)
   return `WITH input AS (
       SELECT x.job_id, x.owner, x.lease_ms, coalesce(x.estimate, ${fallbackEstimate(s, "x.job_id")}) AS estimate,
+        CASE WHEN x.estimate IS NULL THEN (SELECT u.updated_at FROM ${s}.jobs u WHERE u.id = x.job_id) END AS seen_at,
         x.ord
       FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::float8[])
         WITH ORDINALITY AS x(job_id, owner, lease_ms, estimate, ord)
@@ -290,12 +303,13 @@ const claimNextSql = (s: string, limit: number): string => {
       SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
       WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
         AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
+        AND ${unchangedSinceSnapshot(s, "j")}
       ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${Math.max(1, Math.floor(limit))} FOR UPDATE SKIP LOCKED
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
       SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
-        r.ord
+        NULL::timestamptz AS seen_at, r.ord
       FROM ranked r WHERE r.ord <= $2::int
     ), ${claimWrite(s, now)}
     SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
@@ -386,13 +400,13 @@ const claimNextFairSql = (s: string, limit: number): string => {
       SELECT * FROM cand c ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n + FAIR_PASS_OVER}
     ), picked AS (
       SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow FROM ${s}.jobs j JOIN ordered c ON c.id = j.id
-      WHERE j.state = 'queued' AND j.run_after <= ${now}
+      WHERE j.state = 'queued' AND j.run_after <= ${now} AND ${unchangedSinceSnapshot(s, "j")}
       ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.key, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
       SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
-        r.ord, r.flow
+        NULL::timestamptz AS seen_at, r.ord, r.flow
       FROM ranked r WHERE r.ord <= $2::int
     ), service AS (
       INSERT INTO ${s}.fair_service AS fs (queue, tenant, service, at)
@@ -480,23 +494,63 @@ const settleSql = (s: string): string => {
 
 /**
  * charge. Inputs: $1 ids, $2 call ids, $3 tokens, $4 amounts, $5 settled flags, $6 now. Outputs per item:
- * `found`, `cost_cents`. Not fenced. `Protocol.chargeStep`: ON CONFLICT (job_id, call_id) makes the ledger row
- * the arbiter: a new call id inserts, a settlement of an unsettled row updates, anything else matches no row.
- * The job's cost moves by exactly the delta the ledger row recorded, in the same statement, under the job row's
- * lock (re-evaluated on the newest version), so concurrent charges add up. An item that writes nothing answers the
- * cost as locked, not as the snapshot saw it: a repeat that waited for the charge it repeats answers the spend that
- * charge left.
+ * `found`, `cost_cents`, and for an item of a batch with a budget `refused` (`Batch.chargeVerdict`: nothing written;
+ * `batch_id`, `batch_cost_cents` as the batch stood before the item, `budget_cents`) or `held` (run the item again).
+ * Not fenced. `Protocol.chargeStep`: ON CONFLICT (job_id, call_id) makes the ledger row the arbiter: a new call id
+ * inserts, a settlement of an unsettled row updates, anything else matches no row. The job's cost moves by exactly the
+ * delta the ledger row recorded, in the same statement, under the job row's lock (re-evaluated on the newest version),
+ * so concurrent charges add up. An item that writes nothing answers the cost as locked, not as the snapshot saw it: a
+ * repeat that waited for the charge it repeats answers the spend that charge left.
+ *
+ * The batch's budget: once every job row is locked, the rows of their batches that have a budget are locked in id
+ * order (`budgeted`; FOR UPDATE returns the newest version, so the batch's cost counts every charge committed before
+ * it, reservations included), and `walk` takes each batch's items in item order, carrying the batch's cost from one
+ * item to the next as the protocol applies them one after another: a reservation of a new call id that does not fit
+ * (`Protocol.budgetFits`) is refused and moves nothing. Whether a call id is new is read from the statement's
+ * snapshot, which a charge committed between the snapshot and the job row's lock makes stale: the job row as locked
+ * then differs from the snapshot's (every write bumps `updated_at`), and every item of that batch is `held`, written
+ * by none, and run again with a fresh snapshot. The job rows are locked before the batch rows, as the trigger of
+ * migration 0011 locks them, so the two never deadlock.
  */
 const chargeSql = (s: string): string => {
   const now = storeNow(6)
-  return `WITH input AS (
+  const fits = (cost: string, amount: string, budget: string) =>
+    `(${cost} < ${budget} AND ${cost} + ${amount} <= ${budget})`
+  const refused = (cost: string) => `(x.reserves AND NOT ${fits(cost, "x.amount_cents", "b.budget_cents")})`
+  const walked = (cost: string) => `${cost} + CASE WHEN ${refused(cost)} THEN 0 ELSE x.delta END`
+  return `WITH RECURSIVE input AS (
       SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::float8[], $5::boolean[])
         WITH ORDINALITY AS i(job_id, call_id, token, amount_cents, settled, ord)
-    ), ${lockedRows(s, "j.id, j.cost_cents")}, c AS (
+    ), ${lockedRows(s, "j.id, j.cost_cents, j.batch_id, j.updated_at")}, budgeted AS (
+      SELECT b.id, b.cost_cents, b.budget_cents FROM ${s}.batches b
+      WHERE b.id = ANY ((SELECT array_agg(l.batch_id) FROM locked l)::uuid[]) AND b.budget_cents IS NOT NULL
+      ORDER BY b.id FOR UPDATE
+    ), held AS (
+      SELECT DISTINCT l.batch_id FROM locked l JOIN ${s}.jobs v ON v.id = l.id
+      WHERE l.batch_id IN (SELECT id FROM budgeted) AND v.updated_at IS DISTINCT FROM l.updated_at
+    ), steps AS (
+      SELECT i.ord, l.batch_id, i.amount_cents,
+        (p.call_id IS NULL AND NOT i.settled) AS reserves,
+        CASE WHEN p.call_id IS NULL THEN i.amount_cents
+          WHEN NOT p.settled AND i.settled THEN i.amount_cents - p.amount_cents ELSE 0 END AS delta,
+        row_number() OVER (PARTITION BY l.batch_id ORDER BY i.ord) AS rk
+      ${lockedInput} JOIN budgeted bb ON bb.id = l.batch_id
+      LEFT JOIN ${s}.charges p ON p.job_id = i.job_id AND p.call_id = i.call_id
+    ), walk AS (
+      SELECT x.batch_id, x.rk, x.ord, b.budget_cents, b.cost_cents AS before_cents,
+        ${refused("b.cost_cents")} AS refused, ${walked("b.cost_cents")} AS after_cents
+      FROM steps x JOIN budgeted b ON b.id = x.batch_id WHERE x.rk = 1
+      UNION ALL
+      SELECT x.batch_id, x.rk, x.ord, b.budget_cents, b.after_cents,
+        ${refused("b.after_cents")}, ${walked("b.after_cents")}
+      FROM walk b JOIN steps x ON x.batch_id = b.batch_id AND x.rk = b.rk + 1
+    ), skipped AS (
+      SELECT w.ord FROM walk w WHERE w.refused OR w.batch_id IN (SELECT batch_id FROM held)
+    ), c AS (
       INSERT INTO ${s}.charges AS c (job_id, call_id, token, amount_cents, settled, applied_delta_cents,
         created_at, updated_at)
       SELECT i.job_id, i.call_id, i.token, i.amount_cents, i.settled, i.amount_cents, ${now}, ${now}
-      ${lockedInput} ORDER BY i.ord
+      ${lockedInput} WHERE i.ord NOT IN (SELECT ord FROM skipped) ORDER BY i.ord
       ON CONFLICT (job_id, call_id) DO UPDATE SET amount_cents = EXCLUDED.amount_cents, settled = true,
         applied_delta_cents = EXCLUDED.amount_cents - c.amount_cents,
         updated_at = greatest(${now}, c.updated_at + interval '1 microsecond')
@@ -508,8 +562,11 @@ const chargeSql = (s: string): string => {
       RETURNING j.id, j.cost_cents
     )
     SELECT i.ord, l.id IS NOT NULL AS found, coalesce(upd.cost_cents, l.cost_cents) AS cost_cents,
-      ${ms(now)} AS now_ms
+      ${ms(now)} AS now_ms, coalesce(w.batch_id IN (SELECT batch_id FROM held), false) AS held,
+      coalesce(w.refused, false) AS refused, w.batch_id::text AS batch_id, w.before_cents AS batch_cost_cents,
+      w.budget_cents
     FROM input i LEFT JOIN locked l ON l.id = i.job_id LEFT JOIN upd ON upd.id = i.job_id
+      LEFT JOIN walk w ON w.ord = i.ord
     ORDER BY i.ord`
 }
 

@@ -7,6 +7,7 @@
  *
  * @internal
  */
+import type { BatchId } from "@slowcall/core/Batch"
 import { StoreError } from "@slowcall/core/Errors"
 import * as Fairness from "@slowcall/core/Fairness"
 import type { Job, JobId } from "@slowcall/core/Job"
@@ -348,11 +349,22 @@ const charge =
           chunk.map((i) => i.amountCents),
           chunk.map((i) => i.settled),
           now
-        ])((item, row) =>
-          row?.found === true
-            ? { _tag: "Charged", costCents: Number(row.cost_cents) }
-            : { _tag: "NotFound", jobId: item.jobId }
-        )
+        ])((item, row): ChargeResult | undefined => {
+          if (row?.found !== true) return { _tag: "NotFound", jobId: item.jobId }
+          // The batch's snapshot was stale: nothing of that batch was written; run the item again.
+          if (row.held === true) return undefined
+          if (row.refused === true) {
+            return {
+              _tag: "BatchBudgetExceeded",
+              jobId: item.jobId,
+              batchId: row.batch_id as BatchId,
+              costCents: Number(row.cost_cents),
+              batchCostCents: Number(row.batch_cost_cents),
+              budgetCents: Number(row.budget_cents)
+            }
+          }
+          return { _tag: "Charged", costCents: Number(row.cost_cents) }
+        })
       }),
       options.items,
       options.now

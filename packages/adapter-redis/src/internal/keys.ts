@@ -336,6 +336,7 @@ export const luaKeys = (): string => {
       .join(", ")} }`,
     `local LIMIT_BURST_SECONDS = ${Limits.defaults.burstSeconds}`,
     `local LIMIT_RETENTION_MS = ${Limits.defaults.permitRetentionMs}`,
+    `local LIMIT_RAISE_AFTER = ${Limits.defaults.raiseAfter}`,
     ""
   ].join("\n")
 }

@@ -101,8 +101,15 @@ const stateOf = (fields: Map<string, string>): Omit<Limits.LimitState, "permits"
             since: numberOf(fields, "ps") ?? 0
           },
     halfOpen: fields.get("ho") === "1",
+    learned: learnedOf(fields),
     counters
   }
+}
+
+/** The learned concurrency cap: `lc` (the cap) and `ls` (its successes), both absent when none. */
+const learnedOf = (fields: Map<string, string>): Limits.Learned | null => {
+  const maxConcurrent = numberOf(fields, "lc")
+  return maxConcurrent === undefined ? null : { maxConcurrent, successes: numberOf(fields, "ls") ?? 0 }
 }
 
 /** A permit as the scripts store it (JSON whose numbers are text). */
@@ -154,7 +161,7 @@ const itemArgs = (item: LimitItem): ReadonlyArray<string> => {
         item.reached ? "1" : "0",
         opt(item.usage?.inputTokens),
         opt(item.usage?.outputTokens),
-        "",
+        item.rateLimited === true ? "1" : "0",
         "",
         ""
       ]

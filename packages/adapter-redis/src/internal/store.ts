@@ -10,6 +10,7 @@
  *
  * @internal
  */
+import type { BatchId } from "@slowcall/core/Batch"
 import { StoreError } from "@slowcall/core/Errors"
 import * as Fairness from "@slowcall/core/Fairness"
 import type { Job, JobId, JobState } from "@slowcall/core/Job"
@@ -525,12 +526,23 @@ export const makeStore = (ctx: Context): StoreService => {
             const reply = split(raw)
             return {
               now: reply.now,
-              results: reply.results.map(
-                (r, k): ChargeResult =>
-                  r[0] === "Charged"
-                    ? { _tag: "Charged", costCents: Number(r[1] as string) }
-                    : { _tag: "NotFound", jobId: items[k]!.jobId }
-              )
+              results: reply.results.map((r, k): ChargeResult => {
+                switch (r[0]) {
+                  case "Charged":
+                    return { _tag: "Charged", costCents: Number(r[1] as string) }
+                  case "BatchBudgetExceeded":
+                    return {
+                      _tag: "BatchBudgetExceeded",
+                      jobId: items[k]!.jobId,
+                      batchId: r[2] as BatchId,
+                      costCents: Number(r[1] as string),
+                      batchCostCents: Number(r[3] as string),
+                      budgetCents: Number(r[4] as string)
+                    }
+                  default:
+                    return { _tag: "NotFound", jobId: items[k]!.jobId }
+                }
+              })
             }
           }
         )

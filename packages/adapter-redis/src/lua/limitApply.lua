@@ -3,7 +3,8 @@
 -- ARGV: now ("" = server TIME), then 11 values per item, the first its kind:
 --   "A", resource, call id, job id, token, lease ms, priority, requests, input tokens, output tokens, tenant ("-" none,
 --        "+" and the name otherwise): Acquire (the cost already defaulted by the caller);
---   "R", resource, call id, job id, token, reached "1"/"0", input usage, output usage ("" unknown), "", "", "": Release;
+--   "R", resource, call id, job id, token, reached "1"/"0", input usage, output usage ("" unknown), rate limited
+--        "1"/"0", "", "": Release;
 --   "N", resource, call id, job id, token, lease ms, "", "", "", "", "": Renew;
 --   "P", resource, kind, until ("" until resumed), reason, "", "", "", "", "", "": Pause.
 -- Returns: { now, results... }, each { tag, a, b, snapshot } where snapshot = { state hash (flat), live permits }:
@@ -100,6 +101,11 @@ for a = 2, #ARGV, 11 do
             writeBucket(s, d, { level = math.min(cap, levelAt(bucket, limit, cap, now) + give), at = math.max(bucket.at, now) })
           end
         end
+        local others = redis.call("ZCOUNT", endsKey(resource), fmt(now), "+inf")
+        if held.u >= now then
+          others = others - 1
+        end
+        writeLearned(s, learn(s, reached, ARGV[a + 8] == "1", others))
         dropPermit(s, name)
         if held.pb == "1" and reached then
           s.halfOpen = false

@@ -43,6 +43,10 @@ for a = 2, #ARGV, 8 do
     end
   end
   s.limits = next
+  -- A learned cap at or above the new declared cap is forgotten.
+  if s.learned ~= nil and next.mc ~= nil and next.mc <= s.learned.cap then
+    writeLearned(s, nil)
+  end
   out[#out + 1] = { snapshot(s, now) }
 end
 return out

@@ -82,6 +82,7 @@ export interface Made {
   readonly batches: Batch.BatchStore["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
   readonly peekBatch: (batchId: Batch.BatchId) => Batch.Batch | undefined
+  readonly peekCharges: (jobId: JobId) => ReadonlyArray<Protocol.ChargeRow>
 }
 
 /** A batch and its items in the order they landed. */
@@ -334,7 +335,19 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
         const results = options.items.map((item): ChargeResult => {
           const row = rows.get(item.jobId)
           if (row === undefined) return { _tag: "NotFound", jobId: item.jobId }
-          const step = Protocol.chargeStep(row.charges.get(item.callId), item, now)
+          const existing = row.charges.get(item.callId)
+          const batch = batchOf.get(item.jobId)?.batch
+          if (batch !== undefined && Batch.chargeVerdict(batch, existing, item) === "Refuse") {
+            return {
+              _tag: "BatchBudgetExceeded",
+              jobId: item.jobId,
+              batchId: batch.id,
+              costCents: row.job.costCents,
+              batchCostCents: batch.costCents,
+              budgetCents: batch.budgetCents ?? 0
+            }
+          }
+          const step = Protocol.chargeStep(existing, item, now)
           if (step !== undefined) {
             row.charges.set(item.callId, step.row)
             const before = row.job
@@ -746,7 +759,8 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
     query,
     batches: batchStore,
     peek: (jobId) => rows.get(jobId)?.job,
-    peekBatch: (batchId) => batches.get(batchId)?.batch
+    peekBatch: (batchId) => batches.get(batchId)?.batch,
+    peekCharges: (jobId) => [...(rows.get(jobId)?.charges.values() ?? [])]
   }
 }
 

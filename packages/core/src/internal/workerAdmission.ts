@@ -88,8 +88,13 @@ export const openingOf = (
   }
   let room = Number.POSITIVE_INFINITY
   let until = now
-  if (view.maxConcurrent !== null) {
-    const free = view.maxConcurrent - view.permits
+  // The cap in force: the declared one, or the one learned from 429s when lower (`Limits.concurrencyCap`).
+  const cap =
+    view.learnedConcurrent === null
+      ? view.maxConcurrent
+      : Math.min(view.maxConcurrent ?? view.learnedConcurrent, view.learnedConcurrent)
+  if (cap !== null) {
+    const free = cap - view.permits
     if (free <= 0) {
       if (stale) return probe
       return { room: 0, until: known.at + rechecks.recheckMs }

@@ -4,7 +4,9 @@
  * 2. `budget`: the estimate must fit the spend the Store last reported (`Protocol.budgetFits`), else
  *    `BudgetExceeded` and nothing is written;
  * 3. `reserve`: the reservation is written on the call id `${jobId}:${token}:${n}` before the call (charges are not
- *    fenced, so the spend of a call made under a lost lease is still recorded);
+ *    fenced, so the spend of a call made under a lost lease is still recorded); for an item of a batch with a budget
+ *    the Store refuses it, writing nothing, when it does not fit what is left of the batch's budget
+ *    (`Batch.chargeVerdict`), and the call fails with `BudgetExceeded` naming the batch;
  * 4. `deadline`: the reservation's reply carries store time; at or past the job's deadline the reservation is
  *    settled at 0 and the call fails with `DeadlineExceeded` (no model call starts after the deadline);
  * 5. `admit`: the worker's admission hook wraps the call; a call that names a provider resource (its own, else its
@@ -50,7 +52,7 @@ import {
   usageOf,
   type WorkerLimits
 } from "./workerLimits.js"
-import { retryStore } from "./workerStore.js"
+import { type Charged, retryStore } from "./workerStore.js"
 
 /**
  * Wraps one model call of an attempt: may wait before running it (a permit, a rate limit) and must run it at most
@@ -64,14 +66,12 @@ export type AroundCall = <A, E, R>(
 ) => Effect.Effect<A, E, R>
 
 /**
- * One charge write: the job's spend after it and the store time of the write (the worker's group-committed charge
- * call).
+ * One charge write: the job's spend after it and the store time of the write, and whether the Store refused a
+ * reservation for the batch's budget (the worker's group-committed charge call).
  *
  * @internal
  */
-export type Charge = (
-  item: ChargeItem
-) => Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError>
+export type Charge = (item: ChargeItem) => Effect.Effect<Charged, StoreError>
 
 const settleFailed = "charge settlement failed; the reservation stays as the record"
 
@@ -119,11 +119,18 @@ export const make = (options: {
   const abandoned = options.abandoned ?? (() => false)
   const locked = <A, E, R>(effect: Effect.Effect<A, E, R>) => Control.withLock(Control.ledgerOf(control), effect)
 
-  /** One charge write, sent once; the caller holds the ledger lock so `knownCostCents` follows the ledger in write order. */
+  /**
+   * One charge write, sent once; the caller holds the ledger lock so `knownCostCents` follows the ledger in write
+   * order. Its value is the write's store time.
+   */
   const chargeOnce = (callId: string, amountCents: number, settled: boolean): Effect.Effect<number, StoreError> =>
-    Effect.map(options.charge({ jobId: job.id, callId, token, amountCents, settled }), ({ costCents, now }) => {
-      control.knownCostCents = costCents
-      return now
+    Effect.map(chargeRead(callId, amountCents, settled), ({ now }) => now)
+
+  /** `chargeOnce` with the whole reply: the store time, and the batch's refusal of a reservation when there was one. */
+  const chargeRead = (callId: string, amountCents: number, settled: boolean): Effect.Effect<Charged, StoreError> =>
+    Effect.map(options.charge({ jobId: job.id, callId, token, amountCents, settled }), (charged) => {
+      control.knownCostCents = charged.costCents
+      return charged
     })
 
   /** One charge write with the worker's few short retries (a reservation, or a refund of a call never made). */
@@ -192,24 +199,40 @@ export const make = (options: {
         }
         const n = ++control.callCount
         const callId = `${job.id}:${token}:${n}`
-        return Effect.flatMap(charge(callId, estimate, false), (now) =>
-          job.deadlineAt !== null && now >= job.deadlineAt
-            ? Effect.zipRight(
-                charge(callId, 0, true),
-                Effect.fail(new DeadlineExceeded({ jobId: job.id, deadlineAt: job.deadlineAt, now }))
+        return Effect.flatMap(
+          retryStore(chargeRead(callId, estimate, false)),
+          ({ now, refused }): Effect.Effect<string, BudgetExceeded | DeadlineExceeded | StoreError> => {
+            // The Store wrote nothing: the batch's budget cannot cover this call.
+            if (refused !== undefined) {
+              return Effect.fail(
+                new BudgetExceeded({
+                  jobId: job.id,
+                  costCents: refused.batchCostCents,
+                  estimateCents: estimate,
+                  budgetCents: refused.budgetCents,
+                  batchId: refused.batchId
+                })
               )
-            : Effect.succeed(callId)
+            }
+            return job.deadlineAt !== null && now >= job.deadlineAt
+              ? Effect.zipRight(
+                  charge(callId, 0, true),
+                  Effect.fail(new DeadlineExceeded({ jobId: job.id, deadlineAt: job.deadlineAt, now }))
+                )
+              : Effect.succeed(callId)
+          }
         )
       })
     )
 
-  /** Past the local lease end: the reservation is settled at 0 and the attempt is stopped as self-fenced. */
-  const fenceSelf = (callId: string): Effect.Effect<never> =>
-    settle(callId, () => 0, false).pipe(
-      Effect.zipRight(Control.stop(control, "self_fenced")),
-      Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
-      Effect.zipRight(Effect.interrupt)
-    )
+  /**
+   * Past the local lease end: the attempt is stopped as self-fenced. The call never started, so its reservation goes
+   * back in the settlement step of `made`.
+   */
+  const fenceSelf: Effect.Effect<never> = Control.stop(control, "self_fenced").pipe(
+    Effect.flatMap((first) => (first ? Metric.increment(Metrics.selfFenced) : Effect.void)),
+    Effect.zipRight(Effect.interrupt)
+  )
 
   /**
    * The lease gate, then the call timed into the model-call histogram (success, failure or interruption). The gate
@@ -218,11 +241,11 @@ export const make = (options: {
    * their own. With `timing`, the call's end is recorded by its owner (`made`, whose settlement step is the instant
    * the call ends when no admission hook wraps it); without, by an exit handler of its own.
    */
-  const gatedCall = <A, E, R>(callId: string, run: Effect.Effect<A, E, R>, timing?: Timing): Effect.Effect<A, E, R> =>
+  const gatedCall = <A, E, R>(run: Effect.Effect<A, E, R>, timing?: Timing): Effect.Effect<A, E, R> =>
     Effect.withFiberRuntime<A, E, R>((fiber) => {
       const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       const startedAt = clock.unsafeCurrentTimeMillis()
-      if (startedAt >= control.localLeaseEnd) return fenceSelf(callId)
+      if (startedAt >= control.localLeaseEnd) return fenceSelf
       const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
       if (timing !== undefined) {
         timing.clock = clock
@@ -265,6 +288,8 @@ export const make = (options: {
         const reached = started()
         let usage: Limiter.Usage | undefined
         let ask: PauseAsk | undefined
+        // A 429 (rate limited) teaches the fleet the resource's concurrency (`Limits.learn`).
+        let rateLimited = false
         if (Exit.isSuccess(exit)) {
           try {
             usage = usageOf(call.usage?.(exit.value))
@@ -278,7 +303,10 @@ export const make = (options: {
           }
         } else if (reached) {
           const failure = Cause.failureOption(exit.cause)
-          if (Option.isSome(failure)) ask = pauseAfterFailure(failure.value)
+          if (Option.isSome(failure)) {
+            ask = pauseAfterFailure(failure.value)
+            rateLimited = normalize(failure.value).errorClass === "rate_limited"
+          }
         }
         const release: Limiter.Release = {
           _tag: "Release",
@@ -286,7 +314,8 @@ export const make = (options: {
           callId,
           holder,
           reached,
-          ...(usage === undefined ? {} : { usage })
+          ...(usage === undefined ? {} : { usage }),
+          ...(rateLimited ? { rateLimited } : {})
         }
         // A call that returned hands its result back at once: its permit goes back (and any pause it asks for goes
         // out) beside the settlement, not before it. Its Release is handed in before the result is handed back, so
@@ -324,14 +353,22 @@ export const make = (options: {
         })
       })
     /**
-     * Nothing was called: the reservation goes back, and the job waits without using an attempt. The refund is not
-     * cut by a stop that comes while it is on its way (a cancel seen at a heartbeat): it would leave the reservation.
+     * Nothing was called: the attempt stops and the job waits without using an attempt. The reservation goes back in
+     * the settlement step of `made`, uninterruptibly, as for every call stopped before it started (one refund write).
      */
     const waitOut = (now: number, result: Parameters<typeof throttledBy>[3]): Effect.Effect<never> =>
-      Effect.uninterruptible(settle(callId, () => 0, false)).pipe(
-        Effect.zipRight(throttle(throttledBy(wl, resource, now, result))),
-        Effect.zipRight(Effect.interrupt)
-      )
+      Effect.zipRight(throttle(throttledBy(wl, resource, now, result)), Effect.interrupt)
+    /**
+     * An attempt that has made calls already waits for the room in place, its reservation kept: queued again, it
+     * would start over and pay for those calls again, and under steady contention a chain of calls could lose its
+     * place this way without end (a 429 of another job's call pauses the resource for every worker, the job holding
+     * the provider's slot mid-chain too). A stop (cancel, lease lost, shutdown) ends the wait; stopped while it
+     * waits, nothing was called: `made` gives the reservation back. A first call's job waits out of its attempt.
+     */
+    const waitFor = (now: number, result: Parameters<typeof throttledBy>[3]): Effect.Effect<A, E | StoreError, R> =>
+      control.callCount > 1
+        ? Effect.zipRight(Effect.sleep(throttledBy(wl, resource, now, result).delayMs), acquire())
+        : waitOut(now, result)
     const acquire = (): Effect.Effect<A, E | StoreError, R> =>
       Effect.flatMap(
         wl.apply({
@@ -352,16 +389,10 @@ export const make = (options: {
               return Effect.onExit(run, afterCall)
             }
             case "Wait":
-              // An attempt that has made calls already waits for the room in place, its reservation kept: queued
-              // again, it would start over and pay for those calls again, and under steady contention a chain of
-              // calls could lose its place this way without end. A stop (cancel, lease lost, shutdown) ends the wait.
-              if (control.callCount > 1) {
-                // Stopped while it waits, nothing was called: `made` gives the reservation back.
-                return Effect.zipRight(Effect.sleep(throttledBy(wl, resource, now, result).delayMs), acquire())
-              }
-              return waitOut(now, result)
+              return waitFor(now, result)
             case "Paused":
-              return waitOut(now, result)
+              // A pause with an end is waited for as a wait is; one until an operator resumes sends the job back.
+              return result.until === null ? waitOut(now, result) : waitFor(now, result)
             default:
               return Effect.die(new Error(`limiter answered ${result._tag} to an Acquire`))
           }
@@ -397,7 +428,6 @@ export const make = (options: {
       if (timing?.clock !== undefined) recordDuration(timing.clock, timing.startedAt, timing.labels)
     }
     const gated = gatedCall(
-      callId,
       Effect.suspend(() => {
         started = true
         return call.run
@@ -447,9 +477,8 @@ export const make = (options: {
             if (onInterrupt !== undefined && started && Cause.isInterruptedOnly(cause)) {
               return Effect.zipRight(settle(callId, onInterrupt, true), Exit.failCause(cause))
             }
-            // Stopped before the call started (in its admission: an Acquire in flight, a wait for room, a gate):
-            // nothing was consumed, the reservation goes back. A charge is idempotent by call id, so a refund the
-            // admission already wrote (a job sent back to wait) is written again unchanged.
+            // Stopped before the call started (in its admission: an Acquire in flight, a wait for room, a job sent
+            // back to wait, a gate): nothing was consumed, the reservation goes back, here and nowhere else.
             if (!started && Cause.isInterruptedOnly(cause)) {
               return Effect.zipRight(
                 settle(callId, () => 0, false),

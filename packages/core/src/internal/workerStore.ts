@@ -79,14 +79,29 @@ export interface WorkerStore {
    */
   readonly settle: (item: SettleItem, gone?: () => boolean) => Effect.Effect<Written, LeaseLost | StoreError>
   /**
-   * One charge: the job's spend after it and the store time of the write. A charge for a job the store does not
-   * know is a bug of the caller (the worker charges only jobs it claimed): a defect.
+   * One charge: the job's spend after it and the store time of the write, and `refused` when the Store refused a
+   * reservation for the job's batch's budget (nothing written). A charge for a job the store does not know is a bug
+   * of the caller (the worker charges only jobs it claimed): a defect.
    */
-  readonly charge: (item: ChargeItem) => Effect.Effect<{ readonly costCents: number; readonly now: number }, StoreError>
+  readonly charge: (item: ChargeItem) => Effect.Effect<Charged, StoreError>
   /** The flushers, to run forked for the worker's lifetime (unless made with `start`, which starts them on need). */
   readonly flushers: ReadonlyArray<Effect.Effect<never>>
   /** Items waiting for their verb's next call. */
   readonly queued: () => number
+}
+
+/**
+ * A charge as the worker reads it: the job's spend after it, the store time of the write, and, for a reservation the
+ * Store refused for the batch's budget, the batch's figures.
+ *
+ * @internal
+ */
+export interface Charged {
+  readonly costCents: number
+  readonly now: number
+  readonly refused?:
+    | { readonly batchId: string; readonly batchCostCents: number; readonly budgetCents: number }
+    | undefined
 }
 
 /** @internal */
@@ -119,11 +134,24 @@ export const makeWorkerStore = (store: Store["Type"], maxBatch: number, start?: 
           result._tag === "Settled" ? Effect.succeed({ job: result.job, now }) : Effect.fail(leaseLost(result))
       ),
     charge: (item) =>
-      Effect.flatMap(charges.submit(item), ({ now, result }) =>
-        result._tag === "Charged"
-          ? Effect.succeed({ costCents: result.costCents, now })
-          : Effect.die(new Error(`charge for unknown job ${result.jobId}`))
-      ),
+      Effect.flatMap(charges.submit(item), ({ now, result }): Effect.Effect<Charged> => {
+        switch (result._tag) {
+          case "Charged":
+            return Effect.succeed({ costCents: result.costCents, now })
+          case "BatchBudgetExceeded":
+            return Effect.succeed({
+              costCents: result.costCents,
+              now,
+              refused: {
+                batchId: result.batchId,
+                batchCostCents: result.batchCostCents,
+                budgetCents: result.budgetCents
+              }
+            })
+          case "NotFound":
+            return Effect.die(new Error(`charge for unknown job ${result.jobId}`))
+        }
+      }),
     flushers: [settles.flusher, charges.flusher],
     queued: () => settles.queued() + charges.queued()
   }

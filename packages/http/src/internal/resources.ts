@@ -30,6 +30,7 @@ export const resourceView = (state: ResourceState, tenant: string | undefined): 
   limits: Limits.normalize(state.limits),
   permitsInUse: state.view.permits,
   maxConcurrent: state.view.maxConcurrent,
+  learnedConcurrent: state.view.learnedConcurrent,
   buckets: state.view.buckets,
   pause:
     state.pause === null

@@ -142,7 +142,8 @@ export interface StreamRequest<Chunk> {
  * Runs a streaming request as one billed call. `open` starts the SDK stream with the call's signal; the returned
  * promise gives the caller an iterable over it as soon as it opened (or rejects with what opening threw). The
  * call settles when the iteration ends: by the reported usage at the end, by what was consumed when the stream
- * fails or the caller stops early (which also aborts the request). The limiter's usage is the metered usage, its
+ * fails or the caller stops early (which also aborts the request); the iteration returns or throws only once that
+ * charge is recorded. The limiter's usage is the metered usage, its
  * rate-limit facts those of the headers the stream opened with.
  *
  * @internal
@@ -163,6 +164,12 @@ export const streamCall = <Chunk>(
       fail = reject
     })
     const consumed = () => Pricing.costCents(price(meter.model()), meter.usage())
+    // Resolves once the call's charge is recorded. The iteration ends only after it, so a handler that returns when
+    // its loop ends never finishes its job while the charge is still open (the job would keep the estimate).
+    let callSettled!: () => void
+    const settledCall = new Promise<void>((resolve) => {
+      callSettled = resolve
+    })
     ctx
       .call(
         async (signal) => {
@@ -199,10 +206,14 @@ export const streamCall = <Chunk>(
           rateLimit: () => fromHeaders(headers ?? meter.headers?.())
         } satisfies CallOptions<undefined>
       )
-      .catch((e: unknown) => {
-        // Before the stream opened the caller learns of the failure here; afterwards through the iteration.
-        if (!opened) rejectStream(e)
-      })
+      .then(
+        () => callSettled(),
+        (e: unknown) => {
+          // Before the stream opened the caller learns of the failure here; afterwards through the iteration.
+          if (!opened) rejectStream(e)
+          callSettled()
+        }
+      )
 
     async function* iterate(source: AsyncIterable<Chunk>, signal: AbortSignal): AsyncGenerator<Chunk> {
       let settled = false
@@ -217,18 +228,24 @@ export const streamCall = <Chunk>(
           // complete one.
           const aborted = mapError(new DOMException("the model call was aborted", "AbortError"), signal)
           fail(aborted)
+          await settledCall
           throw aborted
         }
         finish()
+        await settledCall
       } catch (e) {
         if (settled) throw e
         settled = true
         const mapped = mapError(e, signal)
         fail(mapped)
+        await settledCall
         throw mapped
       } finally {
         // The caller stopped early (break, return): leaving the inner loop aborted the request; settle by usage.
-        if (!settled) finish()
+        if (!settled) {
+          finish()
+          await settledCall
+        }
       }
     }
   })

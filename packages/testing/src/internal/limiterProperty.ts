@@ -60,6 +60,7 @@ type ItemSpec =
       readonly token: number
       readonly reached: boolean
       readonly usage: { readonly inputTokens?: number | undefined; readonly outputTokens?: number | undefined } | null
+      readonly rateLimited: boolean | undefined
     }
   | {
       readonly _tag: "Renew"
@@ -100,7 +101,13 @@ const resolveItem = (world: World, spec: ItemSpec): LimitItem => {
         ...(spec.cost === null ? {} : { cost: spec.cost })
       }
     case "Release":
-      return { _tag: "Release", ...call, reached: spec.reached, ...(spec.usage === null ? {} : { usage: spec.usage }) }
+      return {
+        _tag: "Release",
+        ...call,
+        reached: spec.reached,
+        ...(spec.usage === null ? {} : { usage: spec.usage }),
+        ...(spec.rateLimited === undefined ? {} : { rateLimited: spec.rateLimited })
+      }
     case "Renew":
       return { _tag: "Renew", ...call, leaseMs: spec.leaseMs }
   }
@@ -343,7 +350,9 @@ const itemSpec: fc.Arbitrary<ItemSpec> = fc.oneof(
       job,
       token,
       reached: fc.boolean(),
-      usage: fc.option(fc.record({ inputTokens: tokens, outputTokens: tokens }, { requiredKeys: [] }), { nil: null })
+      usage: fc.option(fc.record({ inputTokens: tokens, outputTokens: tokens }, { requiredKeys: [] }), { nil: null }),
+      // A 429 lowers the learned concurrency cap; the other releases raise it (`Limits.learn`).
+      rateLimited: fc.constantFrom(undefined, false, true)
     })
   },
   {

@@ -8,7 +8,8 @@
 -- - `all`: the set of resources that have a record.
 -- - `r:enc(resource)`: the state hash. Limits `mc` `rpm` `ipm` `opm` `bs` `smp` `ssh` (share's minPriority and
 --   share); buckets `rl`/`ra`, `il`/`ia`, `ol`/`oa` (level and the time it was written; absent: no limit); the pause
---   `pk` `pu` `pr` `ps` (kind, until (absent: until resumed), reason, since); `ho` = "1" when half-open; counters
+--   `pk` `pu` `pr` `ps` (kind, until (absent: until resumed), reason, since); `ho` = "1" when half-open; the
+--   learned concurrency cap `lc` and its successes `ls` (both absent: none); counters
 --   `n.g` (grants), `n.wc` `n.wr` `n.wi` `n.wo` `n.wp` (waits by reason), `n.pa` (Acquires answered Paused),
 --   `n.prl` `n.pqe` `n.pma` (Pause items by kind).
 -- - `p:enc(resource)`: permits by name (enc(callId) .. enc(jobId) .. token) as JSON text whose numbers are "%.17g"
@@ -91,8 +92,12 @@ local function loadLimit(resource)
     },
     buckets = {},
     pause = nil,
-    halfOpen = h.ho == "1"
+    halfOpen = h.ho == "1",
+    learned = nil
   }
+  if h.lc ~= nil then
+    s.learned = { cap = tonumber(h.lc), successes = num(h.ls) or 0 }
+  end
   for _, d in ipairs(DIMS) do
     if h[d.level] ~= nil then
       s.buckets[d.name] = { level = tonumber(h[d.level]), at = tonumber(h[d.at]) }
@@ -182,13 +187,64 @@ local function count(s, field)
   redis.call("HINCRBY", stateKey(s.resource), field, 1)
 end
 
+-- Limits.concurrencyCap: the declared cap, or the learned one when lower (nil: neither).
+local function concurrencyCap(s)
+  if s.learned == nil then
+    return s.limits.mc
+  end
+  if s.limits.mc == nil then
+    return s.learned.cap
+  end
+  return math.min(s.limits.mc, s.learned.cap)
+end
+
+-- Limits.learn: what a Release that reached the provider teaches the concurrency cap (`others`: live permits
+-- besides the released one). Returns the new learned state or nil.
+local function learn(s, reached, rateLimited, others)
+  if not reached then
+    return s.learned
+  end
+  local declared = s.limits.mc
+  local function below(nextLearned)
+    if declared ~= nil and nextLearned.cap >= declared then
+      return nil
+    end
+    return nextLearned
+  end
+  if rateLimited then
+    local cap = concurrencyCap(s)
+    if cap == nil then
+      return below({ cap = math.max(1, others), successes = 0 })
+    end
+    return below({ cap = math.max(1, math.min(cap, others)), successes = 0 })
+  end
+  if s.learned == nil or others + 1 < s.learned.cap then
+    return s.learned
+  end
+  local successes = s.learned.successes + 1
+  if successes >= LIMIT_RAISE_AFTER * s.learned.cap then
+    return below({ cap = s.learned.cap + 1, successes = 0 })
+  end
+  return { cap = s.learned.cap, successes = successes }
+end
+
+local function writeLearned(s, learned)
+  s.learned = learned
+  if learned == nil then
+    redis.call("HDEL", stateKey(s.resource), "lc", "ls")
+  else
+    redis.call("HSET", stateKey(s.resource), "lc", fmt(learned.cap), "ls", fmt(learned.successes))
+  end
+end
+
 -- Limits.admission on an advanced state: { "Paused" } | { "Wait", reason, until } | { "Grant", probe }.
 local function admission(s, priority, cost, now)
   if s.pause ~= nil and inForce(s.pause, now) then
     return { "Paused" }
   end
   local live = nil
-  if s.halfOpen or s.limits.mc ~= nil then
+  local cap = concurrencyCap(s)
+  if s.halfOpen or cap ~= nil then
     live = redis.call("ZRANGEBYSCORE", endsKey(s.resource), fmt(now), "+inf", "WITHSCORES")
   end
   if s.halfOpen then
@@ -213,8 +269,8 @@ local function admission(s, priority, cost, now)
   end
   local reason = nil
   local untilAt = -math.huge
-  if limits.mc ~= nil then
-    local allowed = limits.mc - math.floor(limits.mc * reserved)
+  if cap ~= nil then
+    local allowed = cap - math.floor(cap * reserved)
     local liveCount = #live / 2
     if liveCount >= allowed then
       reason = "concurrency"

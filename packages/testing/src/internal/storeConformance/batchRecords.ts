@@ -2,12 +2,14 @@
  * Store conformance, batch records (`Batch.BatchStore`, for a backend that declares `batches`): a chunk lands whole
  * or not at all, the same key and fingerprint is the same batch and another fingerprint a reused key, the counts and
  * cost follow every item write, the callbacks are enqueued once by the write that ends the last item, the batch
- * budget stops claims, and cancel and replay act on the batch's items only.
+ * budget stops claims and refuses the reservation of a call it cannot cover (also when two items reserve at once),
+ * and cancel and replay act on the batch's items only.
  *
  * @internal
  */
 import { describe, expect } from "@effect/vitest"
 import * as Batch from "@slowcall/core/Batch"
+import type { JobId } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import { Effect, Option } from "effect"
 import { type Area, expectTag, type Fixture, outcome } from "./fixture.js"
@@ -140,6 +142,73 @@ export const batchRecordTests = (area: Area): void => {
 
         const refused = expectTag(yield* f.claim(b!.id, { estimateCents: 0 }), "Settled")
         expect([refused.job.state, refused.job.abandonReason]).toEqual(["abandoned", "budget"])
+      })
+    )
+
+    it.effect("two items of one batch reserving at once: the second is refused once the budget is taken", () =>
+      Effect.gen(function* () {
+        const f = yield* fixture
+        const batches = yield* batchStore
+        const { batch } = yield* open(f, 2, { budgetCents: 5 })
+        const [a, b] = yield* items(f, 2)
+        yield* batches.add({ batchId: batch.id, offset: 0, items: [a!, b!], now: yield* f.now })
+        const ra = yield* f.claimed(a!.id)
+        const rb = yield* f.claimed(b!.id, "worker-b")
+        const reserve = (jobId: JobId, token: number) =>
+          Effect.flatMap(f.now, (now) =>
+            f.store.charge({ items: [{ jobId, callId: "c1", token, amountCents: 3, settled: false }], now })
+          )
+
+        // Two workers, two calls to the store at the same moment: whichever lands first takes 3 of the 5.
+        const [ca, cb] = yield* Effect.all([reserve(a!.id, ra.leaseToken), reserve(b!.id, rb.leaseToken)], {
+          concurrency: "unbounded"
+        })
+        const results = [ca.results[0]!, cb.results[0]!]
+        expect(results.map((r) => r._tag).sort()).toEqual(["BatchBudgetExceeded", "Charged"])
+        const won = results.findIndex((r) => r._tag === "Charged")
+        const [winner, loser] = won === 0 ? [a!, b!] : [b!, a!]
+        expect(results[1 - won]).toEqual({
+          _tag: "BatchBudgetExceeded",
+          jobId: loser.id,
+          batchId: batch.id,
+          costCents: 0,
+          batchCostCents: 3,
+          budgetCents: 5
+        })
+        expect(yield* f.charges(loser.id)).toEqual([])
+        expect((yield* batches.get({ batchId: batch.id }))?.costCents).toBe(3)
+
+        // The winner's repeat is the reservation already written; its settlement past the budget is the money spent.
+        const token = won === 0 ? ra.leaseToken : rb.leaseToken
+        expect(yield* f.charged({ jobId: winner.id, callId: "c1", token, amountCents: 3, settled: false })).toBe(3)
+        expect(yield* f.charged({ jobId: winner.id, callId: "c1", token, amountCents: 6, settled: true })).toBe(6)
+        expectTag(
+          yield* f.charge({ jobId: winner.id, callId: "c2", token, amountCents: 0, settled: false }),
+          "BatchBudgetExceeded"
+        )
+
+        // In one call, items apply in order: the first reservation takes the room the second would need.
+        const { batch: second } = yield* open(f, 2, { budgetCents: 5, requestKey: `${f.queue}:second` })
+        const [c, d] = yield* items(f, 2)
+        yield* batches.add({ batchId: second.id, offset: 0, items: [c!, d!], now: yield* f.now })
+        const both = yield* f.store.charge({
+          items: [
+            { jobId: c!.id, callId: "c1", token: 0, amountCents: 2, settled: false },
+            { jobId: d!.id, callId: "c1", token: 0, amountCents: 3, settled: false },
+            { jobId: d!.id, callId: "c2", token: 0, amountCents: 1, settled: false },
+            { jobId: c!.id, callId: "c1", token: 0, amountCents: 1, settled: true },
+            { jobId: d!.id, callId: "c3", token: 0, amountCents: 1, settled: false }
+          ],
+          now: yield* f.now
+        })
+        expect(both.results.map((r) => [r._tag, r._tag === "NotFound" ? null : r.costCents])).toEqual([
+          ["Charged", 2],
+          ["Charged", 3],
+          ["BatchBudgetExceeded", 3],
+          ["Charged", 1],
+          ["Charged", 4]
+        ])
+        expect((yield* batches.get({ batchId: second.id }))?.costCents).toBe(5)
       })
     )
 

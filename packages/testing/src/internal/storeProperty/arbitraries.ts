@@ -116,7 +116,8 @@ const batchTenant = fc.constantFrom("own" as const, "own" as const, "other" as c
 /**
  * The batch commands: opening batches of one to four items (shared keys, two item lists, budgets a charge or two
  * exhausts, callbacks), filling them in chunks (often at the landed items, sometimes repeating one, now and then
- * leaving a gap), cancels, replays and reads. Batch items are jobs of the run's queue, so every job command meets
+ * leaving a gap), charges of their items (mostly reservations, which the batch's budget may refuse), cancels,
+ * replays and reads. Batch items are jobs of the run's queue, so every job command meets
  * them.
  *
  * @internal
@@ -146,6 +147,25 @@ export const batchCommands: ReadonlyArray<{ readonly weight: number; readonly ar
         batch: batchRef,
         offset: fc.constantFrom("next" as const, "next" as const, "next" as const, "back" as const, "gap" as const),
         items: fc.array(submitSpec, { minLength: 1, maxLength: 3 })
+      })
+    )
+  },
+  {
+    // Reservations of a batch's items, several in one call now and then, against budgets of 2 and 5: the batch's
+    // check refuses the one that would pass the budget, counting the earlier items' reservations.
+    weight: 4,
+    arbitrary: step(
+      "BatchCharge",
+      fc.record({
+        batch: batchRef,
+        items: batch(
+          fc.record({
+            item: fc.nat({ max: 3 }),
+            call: fc.nat({ max: 2 }),
+            amountCents: fc.constantFrom(0, 1, 2.5, 4),
+            settled: fc.constantFrom(false, false, false, true)
+          })
+        )
       })
     )
   },

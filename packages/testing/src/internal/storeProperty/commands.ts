@@ -166,6 +166,16 @@ export interface Specs {
     readonly offset: "next" | "back" | "gap"
     readonly items: ReadonlyArray<SubmitSpec>
   }
+  /** Charges of a batch's items (by position), under each item's current token: mostly reservations. */
+  readonly BatchCharge: {
+    readonly batch: BatchRef
+    readonly items: ReadonlyArray<{
+      readonly item: number
+      readonly call: number
+      readonly amountCents: number
+      readonly settled: boolean
+    }>
+  }
   readonly BatchCancel: { readonly batch: BatchRef; readonly tenant: "own" | "other" | "none" }
   readonly BatchReplay: { readonly batch: BatchRef; readonly tenant: "own" | "other" | "none" }
   readonly BatchGet: { readonly batch: BatchRef; readonly tenant: "own" | "other" | "none" }
@@ -521,6 +531,26 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     const reply = await real.run(batches.add({ batchId, offset, items, now: world.clock }))
     same("batch add reply", reply, world.model.addBatch({ batchId, offset, items }, world.clock))
   },
+  BatchCharge: async (world, real, spec) => {
+    const batchId = await resolveBatch(world, spec.batch)
+    const landed = world.model.batches.find((b) => b.batch.id === batchId)?.items ?? []
+    const unknown = await unknownId(world)
+    const items = spec.items.map((charge) => {
+      const jobId = landed.length === 0 ? unknown : landed[charge.item % landed.length]!
+      return {
+        jobId,
+        callId: `bcall-${charge.call}`,
+        token: resolveToken(world, jobId, "current"),
+        amountCents: charge.amountCents,
+        settled: charge.settled
+      }
+    })
+    same(
+      "batch charge reply",
+      await real.run(real.store.charge({ items, now: world.clock })),
+      world.model.charge(items, world.clock)
+    )
+  },
   BatchCancel: async (world, real, spec) => {
     const batches = batchStoreOf(real)
     const batchId = await resolveBatch(world, spec.batch)
@@ -594,6 +624,7 @@ const writes: ReadonlySet<Kind> = new Set<Kind>([
   "Sweep",
   "BatchOpen",
   "BatchAdd",
+  "BatchCharge",
   "BatchCancel",
   "BatchReplay"
 ])
