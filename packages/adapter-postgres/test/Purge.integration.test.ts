@@ -11,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 import { describe } from "vitest"
 import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
-import { DATABASE_URL, dropSchema, holdServer, only, submitOne, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, holdServer, only, submitOne, submitOptions, uniqueSchema } from "./support.js"
 
 holdServer()
 
@@ -31,19 +31,7 @@ const backends = [
 ] as const
 
 const item = (queue: string, extra: Partial<SubmitItem> = {}) =>
-  Effect.map(
-    makeJobId,
-    (id): SubmitItem => ({
-      id,
-      queue,
-      type: "t",
-      version: 1,
-      inputHash: `h-${id}`,
-      input: { text: "doc" },
-      maxAttempts: 1,
-      ...extra
-    })
-  )
+  Effect.map(makeJobId, (id) => submitOptions(queue, id, { maxAttempts: 1, ...extra }))
 
 for (const backend of backends) {
   describe(`purge: ${backend.name}`, () => {
