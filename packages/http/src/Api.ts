@@ -1081,6 +1081,13 @@ export const BatchReplayBody = Schema.Struct({ batch: BatchView, replayed: Schem
 
 const BatchPath = Schema.Struct({ id: Schema.String.annotations({ description: "the batch id (a UUID)" }) })
 
+/** The request headers of a server-sent event stream: `Last-Event-ID` resumes after the last event received. */
+const ResumeHeaders = Schema.Struct({
+  "last-event-id": optional(
+    Schema.String.annotations({ description: "the `id:` of the last event received, to resume after it" })
+  )
+})
+
 /** An endpoint's summary (one line) and description (what a client needs beyond the schemas) in the document. */
 const doc = (summary: string, description: string) => OpenApi.annotations({ summary, description })
 
@@ -1160,13 +1167,7 @@ const jobs = HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.get("events", "/v1/jobs/:id/events")
       .setPath(IdPath)
-      .setHeaders(
-        Schema.Struct({
-          "last-event-id": optional(
-            Schema.String.annotations({ description: "the `id:` of the last event received, to resume after it" })
-          )
-        })
-      )
+      .setHeaders(ResumeHeaders)
       .addSuccess(
         HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
           description: "server-sent events: the job's view now, then one per change, until it ends"
@@ -1297,13 +1298,7 @@ const batches = HttpApiGroup.make("batches")
   .add(
     HttpApiEndpoint.get("events", "/v1/batches/:id/events")
       .setPath(BatchPath)
-      .setHeaders(
-        Schema.Struct({
-          "last-event-id": optional(
-            Schema.String.annotations({ description: "the `id:` of the last event received, to resume after it" })
-          )
-        })
-      )
+      .setHeaders(ResumeHeaders)
       .addSuccess(
         HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
           description: "server-sent events: the batch's view now, then one per change, until it finishes"
