@@ -1,7 +1,8 @@
 /**
  * The model-based property of the Store: random sequences of Store writes (submits with and without request keys,
  * claims and `claimNext` by several owners, heartbeats, settlements with all five outcomes, charges, cancels,
- * replays by id and by filter, sweeps), Query reads, and steps of store time (small, zero, and onto lease ends,
+ * replays by id and by filter, sweeps), the batch verbs and the retention purge where the backend has them, Query
+ * reads, and steps of store time (small, zero, and onto lease ends,
  * run-after times and deadlines) run on the backend and on `StoreModel`, the reference model built from
  * `Protocol.ts` alone. After every step the replies must be equal, and so must the records: every job of the
  * sequence, and the attempt and ledger rows of every job the step named or wrote (all of them once more at the end).
@@ -25,9 +26,18 @@ import { Effect, type Layer, ManagedRuntime } from "effect"
 import fc from "fast-check"
 import { assertAgainstModel, registerProperty } from "./internal/modelRuns.js"
 import { commandWith, prelude } from "./internal/storeProperty/arbitraries.js"
-import { compareRecords, type Real, type World } from "./internal/storeProperty/world.js"
+import * as World from "./internal/storeProperty/world.js"
 import { makeJobFactory } from "./JobFactory.js"
 import * as StoreModel from "./StoreModel.js"
+
+/**
+ * A backend's retention purge, as `PgStore.purge` and `RedisStore.purge` offer it: the rule it must keep is
+ * `StoreModel.purgeTargets`.
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export type Purge = World.Purge
 
 /**
  * How a backend runs the property. The layer provides `Store | Query`; it is built once for all runs unless
@@ -39,10 +49,10 @@ import * as StoreModel from "./StoreModel.js"
  * @since 0.2.0
  * @category models
  */
-export interface StorePropertyOptions {
+export interface StorePropertyOptions<R = never> {
   /** Shown in the test name and in failure reports; never used to change behaviour. */
   readonly name: string
-  readonly layer: Layer.Layer<Store | Query, unknown>
+  readonly layer: Layer.Layer<Store | Query | R, unknown>
   readonly freshPerRun?: boolean | undefined
   readonly numRuns?: number | undefined
   readonly maxCommands?: number | undefined
@@ -56,6 +66,13 @@ export interface StorePropertyOptions {
    * every job command meets them, and the batch records are compared after every write.
    */
   readonly batches?: boolean | undefined
+  /**
+   * The backend's retention purge, read from the layer's services (e.g. `Effect.map(PgStore, (s) => s.purge)`):
+   * when given, the sequences include purges (cutoffs at and around jobs' creation times, limits of 1 to 3, subsets
+   * of the finished states), their ids are compared with `StoreModel.purgeTargets`, and the model forgets the jobs,
+   * so every later read and write meets their absence.
+   */
+  readonly purge?: Effect.Effect<Purge, never, R> | undefined
   /** The vitest timeout of the test `StoreProperty` registers (default 10 minutes). */
   readonly timeoutMs?: number | undefined
 }
@@ -76,14 +93,14 @@ const INPUTS: ReadonlyArray<Json> = [{ a: 1 }, { a: 2 }, { b: [1, 2] }]
 
 /** A backend to run sequences on, and how to let it go. */
 interface Backend {
-  readonly real: Real
+  readonly real: World.Real
   readonly dispose: () => Promise<void>
 }
 
-const open = async (layer: Layer.Layer<Store | Query, unknown>, batches: boolean): Promise<Backend> => {
-  const runtime = ManagedRuntime.make(layer)
-  const [store, query, batchStore] = await runtime.runPromise(
-    Effect.all([Store, Query, Effect.serviceOption(BatchStore)])
+const open = async <R>(options: StorePropertyOptions<R>, batches: boolean): Promise<Backend> => {
+  const runtime = ManagedRuntime.make(options.layer)
+  const [store, query, batchStore, purge] = await runtime.runPromise(
+    Effect.all([Store, Query, Effect.serviceOption(BatchStore), options.purge ?? Effect.succeed(undefined)])
   )
   if (batches && batchStore._tag === "None")
     throw new Error("StoreProperty: batches asked for, but the layer has no BatchStore")
@@ -92,6 +109,7 @@ const open = async (layer: Layer.Layer<Store | Query, unknown>, batches: boolean
       store,
       query,
       batches: batches && batchStore._tag === "Some" ? batchStore.value : undefined,
+      purge,
       run: (effect) => runtime.runPromise(effect)
     },
     dispose: () => runtime.dispose()
@@ -106,25 +124,28 @@ const open = async (layer: Layer.Layer<Store | Query, unknown>, batches: boolean
  * @since 0.2.0
  * @category testing
  */
-export const check = async (options: StorePropertyOptions): Promise<{ readonly runs: number; readonly ms: number }> => {
+export const check = async <R = never>(
+  options: StorePropertyOptions<R>
+): Promise<{ readonly runs: number; readonly ms: number }> => {
   const factory = makeJobFactory()
   const inputs = await Effect.runPromise(
     Effect.forEach(INPUTS, (input) => Effect.map(Effect.orDie(inputHash(input)), (hash) => ({ input, hash })))
   )
   const batches = options.batches === true
-  const shared = options.freshPerRun === true ? undefined : await open(options.layer, batches)
+  const purge = options.purge !== undefined
+  const shared = options.freshPerRun === true ? undefined : await open(options, batches)
   let runs = 0
   const started = performance.now()
   const property = fc.asyncProperty(
     prelude,
-    fc.commands([commandWith({ batches })], {
+    fc.commands([commandWith({ batches, purge })], {
       maxCommands: options.maxCommands ?? 20,
       size: "max",
       ...(options.replayPath === undefined ? {} : { replayPath: options.replayPath })
     }),
     async (first, commands) => {
-      const backend = shared ?? (await open(options.layer, batches))
-      const world: World = {
+      const backend = shared ?? (await open(options, batches))
+      const world: World.World = {
         model: StoreModel.make(),
         clock: BASE_TIME - (runs % 20_000) * HOUR,
         queue: factory.uniqueName("prop"),
@@ -137,7 +158,7 @@ export const check = async (options: StorePropertyOptions): Promise<{ readonly r
       runs += 1
       try {
         await fc.asyncModelRun(() => ({ model: world, real: backend.real }), [first, ...commands])
-        await compareRecords(world, backend.real, { attempts: world.jobs, charges: world.jobs })
+        await World.compareRecords(world, backend.real, { attempts: world.jobs, charges: world.jobs })
       } finally {
         if (shared === undefined) await backend.dispose()
         // Let the runner's own messages through between sequences: an in-memory run never leaves the microtask queue.
@@ -158,6 +179,6 @@ export const check = async (options: StorePropertyOptions): Promise<{ readonly r
  * @since 0.2.0
  * @category testing
  */
-export const StoreProperty = (options: StorePropertyOptions): void => {
+export const StoreProperty = <R = never>(options: StorePropertyOptions<R>): void => {
   registerProperty("StoreProperty", options, check, 600_000)
 }

@@ -11,7 +11,16 @@
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import type { JobState } from "@slowcall/core/Job"
 import fc from "fast-check"
-import { type BatchRef, type FilterSpec, type OutcomeSpec, type Specs, Step, type SubmitSpec } from "./commands.js"
+import type { PurgeState } from "../../StoreModel.js"
+import {
+  type BatchRef,
+  type FilterSpec,
+  type OutcomeSpec,
+  type PurgeSpec,
+  type Specs,
+  Step,
+  type SubmitSpec
+} from "./commands.js"
 import type { JobRef } from "./world.js"
 
 /** A job reference: one of the sequence's jobs, often one that is running or failed, now and then no job. */
@@ -188,6 +197,33 @@ export const batchCommands: ReadonlyArray<{ readonly weight: number; readonly ar
 ]
 
 /**
+ * The purge command: a cutoff one millisecond before, at or after a job's `createdAt` (often a dead letter's, as
+ * retention keeps or drops them) or the store time now, small limits so that the order decides which jobs go, and
+ * states as a caller may send them (the default, one or two of them in any order, now and then repeated or none).
+ *
+ * @internal
+ */
+export const purgeCommand: { readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> } = {
+  weight: 3,
+  arbitrary: step(
+    "Purge",
+    fc.record<PurgeSpec>({
+      cutoff: fc.oneof(
+        { weight: 4, arbitrary: fc.nat({ max: 7 }) },
+        { weight: 1, arbitrary: fc.constant<JobRef>("failed") },
+        { weight: 2, arbitrary: fc.constant("now" as const) }
+      ),
+      offset: fc.constantFrom(-1, 0, 1),
+      limit: fc.constantFrom(null, 1, 1, 2, 3),
+      states: fc.option(fc.array(fc.constantFrom<PurgeState>("succeeded", "abandoned", "failed"), { maxLength: 3 }), {
+        nil: null,
+        freq: 2
+      })
+    })
+  )
+}
+
+/**
  * Every job command of the property, weighted towards the writes that move jobs through their lives.
  */
 const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> }> = [
@@ -348,12 +384,12 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
 
 /**
  * Every command of the property, weighted towards the writes that move jobs through their lives; with `batches`,
- * the batch commands too.
+ * the batch commands too, and with `purge` the purge command.
  *
  * @internal
  */
-export const commandWith = (options: { readonly batches: boolean }): fc.Arbitrary<Step> =>
-  fc.oneof(...jobCommands, ...(options.batches ? batchCommands : []))
+export const commandWith = (options: { readonly batches: boolean; readonly purge?: boolean }): fc.Arbitrary<Step> =>
+  fc.oneof(...jobCommands, ...(options.batches ? batchCommands : []), ...(options.purge === true ? [purgeCommand] : []))
 
 /**
  * Every job command of the property (`commandWith` without batches).
