@@ -8,6 +8,7 @@
  * property fails.
  *
  * Usage: tsx packages/adapter-postgres/scripts/property.ts [--runs 1000] [--seed 1] [--path P] [--pglite] [--batches]
+ *   [--focus-purge] [--max-commands 40]
  */
 import { randomBytes } from "node:crypto"
 import { check } from "@slowcall/testing/StorePropertyCheck"
@@ -50,6 +51,8 @@ try {
     layer,
     purge: Effect.map(PgStore.PgStore, (store) => store.purge),
     batches: args.includes("--batches"),
+    focus: args.includes("--focus-purge") ? "purge" : undefined,
+    ...(value("max-commands") === undefined ? {} : { maxCommands: Number(value("max-commands")) }),
     ...(runs === undefined ? {} : { numRuns: Number(runs) }),
     ...(seed === undefined ? {} : { seed: Number(seed) }),
     ...(path === undefined ? {} : { path })

@@ -93,8 +93,8 @@ const byProperty: Record<
     check: "sequential property (postgres server)",
     property: "StoreProperty",
     script: "packages/adapter-postgres/scripts/property.ts",
-    args: ["--runs", "200", "--seed", "1"],
-    runs: 200
+    args: ["--focus-purge", "--runs", "100", "--seed", "1"],
+    runs: 100
   }
 }
 
