@@ -12,7 +12,11 @@
  * fiber, and prints the counts per run: a figure that does not depend on the machine (the same code and plans give
  * the same count), for comparing code changes where wall time is too noisy.
  *
- * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 400 --seed 1 --count-ops]
+ * With `--by-kind` it then runs the plans once more and prints, per kind of plan (with or without fleet limits,
+ * batches, a schedule), how many there are and their wall time, Effect operations, history events and scheduler
+ * steps per run: where a run's work goes.
+ *
+ * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 400 --seed 1 --count-ops --by-kind]
  * The one-core figure: `npm run bench:sim:one-core` (Linux): pinned to core 0 with `taskset`, and with V8's helper
  * threads off (`--single-threaded`), so that garbage collection and compilation run on the measured core instead of
  * competing with the simulation for it from threads of their own.
@@ -87,5 +91,48 @@ if (args.includes("--count-ops")) {
     `Effect operations/run: ${Math.round(count.ops / runs)}, fibers/run: ${(count.fibers / runs).toFixed(1)} ` +
       "(counted after the timed trials)"
   )
+}
+if (args.includes("--by-kind")) {
+  interface Kind {
+    plans: number
+    ms: number
+    ops: number
+    events: number
+    steps: number
+  }
+  const kinds = new Map<string, Kind>()
+  const kindOf = (plan: (typeof plans)[number]): string =>
+    [
+      plan.limits === undefined ? null : "limits",
+      plan.batches === undefined || plan.batches.length === 0 ? null : "batches",
+      plan.schedule === undefined || plan.schedule === null ? null : "schedule"
+    ]
+      .filter((part) => part !== null)
+      .join(", ") || "none of them"
+  for (const plan of plans) {
+    const started = performance.now()
+    const { run } = runAndCheck(plan)
+    const ms = performance.now() - started
+    const count = new OpCount()
+    runAndCheck(plan, { supervisor: count })
+    const kind = kindOf(plan)
+    const k = kinds.get(kind) ?? { plans: 0, ms: 0, ops: 0, events: 0, steps: 0 }
+    k.plans++
+    k.ms += ms
+    k.ops += count.ops
+    k.events += run.events.length
+    k.steps += run.steps
+    kinds.set(kind, k)
+  }
+  console.log("\nper kind of plan (one more pass, wall time of an uncounted run):")
+  console.log("plans  ms/run  share  ops/run  events/run  steps/run  kind")
+  const totalMs = [...kinds.values()].reduce((sum, k) => sum + k.ms, 0)
+  for (const [kind, k] of [...kinds].sort((a, b) => b[1].ms - a[1].ms)) {
+    console.log(
+      `${String(k.plans).padStart(5)}  ${(k.ms / k.plans).toFixed(1).padStart(6)}  ${((100 * k.ms) / totalMs).toFixed(0).padStart(4)}%  ` +
+        `${String(Math.round(k.ops / k.plans)).padStart(7)}  ${String(Math.round(k.events / k.plans)).padStart(10)}  ` +
+        `${String(Math.round(k.steps / k.plans)).padStart(9)}  ${kind}`
+    )
+  }
 }
 if (violations > 0) process.exitCode = 1

@@ -24,6 +24,7 @@ import type * as Store from "@slowcall/core/Store"
 import { Effect, Either } from "effect"
 import type { BatchPlan } from "./BatchesPlan.js"
 import type { History } from "./History.js"
+import * as LimitsPlan from "./LimitsPlan.js"
 import type { Plan } from "./Plan.js"
 import type { VirtualClock } from "./SimClock.js"
 
@@ -353,7 +354,7 @@ export class BatchWorld {
     const options: Client.SubmitBatchOptions = {
       items: Array.from({ length: tracked.plan.items }, (_, i) => ({
         queue: "sim",
-        type: "sim.generate",
+        type: LimitsPlan.jobTypeOfJob(plan.limits, 10_000 + 100 * b + i),
         input: { n: 10_000 + 100 * b + i },
         maxAttempts: plan.maxAttempts
       })),

@@ -66,6 +66,25 @@ export const resourceId = (r: number): string => `sim:model-${r}:key-a`
 export const resourceOfJob = (limits: LimitsPlan, i: number): string => resourceId(i % limits.resources.length)
 
 /**
+ * The job type of a job that calls resource `r` (`undefined`: a plan without limits). Each resource has a handler of
+ * its own that declares it (`HandlerOptions.resource`), so workers admit a job before they claim it, as a production
+ * fleet whose handlers each call one model does.
+ *
+ * @since 0.4.0
+ * @category combinators
+ */
+export const jobTypeOf = (r: number | undefined): string => (r === undefined ? "sim.generate" : `sim.generate.r${r}`)
+
+/**
+ * The job type of job `i` (of input `n = i`) in a plan with `limits` (or none).
+ *
+ * @since 0.4.0
+ * @category combinators
+ */
+export const jobTypeOfJob = (limits: LimitsPlan | undefined, i: number): string =>
+  jobTypeOf(limits === undefined ? undefined : Math.abs(i) % limits.resources.length)
+
+/**
  * The tenant job `i` belongs to.
  *
  * @since 0.4.0

@@ -347,7 +347,7 @@ const retryableInAttempt = (error: unknown): boolean =>
  * retryable provider error and replaced once by a fallback call when the plan says so. The provider sees each
  * request with the job's store state at its start (ground truth for the checkers).
  */
-const handlerFor = (world: World, incarnation: Incarnation) => {
+const handlerFor = (world: World, incarnation: Incarnation, r: number | undefined) => {
   const { clock, faults, history, lease, model, plan } = world
   const shape = shapeOf(plan)
   /** The targeted scenario "pause = lease + epsilon": the first call of its worker freezes the process. */
@@ -366,8 +366,9 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
     }
   }
   return Handler.make({
-    type: "sim.generate",
+    type: LimitsPlan.jobTypeOf(r),
     version: 1,
+    ...(r === undefined ? {} : { resource: LimitsPlan.resourceId(r) }),
     input: SimInput,
     result: SimResult,
     estimateCents: plan.model.priceCents,
@@ -376,20 +377,16 @@ const handlerFor = (world: World, incarnation: Incarnation) => {
       // Calls of this attempt in the order they were sent: the n-th matches the worker's n-th reservation.
       let sent = 0
       const limits = plan.limits
-      // A job's calls use its resource and reserve its tokens (the input as counted, `max_tokens` for the output).
+      // A job's calls use its handler's resource and reserve its tokens (the input as counted, `max_tokens` for the
+      // output).
       const resource =
-        limits === undefined
+        limits === undefined || r === undefined
           ? undefined
-          : {
-              id: LimitsPlan.resourceOfJob(limits, Math.abs(input.n)),
-              inputTokens: limits.inputTokens,
-              maxOutput: limits.maxOutput
-            }
+          : { id: LimitsPlan.resourceId(r), inputTokens: limits.inputTokens, maxOutput: limits.maxOutput }
       const call = ctx.call({
         ...(resource === undefined
           ? {}
           : {
-              resource: resource.id,
               tokens: { input: resource.inputTokens, maxOutput: resource.maxOutput },
               usage: (reply: SimModel.SimReply) => reply.usage
             }),
@@ -467,7 +464,10 @@ const startWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.
       Worker.make({
         queue,
         id: incarnation.id,
-        handlers: [handlerFor(world, incarnation)],
+        handlers:
+          limits === undefined
+            ? [handlerFor(world, incarnation, undefined)]
+            : limits.resources.map((_, r) => handlerFor(world, incarnation, r)),
         concurrency: plan.concurrency,
         prefetch: plan.prefetch ?? 0,
         receiveWaitMs: 5_000,
@@ -556,7 +556,7 @@ const submitJob = Effect.fnUntraced(function* (
     const result = yield* Effect.either(
       client.submit({
         queue,
-        type: "sim.generate",
+        type: LimitsPlan.jobTypeOfJob(plan.limits, input.n),
         input,
         requestKey: key,
         ...(plan.limits === undefined ? {} : { tenant: LimitsPlan.tenantOfJob(plan.limits, i) }),
