@@ -1,10 +1,10 @@
 /**
  * The dashboard's resource view in a real browser (Debian's Chromium through playwright-core): each resource's
- * limits, bucket levels (debt in red), permits in use against the cap, the pause with its kind, end and reason, and
- * the 429s and waits the store counted, refreshed live as workers' Limiter calls change them. Resume lifts a spend
- * cap's pause for every worker with one JSON `POST`; a form post from another site to the same endpoint is refused
- * and changes nothing; with tokens, a tenant that is not an operator is told so and the pause stays. Screenshots go
- * to test-output/dashboard/.
+ * limits, bucket levels (debt in red), permits in use against the cap (and the cap learned from a 429 beside it),
+ * the pause with its kind, end and reason, and the 429s and waits the store counted, refreshed live as workers'
+ * Limiter calls change them. Resume lifts a spend cap's pause for every worker with one JSON `POST`; a form post from
+ * another site to the same endpoint is refused and changes nothing; with tokens, a tenant that is not an operator is
+ * told so and the pause stays. Screenshots go to test-output/dashboard/.
  */
 import { mkdirSync } from "node:fs"
 import { createServer, type Server as NodeServer } from "node:http"
@@ -161,6 +161,45 @@ describe("dashboard: the resource view in Chromium", () => {
     // The other pause is untouched.
     expect((await server.run(stateOf(openai))).pause?.kind).toBe("rate_limited")
     await page.screenshot({ path: `${shots}resources-resumed.png`, fullPage: true })
+  })
+
+  it("shows the cap the fleet learned from a 429 beside the declared one, live", async () => {
+    const google = "google:gemini-2.5:key-c"
+    const holder = (jobId: string) => ({ jobId, token: 1 })
+    await server.run(
+      Effect.flatMap(Limiter.Limiter, (limiter) =>
+        limiter.define({ items: [{ resource: google, limits: { maxConcurrent: 4 } }] })
+      )
+    )
+    await server.run(
+      apply(
+        ["g1", "g2", "g3"].map((id) => ({
+          _tag: "Acquire",
+          resource: google,
+          callId: id,
+          holder: holder(id),
+          leaseMs: 60_000
+        }))
+      )
+    )
+    await page.goto(`${server.url}/#/resources`)
+    await expect.poll(() => row(page, google).locator("td.permits").textContent(), poll).toBe("3 / 4")
+    expect(await row(page, google).locator("td.permits").getAttribute("data-learned")).toBeNull()
+
+    // The provider refuses the third call with a 429: the two beside it are what it takes at once.
+    await server.run(
+      apply([
+        { _tag: "Release", resource: google, callId: "g3", holder: holder("g3"), reached: true, rateLimited: true }
+      ])
+    )
+
+    const permits = row(page, google).locator("td.permits")
+    await expect.poll(() => permits.textContent(), poll).toBe("2 / 4 (learned 2)")
+    expect(await permits.getAttribute("data-learned")).toBe("2")
+    expect(await permits.locator("span.learned").getAttribute("title")).toContain("learned from the provider's 429s")
+    // A 429 that teaches a cap does not pause the resource by itself (the worker's Pause does).
+    expect(await row(page, google).getAttribute("data-paused")).toBe("")
+    await page.screenshot({ path: `${shots}resources-learned.png`, fullPage: true })
   })
 
   it("refuses a form post to resume from another site: the pause stays", async () => {
