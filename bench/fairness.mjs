@@ -28,8 +28,8 @@
 // --workers 2 --concurrency 4 --cap-s 60 --half-life-ms 30000 --limiter --json (one JSON line at the end).
 // The stores, the worker processes and the provider's bucket and 429 are bench/fleet.mjs's, shared with w7-tokens.mjs.
 import {
-  callMsOf,
   bucket,
+  callMsOf,
   forkWorkers,
   loadLib,
   nowMs,
