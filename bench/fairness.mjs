@@ -27,21 +27,7 @@
 // Options: --backends postgres,redis --modes on,off --a 5000 --b 50 --b-after-s 10 --rpm 600 --call-ms 100-300
 // --workers 2 --concurrency 4 --cap-s 60 --half-life-ms 30000 --limiter --json (one JSON line at the end).
 // The stores, the worker processes and the provider's bucket and 429 are bench/fleet.mjs's, shared with w7-tokens.mjs.
-import {
-  bucket,
-  callMsOf,
-  forkWorkers,
-  loadLib,
-  nowMs,
-  openStore,
-  parseArgs,
-  rateLimited,
-  serveProvider,
-  serveWorker,
-  sleep,
-  stopWorkers,
-  uniform
-} from "./fleet.mjs"
+import * as Fleet from "./fleet.mjs"
 
 const QUEUE = "fair"
 const TYPE = "fair.call"
@@ -50,14 +36,14 @@ const STORE = { database: "slowcall_bench_fairness", poolMax: 4 }
 /** With `--limiter`: the provider key every call names. */
 const RESOURCE = "bench:fairness:key"
 
-const args = parseArgs(process.argv.slice(2))
+const args = Fleet.parseArgs(process.argv.slice(2))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Worker process
 // ---------------------------------------------------------------------------------------------------------------
 
 const runWorker = async () => {
-  const lib = await loadLib()
+  const lib = await Fleet.loadLib()
   const { Effect, Schema } = lib
   const { backend, prefix, providerUrl, fair, concurrency, halfLifeMs, limiter } = JSON.parse(process.env.FAIR_BENCH)
   // The call: one request per try; a 429 waits its retry-after and tries again (bounded), holding the slot.
@@ -69,7 +55,7 @@ const runWorker = async () => {
       await res.arrayBuffer()
       if (res.status === 200) return null
       const retryAfterS = Number(res.headers.get("retry-after") ?? "1")
-      await sleep(Math.max(1, retryAfterS) * 1_000)
+      await Fleet.sleep(Math.max(1, retryAfterS) * 1_000)
     }
     throw new Error("provider kept answering 429")
   }
@@ -80,10 +66,7 @@ const runWorker = async () => {
     })
     await res.arrayBuffer()
     if (res.status === 200) return null
-    throw Object.assign(new Error(`${res.status} from the provider`), {
-      status: res.status,
-      headers: { "retry-after": res.headers.get("retry-after") ?? undefined }
-    })
+    throw Fleet.providerError(res)
   }
   const handler = lib.Handler.make({
     type: TYPE,
@@ -101,17 +84,13 @@ const runWorker = async () => {
           })
       : (input) => Effect.promise(() => call(input))
   })
-  await serveWorker(
-    lib,
-    backend,
-    { ...STORE, prefix },
-    lib.Worker.make({
-      queue: QUEUE,
-      concurrency,
-      handlers: [handler],
-      ...(fair ? { fairness: { halfLifeMs } } : {})
-    })
-  )
+  const worker = lib.Worker.make({
+    queue: QUEUE,
+    concurrency,
+    handlers: [handler],
+    ...(fair ? { fairness: { halfLifeMs } } : {})
+  })
+  await Fleet.serveWorker(lib, backend, { ...STORE, prefix }, worker)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -120,15 +99,15 @@ const runWorker = async () => {
 
 /** A token bucket of `rpm` per minute holding one second's worth; every request recorded as [at, tenant, id, status]. */
 const startProvider = async (rpm) => {
-  const requests = bucket(rpm)
+  const requests = Fleet.bucket(rpm)
   const records = []
-  const provider = await serveProvider((at, params, res) => {
+  const provider = await Fleet.serveProvider((at, params, res) => {
     const tenant = params.get("tenant")
     const id = Number(params.get("id"))
     const waitMs = requests.waitFor(at, 1)
     if (waitMs > 0) {
       records.push([at, tenant, id, 429])
-      rateLimited(res, waitMs)
+      Fleet.rateLimited(res, waitMs)
       return
     }
     requests.take(1)
@@ -136,7 +115,7 @@ const startProvider = async (rpm) => {
     setTimeout(() => {
       res.writeHead(200, { "content-type": "application/json" })
       res.end("{}")
-    }, callMsOf(params))
+    }, Fleet.callMsOf(params))
   })
   return { ...provider, records }
 }
@@ -155,14 +134,14 @@ const quantile = (sorted, q) => {
 
 /** A seeded uniform call time per job, so on and off runs send the same calls. */
 const callTimes = (n, [lo, hi], seed) => {
-  const draw = uniform(seed)
+  const draw = Fleet.uniform(seed)
   return Array.from({ length: n }, () => Math.round(lo + draw() * (hi - lo)))
 }
 
 const runOnce = async (lib, o, backend, mode) => {
   const { Effect } = lib
   const prefix = `slowcall-bench-fair-${process.pid}-${mode}`
-  const store = await openStore(lib, backend, { ...STORE, prefix })
+  const store = await Fleet.openStore(lib, backend, { ...STORE, prefix })
   const provider = await startProvider(o.rpm)
   if (o.limiter)
     await store.run(
@@ -179,10 +158,10 @@ const runOnce = async (lib, o, backend, mode) => {
     halfLifeMs: o.halfLifeMs,
     limiter: o.limiter
   }
-  const workers = await forkWorkers(import.meta.url, o.workers, "FAIR_BENCH", env)
+  const workers = await Fleet.forkWorkers(import.meta.url, o.workers, "FAIR_BENCH", env)
   const times = callTimes(o.a + o.b, o.callMs, 20261230)
   const submit = async (tenant, from, count) => {
-    const at = nowMs()
+    const at = Fleet.nowMs()
     for (let start = 0; start < count; start += 1_000) {
       const items = []
       for (let i = start; i < Math.min(count, start + 1_000); i++) {
@@ -192,16 +171,16 @@ const runOnce = async (lib, o, backend, mode) => {
     }
     return at
   }
-  const startedAt = nowMs()
+  const startedAt = Fleet.nowMs()
   await submit("A", 0, o.a)
-  await sleep(Math.max(0, startedAt + o.bAfterS * 1_000 - nowMs()))
+  await Fleet.sleep(Math.max(0, startedAt + o.bAfterS * 1_000 - Fleet.nowMs()))
   const bAt = await submit("B", o.a, o.b)
   const bIds = new Set(Array.from({ length: o.b }, (_, i) => o.a + i))
   const doneB = () => provider.records.filter((r) => r[1] === "B" && r[3] === 200).length
   const deadline = bAt + o.capS * 1_000
-  while (doneB() < o.b && nowMs() < deadline) await sleep(100)
-  const endedAt = nowMs()
-  await stopWorkers(workers)
+  while (doneB() < o.b && Fleet.nowMs() < deadline) await Fleet.sleep(100)
+  const endedAt = Fleet.nowMs()
+  await Fleet.stopWorkers(workers)
   await store.close()
   await provider.close()
   const firstRequest = new Map()
@@ -239,7 +218,7 @@ const runOnce = async (lib, o, backend, mode) => {
 const fmt = (x) => (x === null ? "-" : x.toFixed(2))
 
 const main = async () => {
-  const lib = await loadLib()
+  const lib = await Fleet.loadLib()
   const range = String(args["call-ms"] ?? "100-300")
     .split("-")
     .map(Number)

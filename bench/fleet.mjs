@@ -220,6 +220,13 @@ export const rateLimited = (res, waitMs) => {
   res.end('{"error":{"type":"rate_limit_error"}}')
 }
 
+/** What an SDK throws for an answer that is not a 200: its status and `retry-after`, as the Limiter reads them. */
+export const providerError = (res) =>
+  Object.assign(new Error(`${res.status} from the provider`), {
+    status: res.status,
+    headers: { "retry-after": res.headers.get("retry-after") ?? undefined }
+  })
+
 /** The call time a request names (`ms`), in ms. */
 export const callMsOf = (params) => Math.max(0, Number(params.get("ms")) || 0)
 

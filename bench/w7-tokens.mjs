@@ -25,21 +25,7 @@
 // Options: --backends postgres,redis --n 1000 --workers 4 --concurrency 16 --rpm 1200 --itpm 600000 --otpm 120000
 // --max-concurrency 8 --input-tokens 500 --max-tokens 400 --call-ms 200-800 --cap-s 600 --json
 // The stores, the worker processes and the provider's buckets and 429s are bench/fleet.mjs's, shared with fairness.mjs.
-import {
-  bucket,
-  callMsOf,
-  forkWorkers,
-  loadLib,
-  nowMs,
-  openStore,
-  parseArgs,
-  rateLimited,
-  serveProvider,
-  serveWorker,
-  sleep,
-  stopWorkers,
-  uniform
-} from "./fleet.mjs"
+import * as Fleet from "./fleet.mjs"
 
 const QUEUE = "w7tokens"
 const TYPE = "w7tokens.call"
@@ -49,14 +35,14 @@ const RESOURCE = "bench:w7tokens:key"
 const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 const RECHECK_MS = Number(process.env.SLOWCALL_BENCH_RECHECK_MS ?? 200)
 
-const args = parseArgs(process.argv.slice(2))
+const args = Fleet.parseArgs(process.argv.slice(2))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Worker process
 // ---------------------------------------------------------------------------------------------------------------
 
 const runWorker = async () => {
-  const lib = await loadLib()
+  const lib = await Fleet.loadLib()
   const { Effect, Schema } = lib
   const { backend, prefix, providerUrl, concurrency, backoffMs } = JSON.parse(process.env.W7_TOKENS)
   // One request per call; a 429 fails it as an SDK would, with the server's retry-after.
@@ -65,10 +51,7 @@ const runWorker = async () => {
     const res = await fetch(`${providerUrl}/call?${query}`, { method: "POST" })
     const body = await res.json()
     if (res.status === 200) return body.usage
-    throw Object.assign(new Error(`${res.status} from the provider`), {
-      status: res.status,
-      headers: { "retry-after": res.headers.get("retry-after") ?? undefined }
-    })
+    throw Fleet.providerError(res)
   }
   const handler = lib.Handler.make({
     type: TYPE,
@@ -95,19 +78,15 @@ const runWorker = async () => {
         null
       )
   })
-  await serveWorker(
-    lib,
-    backend,
-    { ...STORE, prefix },
-    lib.Worker.make({
-      queue: QUEUE,
-      concurrency,
-      prefetch: PREFETCH,
-      retry: { baseMs: backoffMs, capMs: backoffMs },
-      throttle: { recheckMs: RECHECK_MS },
-      handlers: [handler]
-    })
-  )
+  const worker = lib.Worker.make({
+    queue: QUEUE,
+    concurrency,
+    prefetch: PREFETCH,
+    retry: { baseMs: backoffMs, capMs: backoffMs },
+    throttle: { recheckMs: RECHECK_MS },
+    handlers: [handler]
+  })
+  await Fleet.serveWorker(lib, backend, { ...STORE, prefix }, worker)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -116,13 +95,13 @@ const runWorker = async () => {
 
 /** The provider's four limits (see the header); every request recorded as [at, id, status, limit, ms short]. */
 const startProvider = async (o) => {
-  const requests = bucket(o.rpm)
-  const input = bucket(o.itpm)
-  const output = bucket(o.otpm)
+  const requests = Fleet.bucket(o.rpm)
+  const input = Fleet.bucket(o.itpm)
+  const output = Fleet.bucket(o.otpm)
   let inFlight = 0
   let maxInFlight = 0
   const records = []
-  const provider = await serveProvider((at, params, res) => {
+  const provider = await Fleet.serveProvider((at, params, res) => {
     const id = Number(params.get("id"))
     const inputTokens = Number(params.get("input"))
     const maxTokens = Number(params.get("max"))
@@ -133,7 +112,7 @@ const startProvider = async (o) => {
       const limit =
         inFlight >= o.maxConcurrency ? "concurrency" : ["requests", "input", "output"][waits.indexOf(waitMs)]
       records.push([at, id, 429, limit, waitMs])
-      rateLimited(res, waitMs)
+      Fleet.rateLimited(res, waitMs)
       return
     }
     requests.take(1)
@@ -144,10 +123,10 @@ const startProvider = async (o) => {
     records.push([at, id, 200, null])
     setTimeout(() => {
       inFlight -= 1
-      output.giveBack(nowMs(), maxTokens - outputTokens)
+      output.giveBack(Fleet.nowMs(), maxTokens - outputTokens)
       res.writeHead(200, { "content-type": "application/json" })
       res.end(JSON.stringify({ usage: { input_tokens: inputTokens, output_tokens: outputTokens } }))
-    }, callMsOf(params))
+    }, Fleet.callMsOf(params))
   })
   return { ...provider, records, maxInFlight: () => maxInFlight }
 }
@@ -159,7 +138,7 @@ const startProvider = async (o) => {
 const runOnce = async (lib, o, backend) => {
   const { Effect } = lib
   const prefix = `slowcall-bench-w7tokens-${process.pid}`
-  const store = await openStore(lib, backend, { ...STORE, prefix })
+  const store = await Fleet.openStore(lib, backend, { ...STORE, prefix })
   const provider = await startProvider(o)
   await store.run(
     Effect.flatMap(lib.Limiter.Limiter, (limiter) =>
@@ -178,7 +157,7 @@ const runOnce = async (lib, o, backend) => {
       })
     )
   )
-  const draw = uniform(20261206)
+  const draw = Fleet.uniform(20261206)
   const jobs = Array.from({ length: o.n }, (_, id) => ({
     id,
     ms: Math.round(o.callMs[0] + draw() * (o.callMs[1] - o.callMs[0])),
@@ -187,8 +166,8 @@ const runOnce = async (lib, o, backend) => {
     outputTokens: 1 + Math.floor(draw() * o.maxTokens)
   }))
   const env = { backend, prefix, providerUrl: provider.url, concurrency: o.concurrency, backoffMs: 1_000 }
-  const workers = await forkWorkers(import.meta.url, o.workers, "W7_TOKENS", env)
-  const startedAt = nowMs()
+  const workers = await Fleet.forkWorkers(import.meta.url, o.workers, "W7_TOKENS", env)
+  const startedAt = Fleet.nowMs()
   for (let start = 0; start < o.n; start += 1_000) {
     const items = jobs
       .slice(start, start + 1_000)
@@ -197,11 +176,11 @@ const runOnce = async (lib, o, backend) => {
   }
   const succeeded = () => new Set(provider.records.filter((r) => r[2] === 200).map((r) => r[1])).size
   const deadline = startedAt + o.capS * 1_000
-  while (succeeded() < o.n && nowMs() < deadline) await sleep(100)
+  while (succeeded() < o.n && Fleet.nowMs() < deadline) await Fleet.sleep(100)
   // The last success's answer: its admission plus its call time.
   const ends = provider.records.filter((r) => r[2] === 200).map((r) => r[0] + jobs[r[1]].ms)
-  const lastEnd = ends.length === 0 ? nowMs() : Math.max(...ends)
-  await stopWorkers(workers)
+  const lastEnd = ends.length === 0 ? Fleet.nowMs() : Math.max(...ends)
+  await Fleet.stopWorkers(workers)
   await store.close()
   await provider.close()
   const sum = (f) => jobs.reduce((total, job) => total + f(job), 0)
@@ -236,7 +215,7 @@ const runOnce = async (lib, o, backend) => {
 }
 
 const main = async () => {
-  const lib = await loadLib()
+  const lib = await Fleet.loadLib()
   const o = {
     n: Number(args.n ?? 1_000),
     workers: Number(args.workers ?? 4),
