@@ -14,11 +14,8 @@ import * as Store from "@slowcall/core/Store"
 import { Effect, Either } from "effect"
 import type { Browser, Page } from "playwright-core"
 import * as Auth from "../src/Auth.js"
-import { memoryBackend, openDashboard, shots } from "./browser.js"
+import { memoryBackend, openDashboard, poll, shots } from "./browser.js"
 import { type Running, start } from "./harness.js"
-
-/** The view reads the API every second. */
-const poll = { timeout: 5_000 }
 
 const post = async (url: string, path: string, body: unknown = {}) => {
   const res = await fetch(url + path, {

@@ -12,7 +12,7 @@ import * as Limiter from "@slowcall/core/Limiter"
 import { Effect, Either } from "effect"
 import type { Browser, Page } from "playwright-core"
 import * as Auth from "../src/Auth.js"
-import { memoryBackend, openDashboard, shots } from "./browser.js"
+import { memoryBackend, openDashboard, poll, shots } from "./browser.js"
 import { type Running, start } from "./harness.js"
 
 const openai = "openai:gpt-4.1:org/key-a"
@@ -25,9 +25,6 @@ const stateOf = (resource: string) =>
   Effect.flatMap(Limiter.Limiter, (limiter) => limiter.read({ resources: [resource] })).pipe(
     Effect.map((read) => read.resources[0]!)
   )
-
-/** The view reads the API every second. */
-const poll = { timeout: 5_000 }
 
 const row = (page: Page, resource: string) => page.locator(`tr.resource[data-resource="${resource}"]`)
 

@@ -11,7 +11,7 @@ import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
 import { Effect, Either } from "effect"
 import type { Browser, Page } from "playwright-core"
 import * as Auth from "../src/Auth.js"
-import { memoryBackend, openDashboard, shots } from "./browser.js"
+import { memoryBackend, openDashboard, poll, shots } from "./browser.js"
 import { type Running, start } from "./harness.js"
 
 const nightly = Either.getOrThrow(
@@ -31,9 +31,6 @@ const recordOf = (id: string) =>
   Effect.flatMap(ScheduleStore.ScheduleStore, (store) => store.get(id)).pipe(
     Effect.map((reply) => (reply.result._tag === "Found" ? reply.result.record : null))
   )
-
-/** The view reads the API every second. */
-const poll = { timeout: 5_000 }
 
 const row = (page: Page, id: string) => page.locator(`tr.schedule[data-schedule="${id}"]`)
 

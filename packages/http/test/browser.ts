@@ -25,6 +25,9 @@ const chromiumFlags = [
   "--disable-sync"
 ]
 
+/** How long an expectation on a view waits: the views read the API every second. */
+export const poll = { timeout: 5_000 }
+
 /** Debian's Chromium, headless, with the flags that keep it quiet and working in a container. */
 export const launchChromium = () => chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
 
