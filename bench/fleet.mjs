@@ -15,6 +15,7 @@ const REDIS_URL = process.env.SLOWCALL_BENCH_REDIS_URL || "redis://127.0.0.1:637
 /** Wall-clock milliseconds, finer than `Date.now()`. */
 export const nowMs = () => performance.timeOrigin + performance.now()
 
+/** Resolves after `ms` milliseconds. */
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** `--name value` pairs as `{ name: "value" }`; a `--name` not followed by a value is `true`. */
