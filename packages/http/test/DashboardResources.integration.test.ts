@@ -6,30 +6,14 @@
  * another site to the same endpoint is refused and changes nothing; with tokens, a tenant that is not an operator is
  * told so and the pause stays. Screenshots go to test-output/dashboard/.
  */
-import { mkdirSync } from "node:fs"
 import { createServer, type Server as NodeServer } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Limiter from "@slowcall/core/Limiter"
-import * as Store from "@slowcall/core/Store"
-import * as Transport from "@slowcall/core/Transport"
-import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
-import { Effect, Either, Layer } from "effect"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { Effect, Either } from "effect"
+import type { Browser, Page } from "playwright-core"
 import * as Auth from "../src/Auth.js"
+import { memoryBackend, openDashboard, poll, shots } from "./browser.js"
 import { type Running, start } from "./harness.js"
-
-const shots = new URL("../../../test-output/dashboard/", import.meta.url).pathname
-const chromiumFlags = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
-const backend = () =>
-  Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
 
 const openai = "openai:gpt-4.1:org/key-a"
 const anthropic = "anthropic:sonnet:key-b"
@@ -42,21 +26,16 @@ const stateOf = (resource: string) =>
     Effect.map((read) => read.resources[0]!)
   )
 
-/** The view reads the API every second. */
-const poll = { timeout: 5_000 }
-
 const row = (page: Page, resource: string) => page.locator(`tr.resource[data-resource="${resource}"]`)
 
 describe("dashboard: the resource view in Chromium", () => {
   let server: Running
   let browser: Browser
   let page: Page
+  let close = async () => {}
 
   beforeAll(async () => {
-    mkdirSync(shots, { recursive: true })
-    server = await start(backend(), { queue: "resources" })
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
-    page = await browser.newPage({ viewport: { width: 1366, height: 900 } })
+    ;({ server, browser, page, close } = await openDashboard({ queue: "resources" }))
     await server.run(
       Effect.flatMap(Limiter.Limiter, (limiter) =>
         limiter.define({
@@ -71,13 +50,10 @@ describe("dashboard: the resource view in Chromium", () => {
       )
     )
   })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  afterAll(() => close())
 
   it("says so when there is no resource yet", async () => {
-    const empty = await start(backend())
+    const empty = await start(memoryBackend())
     const view = await browser.newPage()
     try {
       await view.goto(`${empty.url}/#/resources`)
@@ -234,7 +210,7 @@ describe("dashboard: the resource view in Chromium", () => {
     const tokens = Either.getOrThrow(
       Auth.parseTokens(`ops ${Auth.hashToken(operator)}\nacme ${Auth.hashToken(tenant)}`)
     )
-    const secured = await start(backend(), { tokens, operators: ["ops"] })
+    const secured = await start(memoryBackend(), { tokens, operators: ["ops"] })
     const view = await browser.newPage({ viewport: { width: 1366, height: 900 } })
     try {
       await secured.run(
