@@ -7,9 +7,17 @@
 //            concurrent calls), named on the handler, so each worker admits its calls through the Limiter; a 429
 //            with retry-after pauses the resource for every worker and hands the job's attempt back.
 // - detectMs: no mapping; the worker has no separate expiry scan to tune (see `gaps`).
+// Over the Store layer each adapter builds (its store layer, its setup and `pending` stay in its own file), the harness
+// calls are made the same way on both backends (`adapterCalls`).
 
 /** The resource W7's calls name: one provider key shared by every worker process. */
 export const RESOURCE = "bench:provider:key"
+
+/** The queue the adapters submit to and work (its one job type has the same name). */
+export const QUEUE = "anchors"
+
+/** Jobs the worker claims ahead of a free slot (its local queue): the one setting changed from the defaults. */
+export const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 
 /** The call timeout that gives a lease of `leaseMs` (`leaseFor` adds 10%, at least 1 s). */
 const timeoutFor = (leaseMs) => Math.max(1, Math.min(Math.floor(leaseMs / 1.1), leaseMs - 1000))
@@ -73,4 +81,84 @@ export function runOf({ Effect, handler, limited }) {
       }),
       null
     )
+}
+
+/**
+ * The harness calls both adapters make alike, over a Store layer the adapter builds: `open` builds it with the Client
+ * (and, on a fresh W7 setup, defines the provider's limits once in the Store every worker reads) and returns the
+ * layer's context; `enqueue`, `enqueueBulk`, `startWorker` and `stop` are the adapter's own; `close` closes the
+ * worker's scope, then the layer's.
+ * @param {{ effect: typeof import("effect"), lib: any, settings: ReturnType<typeof settingsOf> }} options
+ */
+export function adapterCalls({ effect, lib, settings }) {
+  const { Effect, Exit, Layer, Schema, Scope } = effect
+  const { Client, Handler, Limiter, Worker } = lib
+  let layerScope
+  let context
+  let client
+  let workerScope
+  const submitted = (input) => ({ queue: QUEUE, type: QUEUE, input, maxAttempts: settings.maxAttempts })
+  const runPromise = (program) => Effect.runPromise(Effect.provide(program, context))
+
+  return {
+    async open(layer, { fresh }) {
+      layerScope = await Effect.runPromise(Scope.make())
+      context = await Effect.runPromise(Layer.buildWithScope(layer, layerScope))
+      client = await runPromise(Client.make)
+      // W7: the provider's limits, once, in the Store every worker reads.
+      if (fresh && settings.limits !== undefined)
+        await runPromise(
+          Effect.flatMap(Limiter.Limiter, (limiter) =>
+            limiter.define({ items: [{ resource: RESOURCE, limits: settings.limits }] })
+          )
+        )
+      return context
+    },
+
+    async enqueue(jobs) {
+      for (const input of jobs) await runPromise(client.submit(submitted(input)))
+    },
+
+    async enqueueBulk(jobs) {
+      await runPromise(client.submitMany(jobs.map(submitted)))
+    },
+
+    async startWorker({ concurrency, handler }) {
+      const job = Handler.make({
+        type: QUEUE,
+        version: 1,
+        input: Schema.Unknown,
+        result: Schema.Null,
+        attempt: settings.attempt,
+        ...(settings.limits === undefined ? {} : { resource: RESOURCE }),
+        run: runOf({ Effect, handler, limited: settings.limits !== undefined })
+      })
+      workerScope = await Effect.runPromise(Scope.make())
+      await runPromise(
+        Scope.extend(
+          Worker.make({
+            queue: QUEUE,
+            concurrency,
+            prefetch: PREFETCH,
+            retry: settings.workerRetry,
+            throttle: settings.throttle,
+            handlers: [job]
+          }),
+          workerScope
+        )
+      )
+    },
+
+    // Closing the worker's scope stops claiming and lets running handlers finish (shutdownGraceMs).
+    async stop() {
+      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
+      workerScope = undefined
+    },
+
+    async close() {
+      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
+      if (layerScope) await Effect.runPromise(Scope.close(layerScope, Exit.void))
+      workerScope = layerScope = context = client = undefined
+    }
+  }
 }

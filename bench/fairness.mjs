@@ -26,65 +26,26 @@
 // picked up and done by the end; A's successful calls per second over the run; the provider's 200s and 429s.
 // Options: --backends postgres,redis --modes on,off --a 5000 --b 50 --b-after-s 10 --rpm 600 --call-ms 100-300
 // --workers 2 --concurrency 4 --cap-s 60 --half-life-ms 30000 --limiter --json (one JSON line at the end).
-import { fork } from "node:child_process"
-import http from "node:http"
-import { pathToFileURL } from "node:url"
-import { bundleOf } from "../scripts/bundle.mjs"
+// The stores, the worker processes and the provider's bucket and 429 are bench/fleet.mjs's, shared with w7-tokens.mjs.
+import * as Fleet from "./fleet.mjs"
 
 const QUEUE = "fair"
 const TYPE = "fair.call"
-const PG_URL_BASE = process.env.SLOWCALL_BENCH_PG_URL || "postgres://postgres@127.0.0.1:5432"
-const PG_DB = "slowcall_bench_fairness"
-const REDIS_URL = process.env.SLOWCALL_BENCH_REDIS_URL || "redis://127.0.0.1:6379/3"
+/** The Postgres database of the runs and the workers' pools. */
+const STORE = { database: "slowcall_bench_fairness", poolMax: 4 }
 /** With `--limiter`: the provider key every call names. */
 const RESOURCE = "bench:fairness:key"
 
-const nowMs = () => performance.timeOrigin + performance.now()
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const args = (() => {
-  const out = {}
-  const argv = process.argv.slice(2)
-  for (let i = 0; i < argv.length; i++) {
-    const name = argv[i]
-    if (!name.startsWith("--")) continue
-    const next = argv[i + 1]
-    if (next === undefined || next.startsWith("--")) out[name.slice(2)] = true
-    else out[name.slice(2)] = argv[++i]
-  }
-  return out
-})()
-
-const loadLib = async () => {
-  const [effect, lib] = await Promise.all([
-    import("effect"),
-    bundleOf(new URL("./lib.ts", import.meta.url).pathname).then((file) => import(pathToFileURL(file).href))
-  ])
-  return { ...effect, ...lib }
-}
-
-/** The Store layer of a backend (the workers' and the orchestrator's). */
-const storeLayer = async (lib, backend, { migrate, prefix }) => {
-  if (backend === "postgres") {
-    const pg = (await import("pg")).default
-    const pool = new pg.Pool({ connectionString: `${PG_URL_BASE}/${PG_DB}`, max: 4 })
-    pool.on("error", () => {})
-    return { layer: lib.PgStore.layer({ pool, migrate }), close: () => pool.end() }
-  }
-  return { layer: lib.RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false }), close: async () => {} }
-}
+const args = Fleet.parseArgs(process.argv.slice(2))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Worker process
 // ---------------------------------------------------------------------------------------------------------------
 
 const runWorker = async () => {
-  const lib = await loadLib()
-  const { Effect, Layer, Schema, Scope, Exit } = lib
+  const lib = await Fleet.loadLib()
+  const { Effect, Schema } = lib
   const { backend, prefix, providerUrl, fair, concurrency, halfLifeMs, limiter } = JSON.parse(process.env.FAIR_BENCH)
-  const { layer, close } = await storeLayer(lib, backend, { migrate: false, prefix })
-  const scope = await Effect.runPromise(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   // The call: one request per try; a 429 waits its retry-after and tries again (bounded), holding the slot.
   const call = async (input) => {
     for (let tries = 0; tries < 1_000; tries++) {
@@ -94,7 +55,7 @@ const runWorker = async () => {
       await res.arrayBuffer()
       if (res.status === 200) return null
       const retryAfterS = Number(res.headers.get("retry-after") ?? "1")
-      await sleep(Math.max(1, retryAfterS) * 1_000)
+      await Fleet.sleep(Math.max(1, retryAfterS) * 1_000)
     }
     throw new Error("provider kept answering 429")
   }
@@ -105,10 +66,7 @@ const runWorker = async () => {
     })
     await res.arrayBuffer()
     if (res.status === 200) return null
-    throw Object.assign(new Error(`${res.status} from the provider`), {
-      status: res.status,
-      headers: { "retry-after": res.headers.get("retry-after") ?? undefined }
-    })
+    throw Fleet.providerError(res)
   }
   const handler = lib.Handler.make({
     type: TYPE,
@@ -126,24 +84,13 @@ const runWorker = async () => {
           })
       : (input) => Effect.promise(() => call(input))
   })
-  await Effect.runPromise(
-    Scope.extend(
-      lib.Worker.make({
-        queue: QUEUE,
-        concurrency,
-        handlers: [handler],
-        ...(fair ? { fairness: { halfLifeMs } } : {})
-      }),
-      scope
-    ).pipe(Effect.provide(context))
-  )
-  process.send?.("ready")
-  process.on("message", async (message) => {
-    if (message !== "stop") return
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    await close()
-    process.exit(0)
+  const worker = lib.Worker.make({
+    queue: QUEUE,
+    concurrency,
+    handlers: [handler],
+    ...(fair ? { fairness: { halfLifeMs } } : {})
   })
+  await Fleet.serveWorker(lib, backend, { ...STORE, prefix }, worker)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -152,47 +99,25 @@ const runWorker = async () => {
 
 /** A token bucket of `rpm` per minute holding one second's worth; every request recorded as [at, tenant, id, status]. */
 const startProvider = async (rpm) => {
-  const perMs = rpm / 60_000
-  const capacity = Math.max(1, rpm / 60)
-  let tokens = capacity
-  let refilledAt = nowMs()
+  const requests = Fleet.bucket(rpm)
   const records = []
-  const server = http.createServer((req, res) => {
-    const at = nowMs()
-    const url = new URL(req.url, "http://provider")
-    tokens = Math.min(capacity, tokens + (at - refilledAt) * perMs)
-    refilledAt = at
-    req.resume()
-    const tenant = url.searchParams.get("tenant")
-    const id = Number(url.searchParams.get("id"))
-    if (tokens < 1) {
+  const provider = await Fleet.serveProvider((at, params, res) => {
+    const tenant = params.get("tenant")
+    const id = Number(params.get("id"))
+    const waitMs = requests.waitFor(at, 1)
+    if (waitMs > 0) {
       records.push([at, tenant, id, 429])
-      const retryAfterS = Math.max(1, Math.ceil((1 - tokens) / perMs / 1_000))
-      res.writeHead(429, { "retry-after": String(retryAfterS), "content-type": "application/json" })
-      res.end('{"error":{"type":"rate_limit_error"}}')
+      Fleet.rateLimited(res, waitMs)
       return
     }
-    tokens -= 1
+    requests.take(1)
     records.push([at, tenant, id, 200])
-    setTimeout(
-      () => {
-        res.writeHead(200, { "content-type": "application/json" })
-        res.end("{}")
-      },
-      Math.max(0, Number(url.searchParams.get("ms")) || 0)
-    )
+    setTimeout(() => {
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end("{}")
+    }, Fleet.callMsOf(params))
   })
-  server.keepAliveTimeout = 60_000
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    records,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections()
-        server.close(resolve)
-      })
-  }
+  return { ...provider, records }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -207,65 +132,21 @@ const quantile = (sorted, q) => {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo)
 }
 
-/** A seeded uniform call time per job (mulberry32), so on and off runs send the same calls. */
+/** A seeded uniform call time per job, so on and off runs send the same calls. */
 const callTimes = (n, [lo, hi], seed) => {
-  let a = seed >>> 0
-  const out = []
-  for (let i = 0; i < n; i++) {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    out.push(Math.round(lo + (((t ^ (t >>> 14)) >>> 0) / 4294967296) * (hi - lo)))
-  }
-  return out
-}
-
-const recreateDatabase = async () => {
-  const pg = (await import("pg")).default
-  const admin = new pg.Client({ connectionString: `${PG_URL_BASE}/postgres` })
-  await admin.connect()
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS "${PG_DB}" WITH (FORCE)`)
-    await admin.query(`CREATE DATABASE "${PG_DB}"`)
-  } finally {
-    await admin.end()
-  }
-}
-
-const dropRedisKeys = async (prefix) => {
-  const { Redis } = await import("ioredis")
-  const redis = new Redis(REDIS_URL)
-  try {
-    let cursor = "0"
-    for (let round = 0; round < 100_000; round++) {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000)
-      if (keys.length > 0) await redis.unlink(...keys)
-      cursor = next
-      if (cursor === "0") break
-    }
-  } finally {
-    redis.disconnect()
-  }
+  const draw = Fleet.uniform(seed)
+  return Array.from({ length: n }, () => Math.round(lo + draw() * (hi - lo)))
 }
 
 const runOnce = async (lib, o, backend, mode) => {
-  const { Effect, Layer, Scope, Exit } = lib
+  const { Effect } = lib
   const prefix = `slowcall-bench-fair-${process.pid}-${mode}`
-  if (backend === "postgres") await recreateDatabase()
-  else await dropRedisKeys(prefix)
+  const store = await Fleet.openStore(lib, backend, { ...STORE, prefix })
   const provider = await startProvider(o.rpm)
-  const { layer, close } = await storeLayer(lib, backend, { migrate: true, prefix })
-  const scope = await Effect.runPromise(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
-  const client = await Effect.runPromise(Effect.provide(lib.Client.make, context))
   if (o.limiter)
-    await Effect.runPromise(
-      Effect.provide(
-        Effect.flatMap(lib.Limiter.Limiter, (limiter) =>
-          limiter.define({ items: [{ resource: RESOURCE, limits: { requestsPerMinute: o.rpm } }] })
-        ),
-        context
+    await store.run(
+      Effect.flatMap(lib.Limiter.Limiter, (limiter) =>
+        limiter.define({ items: [{ resource: RESOURCE, limits: { requestsPerMinute: o.rpm } }] })
       )
     )
   const env = {
@@ -277,50 +158,31 @@ const runOnce = async (lib, o, backend, mode) => {
     halfLifeMs: o.halfLifeMs,
     limiter: o.limiter
   }
-  const workers = []
-  for (let i = 0; i < o.workers; i++) {
-    const child = fork(new URL(import.meta.url).pathname, ["--worker"], {
-      env: { ...process.env, FAIR_BENCH: JSON.stringify(env) },
-      stdio: ["ignore", "inherit", "inherit", "ipc"]
-    })
-    workers.push(child)
-  }
-  await Promise.all(workers.map((child) => new Promise((resolve) => child.once("message", resolve))))
+  const workers = await Fleet.forkWorkers(import.meta.url, o.workers, "FAIR_BENCH", env)
   const times = callTimes(o.a + o.b, o.callMs, 20261230)
   const submit = async (tenant, from, count) => {
-    const at = nowMs()
+    const at = Fleet.nowMs()
     for (let start = 0; start < count; start += 1_000) {
       const items = []
       for (let i = start; i < Math.min(count, start + 1_000); i++) {
         items.push({ queue: QUEUE, type: TYPE, tenant, input: { tenant, id: from + i, ms: times[from + i] } })
       }
-      await Effect.runPromise(Effect.provide(client.submitMany(items), context))
+      await store.run(store.client.submitMany(items))
     }
     return at
   }
-  const startedAt = nowMs()
+  const startedAt = Fleet.nowMs()
   await submit("A", 0, o.a)
-  await sleep(Math.max(0, startedAt + o.bAfterS * 1_000 - nowMs()))
+  await Fleet.sleep(Math.max(0, startedAt + o.bAfterS * 1_000 - Fleet.nowMs()))
   const bAt = await submit("B", o.a, o.b)
   const bIds = new Set(Array.from({ length: o.b }, (_, i) => o.a + i))
   const doneB = () => provider.records.filter((r) => r[1] === "B" && r[3] === 200).length
   const deadline = bAt + o.capS * 1_000
-  while (doneB() < o.b && nowMs() < deadline) await sleep(100)
-  const endedAt = nowMs()
-  await Promise.all(
-    workers.map(
-      (child) =>
-        new Promise((resolve) => {
-          child.once("exit", resolve)
-          child.send("stop")
-          setTimeout(() => child.kill("SIGKILL"), 15_000).unref()
-        })
-    )
-  )
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  await close()
+  while (doneB() < o.b && Fleet.nowMs() < deadline) await Fleet.sleep(100)
+  const endedAt = Fleet.nowMs()
+  await Fleet.stopWorkers(workers)
+  await store.close()
   await provider.close()
-  if (backend === "redis") await dropRedisKeys(prefix)
   const firstRequest = new Map()
   const firstSuccess = new Map()
   for (const [at, tenant, id, status] of provider.records) {
@@ -356,7 +218,7 @@ const runOnce = async (lib, o, backend, mode) => {
 const fmt = (x) => (x === null ? "-" : x.toFixed(2))
 
 const main = async () => {
-  const lib = await loadLib()
+  const lib = await Fleet.loadLib()
   const range = String(args["call-ms"] ?? "100-300")
     .split("-")
     .map(Number)

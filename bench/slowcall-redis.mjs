@@ -27,21 +27,18 @@
 // as a user's build would ship it; the measured process never compiles TypeScript.
 import { pathToFileURL } from "node:url"
 import { bundleOf } from "../scripts/bundle.mjs"
-import { infoOf, RESOURCE, runOf, settingsOf } from "./common.mjs"
+import { adapterCalls, infoOf, PREFETCH, QUEUE, settingsOf } from "./common.mjs"
 
-const [{ Context, Effect, Exit, Layer, Schema, Scope }, lib, ioredis] = await Promise.all([
+const [effect, lib, ioredis] = await Promise.all([
   import("effect"),
   bundleOf(new URL("./lib.ts", import.meta.url).pathname).then((file) => import(pathToFileURL(file).href)),
   import("ioredis")
 ])
-const { RedisStore, Client, Handler, Limiter, Worker } = lib
+const { Context, Effect } = effect
+const { RedisStore } = lib
 
-const QUEUE = "anchors"
-const TYPE = "anchors"
 const PREFIX = "anchors-slowcall"
 const REDIS_URL = process.env.SLOWCALL_BENCH_REDIS_URL || "redis://127.0.0.1:6379/3"
-/** Jobs the worker claims ahead of a free slot (its local queue): the one setting changed from the defaults. */
-const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 
 /** Deletes this adapter's keys (never a whole database). */
 async function dropKeys() {
@@ -61,15 +58,9 @@ async function dropKeys() {
 /** @param {{ url?: string }} [options] */
 export default function create(options = {}) {
   const url = options.url || REDIS_URL
-  let layerScope
-  let context
-  let client
   let store
-  let workerScope
   const settings = settingsOf(options)
-  const submitted = (input) => ({ queue: QUEUE, type: TYPE, input, maxAttempts: settings.maxAttempts })
-
-  const runPromise = (effect) => Effect.runPromise(Effect.provide(effect, context))
+  const calls = adapterCalls({ effect, lib, settings })
 
   return {
     name: "slowcall-redis",
@@ -85,54 +76,13 @@ export default function create(options = {}) {
 
     async setup({ fresh }) {
       if (fresh) await dropKeys()
-      layerScope = await Effect.runPromise(Scope.make())
-      context = await Effect.runPromise(
-        Layer.buildWithScope(RedisStore.layer({ url, prefix: PREFIX, checkServer: false }), layerScope)
-      )
-      client = await runPromise(Client.make)
-      // W7: the provider's limits, once, in the Store every worker reads.
-      if (fresh && settings.limits !== undefined)
-        await runPromise(
-          Effect.flatMap(Limiter.Limiter, (limiter) =>
-            limiter.define({ items: [{ resource: RESOURCE, limits: settings.limits }] })
-          )
-        )
+      const context = await calls.open(RedisStore.layer({ url, prefix: PREFIX, checkServer: false }), { fresh })
       store = Context.get(context, RedisStore.RedisStore)
     },
 
-    async enqueue(jobs) {
-      for (const input of jobs) await runPromise(client.submit(submitted(input)))
-    },
-
-    async enqueueBulk(jobs) {
-      await runPromise(client.submitMany(jobs.map(submitted)))
-    },
-
-    async startWorker({ concurrency, handler }) {
-      const job = Handler.make({
-        type: TYPE,
-        version: 1,
-        input: Schema.Unknown,
-        result: Schema.Null,
-        attempt: settings.attempt,
-        ...(settings.limits === undefined ? {} : { resource: RESOURCE }),
-        run: runOf({ Effect, handler, limited: settings.limits !== undefined })
-      })
-      workerScope = await Effect.runPromise(Scope.make())
-      await runPromise(
-        Scope.extend(
-          Worker.make({
-            queue: QUEUE,
-            concurrency,
-            prefetch: PREFETCH,
-            retry: settings.workerRetry,
-            throttle: settings.throttle,
-            handlers: [job]
-          }),
-          workerScope
-        )
-      )
-    },
+    enqueue: calls.enqueue,
+    enqueueBulk: calls.enqueueBulk,
+    startWorker: calls.startWorker,
 
     info: () => infoOf(settings, { redisUrl: url }),
 
@@ -141,16 +91,11 @@ export default function create(options = {}) {
       return stats.byState.queued + stats.byState.running
     },
 
-    // Closing the worker's scope stops receiving and lets running handlers finish (shutdownGraceMs).
-    async stop() {
-      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
-      workerScope = undefined
-    },
+    stop: calls.stop,
 
     async teardown() {
-      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
-      if (layerScope) await Effect.runPromise(Scope.close(layerScope, Exit.void))
-      workerScope = layerScope = context = client = store = undefined
+      await calls.close()
+      store = undefined
     }
   }
 }

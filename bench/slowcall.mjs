@@ -24,21 +24,17 @@
 // (scripts/bundle.mjs: compiled once, cached by content), as a user's build would ship it.
 import { pathToFileURL } from "node:url"
 import { bundleOf } from "../scripts/bundle.mjs"
-import { infoOf, RESOURCE, runOf, settingsOf } from "./common.mjs"
+import { adapterCalls, infoOf, PREFETCH, QUEUE, settingsOf } from "./common.mjs"
 
-const [{ Effect, Exit, Layer, Schema, Scope }, lib, pgModule] = await Promise.all([
+const [effect, lib, pgModule] = await Promise.all([
   import("effect"),
   bundleOf(new URL("./lib.ts", import.meta.url).pathname).then((file) => import(pathToFileURL(file).href)),
   import("pg")
 ])
-const { PgStore, Client, Handler, Limiter, Worker } = lib
+const { PgStore } = lib
 const pg = pgModule.default
 
-const QUEUE = "anchors"
-const TYPE = "anchors"
 const SCHEMA = "slowcall"
-/** Jobs the worker claims ahead of a free slot (its local queue). */
-const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 const PG_URL_BASE = process.env.ANCHORS_PG_URL || "postgres://postgres@127.0.0.1:5432"
 
 async function recreateDatabase(db) {
@@ -57,14 +53,8 @@ export default function create(options = {}) {
   const db = options.db || "anchors_slowcall"
   const connectionString = `${PG_URL_BASE}/${db}`
   let pool
-  let layerScope
-  let context
-  let client
-  let workerScope
   const settings = settingsOf(options)
-  const submitted = (input) => ({ queue: QUEUE, type: TYPE, input, maxAttempts: settings.maxAttempts })
-
-  const runPromise = (effect) => Effect.runPromise(Effect.provide(effect, context))
+  const calls = adapterCalls({ effect, lib, settings })
 
   return {
     name: "slowcall",
@@ -82,53 +72,12 @@ export default function create(options = {}) {
       if (fresh) await recreateDatabase(db)
       pool = new pg.Pool({ connectionString, max: options.poolMax ?? (role === "worker" ? 8 : 4) })
       pool.on("error", () => {})
-      layerScope = await Effect.runPromise(Scope.make())
-      context = await Effect.runPromise(
-        Layer.buildWithScope(PgStore.layer({ pool, schema: SCHEMA, migrate: fresh }), layerScope)
-      )
-      client = await runPromise(Client.make)
-      // W7: the provider's limits, once, in the Store every worker reads.
-      if (fresh && settings.limits !== undefined)
-        await runPromise(
-          Effect.flatMap(Limiter.Limiter, (limiter) =>
-            limiter.define({ items: [{ resource: RESOURCE, limits: settings.limits }] })
-          )
-        )
+      await calls.open(PgStore.layer({ pool, schema: SCHEMA, migrate: fresh }), { fresh })
     },
 
-    async enqueue(jobs) {
-      for (const input of jobs) await runPromise(client.submit(submitted(input)))
-    },
-
-    async enqueueBulk(jobs) {
-      await runPromise(client.submitMany(jobs.map(submitted)))
-    },
-
-    async startWorker({ concurrency, handler }) {
-      const job = Handler.make({
-        type: TYPE,
-        version: 1,
-        input: Schema.Unknown,
-        result: Schema.Null,
-        attempt: settings.attempt,
-        ...(settings.limits === undefined ? {} : { resource: RESOURCE }),
-        run: runOf({ Effect, handler, limited: settings.limits !== undefined })
-      })
-      workerScope = await Effect.runPromise(Scope.make())
-      await runPromise(
-        Scope.extend(
-          Worker.make({
-            queue: QUEUE,
-            concurrency,
-            prefetch: PREFETCH,
-            retry: settings.workerRetry,
-            throttle: settings.throttle,
-            handlers: [job]
-          }),
-          workerScope
-        )
-      )
-    },
+    enqueue: calls.enqueue,
+    enqueueBulk: calls.enqueueBulk,
+    startWorker: calls.startWorker,
 
     info: () => infoOf(settings, { database: db }),
 
@@ -145,17 +94,12 @@ export default function create(options = {}) {
       await pool.query(`VACUUM ANALYZE ${SCHEMA}.jobs`)
     },
 
-    // Closing the worker's scope stops claiming and lets running handlers finish (shutdownGraceMs).
-    async stop() {
-      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
-      workerScope = undefined
-    },
+    stop: calls.stop,
 
     async teardown() {
-      if (workerScope) await Effect.runPromise(Scope.close(workerScope, Exit.void))
-      if (layerScope) await Effect.runPromise(Scope.close(layerScope, Exit.void))
+      await calls.close()
       if (pool) await pool.end()
-      workerScope = layerScope = context = client = pool = undefined
+      pool = undefined
     }
   }
 }

@@ -37,6 +37,12 @@ const pauseText = (view: any): string => {
 const permitsText = (view: any): string =>
   `${view.permitsInUse}${view.maxConcurrent === null ? "" : `/${view.maxConcurrent}`}`
 
+/**
+ * The concurrency cap the fleet learned from the provider's 429s, `-` when none: kept only while below the declared
+ * cap (or with none declared), so when there is one it is the cap in force.
+ */
+const learnedText = (view: any): string => (view.learnedConcurrent === null ? "-" : String(view.learnedConcurrent))
+
 /** The 429s the fleet reported: the pauses a rate limit or a spend cap set. */
 const seen429 = (view: any): number => view.counters.pauses.rate_limited + view.counters.pauses.quota_exhausted
 
@@ -68,6 +74,10 @@ const resourceLines = (view: any): string => {
     ["resource", view.resource],
     ["limits", limitsText(view.limits)],
     ["permits", `${permitsText(view)} in use`],
+    [
+      "learned cap",
+      view.learnedConcurrent === null ? "-" : `${view.learnedConcurrent} at once, learned from 429s (in force)`
+    ],
     ["requests", bucketText(view.buckets.requests)],
     ["input tok", bucketText(view.buckets.inputTokens)],
     ["output tok", bucketText(view.buckets.outputTokens)],
@@ -115,10 +125,11 @@ const list = Command.make("list", { url, json }, ({ json, url }) =>
     }
     yield* Console.log(
       table(
-        ["RESOURCE", "PERMITS", "REQUESTS", "INPUT TOKENS", "OUTPUT TOKENS", "PAUSE", "429S", "WAITS"],
+        ["RESOURCE", "PERMITS", "LEARNED", "REQUESTS", "INPUT TOKENS", "OUTPUT TOKENS", "PAUSE", "429S", "WAITS"],
         body.resources.map((view: any) => [
           view.resource,
           permitsText(view),
+          learnedText(view),
           bucketText(view.buckets.requests),
           bucketText(view.buckets.inputTokens),
           bucketText(view.buckets.outputTokens),
@@ -131,7 +142,7 @@ const list = Command.make("list", { url, json }, ({ json, url }) =>
   })
 ).pipe(
   Command.withDescription(
-    "every resource: permits in use against the cap, each bucket as level/capacity, the pause, 429s seen and waits"
+    "every resource: permits in use against the cap, the cap learned from 429s, each bucket as level/capacity, the pause, 429s seen and waits"
   )
 )
 
@@ -140,7 +151,11 @@ const get = Command.make("get", { resource, url, json }, ({ json, resource, url 
     const body = yield* request(url, "GET", pathOf(resource))
     yield* Console.log(json ? JSON.stringify(body, null, 2) : resourceLines(body.resource))
   })
-).pipe(Command.withDescription("one resource: its limits, buckets, pause, counters and the live permits"))
+).pipe(
+  Command.withDescription(
+    "one resource: its limits, the cap learned from 429s, buckets, pause, counters and the live permits"
+  )
+)
 
 /** `MIN-PRIORITY:SHARE`, such as `1:0.25`; undefined when it is not that. */
 const parseShare = (text: string): { readonly minPriority: number; readonly share: number } | undefined => {

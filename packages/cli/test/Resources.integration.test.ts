@@ -1,7 +1,7 @@
 /**
  * `slowcall resources` as a user runs it (`packages/cli/bin/slowcall.mjs`) against a live server on the memory store:
- * set, list, get, pause and resume, with `--json` printing the API's body unchanged, an id with `:` and `/`, and
- * every refusal one line with nothing written.
+ * set, list, get, pause and resume, with `--json` printing the API's body unchanged, an id with `:` and `/`, a cap
+ * the fleet learned from a 429 beside the declared one, and every refusal one line with nothing written.
  */
 import { execFile } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -89,14 +89,17 @@ describe("slowcall resources against a running server", () => {
     const list = await slowcall(["resources", "list", "--url", server.url])
     expect(list.code, list.stderr).toBe(0)
     const [header, row] = list.stdout.trimEnd().split("\n")
-    expect(header).toMatch(/^RESOURCE\s+PERMITS\s+REQUESTS\s+INPUT TOKENS\s+OUTPUT TOKENS\s+PAUSE\s+429S\s+WAITS$/)
+    expect(header).toMatch(
+      /^RESOURCE\s+PERMITS\s+LEARNED\s+REQUESTS\s+INPUT TOKENS\s+OUTPUT TOKENS\s+PAUSE\s+429S\s+WAITS$/
+    )
     expect(row).toMatch(
-      /^openai:gpt-4\.1:org\/key-a\s+1\/4\s+\S+\/10 \(600\/min\)\s+-\s+\S+\/1,500 \(90,000\/min\)\s+-\s+0\s+0$/
+      /^openai:gpt-4\.1:org\/key-a\s+1\/4\s+-\s+\S+\/10 \(600\/min\)\s+-\s+\S+\/1,500 \(90,000\/min\)\s+-\s+0\s+0$/
     )
 
     const get = await slowcall(["resources", "get", resource, "--url", server.url])
     expect(get.code, get.stderr).toBe(0)
     expect(get.stdout).toMatch(/^permits {6}1\/4 in use$/m)
+    expect(get.stdout).toMatch(/^learned cap {2}-$/m)
     expect(get.stdout).toMatch(/^CALL\s+JOB\s+TENANT\s+PRIORITY\s+UNTIL\s+PROBE$/m)
     expect(get.stdout).toMatch(/^call-1\s+job-1\s+acme\s+2\s+\S+Z$/m)
 
@@ -107,6 +110,50 @@ describe("slowcall resources against a running server", () => {
     expect({ ...printed.resource, buckets: null }).toEqual({ ...api.resource, buckets: null })
     const listed = JSON.parse((await slowcall(["resources", "list", "--json", "--url", server.url])).stdout)
     expect(listed.resources.map((r: any) => r.resource)).toEqual([resource])
+    expect(listed.resources[0].learnedConcurrent).toBeNull()
+  })
+
+  it("a cap learned from a 429 shows beside the declared one in list and get, and in --json", async () => {
+    // Two more calls start beside job-1's; the provider refuses the third with a 429: it takes two at once.
+    const holders = ["job-2", "job-3"].map((jobId) => ({ jobId, token: 1 }))
+    await server.run(
+      Effect.flatMap(Limiter.Limiter, (limiter) =>
+        Effect.zipRight(
+          limiter.apply({
+            items: holders.map((holder) => ({
+              _tag: "Acquire" as const,
+              resource,
+              callId: `call-${holder.jobId}`,
+              holder,
+              leaseMs: 60_000
+            }))
+          }),
+          limiter.apply({
+            items: [
+              {
+                _tag: "Release",
+                resource,
+                callId: "call-job-3",
+                holder: holders[1]!,
+                reached: true,
+                rateLimited: true
+              }
+            ]
+          })
+        )
+      )
+    )
+
+    const list = await slowcall(["resources", "list", "--url", server.url])
+    const get = await slowcall(["resources", "get", resource, "--url", server.url])
+    const json = JSON.parse((await slowcall(["resources", "list", "--json", "--url", server.url])).stdout)
+
+    expect(list.code, list.stderr).toBe(0)
+    expect(list.stdout.trimEnd().split("\n")[1]).toMatch(/^openai:gpt-4\.1:org\/key-a\s+2\/4\s+2\s+\S+\/10 /)
+    expect(get.code, get.stderr).toBe(0)
+    expect(get.stdout).toMatch(/^permits {6}2\/4 in use$/m)
+    expect(get.stdout).toMatch(/^learned cap {2}2 at once, learned from 429s \(in force\)$/m)
+    expect(json.resources[0]).toMatchObject({ resource, maxConcurrent: 4, learnedConcurrent: 2, permitsInUse: 2 })
   })
 
   it("pause for a while or until resumed, then resume; resuming twice says nothing changed", async () => {

@@ -351,6 +351,8 @@ export const samples = (read: {
 export const resourceHelp: Readonly<Record<string, string>> = {
   slowcall_resource_permits_in_use: "calls holding a live permit of the resource, across the fleet",
   slowcall_resource_max_concurrent: "the resource's cap on concurrent calls (absent: no cap)",
+  slowcall_resource_learned_concurrent:
+    "the cap on concurrent calls the fleet learned from the provider's 429s; the lower of it and max_concurrent is in force (absent: none learned)",
   slowcall_resource_bucket_level:
     "what the resource's bucket holds now, per dimension (requests, input or output tokens); negative is debt",
   slowcall_resource_bucket_capacity: "the most the resource's bucket holds, per dimension",
@@ -367,9 +369,10 @@ const pauseKinds: ReadonlyArray<PauseKind> = ["rate_limited", "quota_exhausted",
 
 /**
  * The per-resource metrics of one `Limiter.read`, as samples (tag `resource` on each): permits in use and the cap,
- * each bucket's level and capacity (tag `dimension`), whether a pause of each kind is in force (tag `kind`, 1 or 0)
- * and the half-open state, and the resource's counters as counters (grants, waits per `reason`, acquires refused
- * while paused, pauses per `kind`). The store keeps the counters for the whole fleet, so they only grow whichever
+ * the cap learned from 429s (no sample while none is learned, as a resource without a cap has no `max_concurrent`
+ * sample), each bucket's level and capacity (tag `dimension`), whether a pause of each kind is in force (tag `kind`,
+ * 1 or 0) and the half-open state, and the resource's counters as counters (grants, waits per `reason`, acquires
+ * refused while paused, pauses per `kind`). The store keeps the counters for the whole fleet, so they only grow whichever
  * process renders them. What `/metrics` adds at scrape time; the help texts are `resourceHelp`.
  *
  * @since 0.4.0
@@ -386,6 +389,9 @@ export const resourceSamples = (read: {
     out.push({ name: "slowcall_resource_permits_in_use", tags: { resource }, value: view.permits })
     if (view.maxConcurrent !== null) {
       out.push({ name: "slowcall_resource_max_concurrent", tags: { resource }, value: view.maxConcurrent })
+    }
+    if (view.learnedConcurrent !== null) {
+      out.push({ name: "slowcall_resource_learned_concurrent", tags: { resource }, value: view.learnedConcurrent })
     }
     for (const [dimension, bucket] of Object.entries(view.buckets)) {
       if (bucket === null) continue

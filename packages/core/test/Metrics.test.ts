@@ -171,4 +171,44 @@ describe("Metrics", () => {
         for (const name of new Set(samples.map((s) => s.name))) expect(Metrics.resourceHelp[name]).toMatch(/\w+ \w+/)
       })
   )
+
+  it.effect("resourceSamples: the cap learned from a 429 beside the declared one, no sample until one is learned", () =>
+    Effect.gen(function* () {
+      const limiter = yield* Limiter.makeMemory
+      const resource = "anthropic:sonnet:key-b"
+      const holder = (jobId: string) => ({ jobId, token: 1 })
+      yield* limiter.define({ now: 0, items: [{ resource, limits: { maxConcurrent: 4 } }] })
+      yield* limiter.apply({
+        now: 0,
+        items: ["a", "b", "c"].map((id) => ({
+          _tag: "Acquire" as const,
+          resource,
+          callId: id,
+          holder: holder(id),
+          leaseMs: 60_000
+        }))
+      })
+      const before = Metrics.resourceSamples(yield* limiter.read({ now: 1_000 }))
+
+      // The provider refused the third call with a 429: the two beside it are what it takes.
+      const released = yield* limiter.apply({
+        now: 1_000,
+        items: [{ _tag: "Release", resource, callId: "c", holder: holder("c"), reached: true, rateLimited: true }]
+      })
+      const after = Metrics.resourceSamples(yield* limiter.read({ now: 2_000 }))
+
+      expect(released.results[0]).toMatchObject({ _tag: "Released", view: { learnedConcurrent: 2 } })
+      expect(before.some((s) => s.name === "slowcall_resource_learned_concurrent")).toBe(false)
+      expect(before.find((s) => s.name === "slowcall_resource_max_concurrent")?.value).toBe(4)
+      const learned = after.filter((s) => s.name === "slowcall_resource_learned_concurrent")
+      expect(learned).toEqual([{ name: "slowcall_resource_learned_concurrent", tags: { resource }, value: 2 }])
+      expect(after.find((s) => s.name === "slowcall_resource_max_concurrent")?.value).toBe(4)
+      const text = Metrics.renderSamples(after)
+      expect(text).toContain("# TYPE slowcall_resource_learned_concurrent gauge")
+      expect(text).toContain(
+        "# HELP slowcall_resource_learned_concurrent the cap on concurrent calls the fleet learned from the provider's 429s; the lower of it and max_concurrent is in force (absent: none learned)"
+      )
+      expect(text).toContain('slowcall_resource_learned_concurrent{resource="anthropic:sonnet:key-b"} 2')
+    })
+  )
 })

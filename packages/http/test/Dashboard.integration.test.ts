@@ -20,50 +20,29 @@ import type { JobId, Json } from "@slowcall/core/Job"
 import * as Limiter from "@slowcall/core/Limiter"
 import { Query } from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
-import * as Transport from "@slowcall/core/Transport"
 import * as ScheduleModule from "@slowcall/schedules/Schedule"
 import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either } from "effect"
 import fc from "fast-check"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { planted } from "../../core/test/secrets.js"
 import * as Auth from "../src/Auth.js"
 import { money } from "../src/View.js"
+import { launchChromium, memoryBackend, openDashboard, shots } from "./browser.js"
 import { charge, claim, failJob, post, settle } from "./contract.js"
 import { type Running, start } from "./harness.js"
 import { demoTypes, type Seeded, seedDemo } from "./seed.js"
-
-const shots = new URL("../../../test-output/dashboard/", import.meta.url).pathname
-const chromiumFlags = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
 
 describe("dashboard in Chromium", () => {
   let server: Running
   let browser: Browser
   let page: Page
+  let close = async () => {}
 
   beforeAll(async () => {
-    mkdirSync(shots, { recursive: true })
-    server = await start(
-      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
-      {
-        queue: "dashboard"
-      }
-    )
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
-    page = await browser.newPage({ viewport: { width: 1366, height: 900 } })
+    ;({ server, browser, page, close } = await openDashboard({ queue: "dashboard" }))
   })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  afterAll(() => close())
 
   const submit = async (body: Record<string, unknown>) =>
     (await (await post(server.url, "/v1/jobs", body)).json()) as any
@@ -236,12 +215,7 @@ describe("dashboard in Chromium", () => {
   })
 
   it("warns about jobs no worker claims", async () => {
-    const other = await start(
-      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
-      {
-        unclaimedAfterSeconds: 1
-      }
-    )
+    const other = await start(memoryBackend(), { unclaimedAfterSeconds: 1 })
     try {
       await post(other.url, "/v1/jobs", { type: "test.work", version: 4 })
       const view = await browser.newPage({ viewport: { width: 1366, height: 900 } })
@@ -335,12 +309,7 @@ describe("dashboard in Chromium", () => {
   it("the token field opens a server with authentication: only the token's tenant is shown", async () => {
     const token = Auth.makeToken()
     const table = Either.getOrThrow(Auth.parseTokens(`acme ${Auth.hashToken(token)}`))
-    const secured = await start(
-      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
-      {
-        tokens: table
-      }
-    )
+    const secured = await start(memoryBackend(), { tokens: table })
     const view = await browser.newPage({ viewport: { width: 1366, height: 900 } })
     try {
       const created = (await (
@@ -386,13 +355,10 @@ describe("dashboard at 500 jobs in Chromium", () => {
 
   beforeAll(async () => {
     mkdirSync(`${shots}views/`, { recursive: true })
-    server = await start(
-      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
-      {
-        queue,
-        jobTypes: [...demoTypes]
-      }
-    )
+    server = await start(memoryBackend(), {
+      queue,
+      jobTypes: [...demoTypes]
+    })
     seeded = await server.run(seedDemo({ queue, count: 500, seed: 29, now: Date.now() }))
     // The resources view: limits on every dimension, the longest id the API takes, a paused resource.
     await server.run(
@@ -462,7 +428,7 @@ describe("dashboard at 500 jobs in Chromium", () => {
         )
       })
     )
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
+    browser = await launchChromium()
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
   })
   afterAll(async () => {
@@ -709,13 +675,8 @@ describe("dashboard: money, replay from a job's page, cost of retried attempts",
   let page: Page
 
   beforeAll(async () => {
-    server = await start(
-      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
-      {
-        queue: "money"
-      }
-    )
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
+    server = await start(memoryBackend(), { queue: "money" })
+    browser = await launchChromium()
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
   })
   afterAll(async () => {
@@ -810,13 +771,8 @@ describe("dashboard: dead letters by input, replay that asks first, the job's in
     )
 
   beforeAll(async () => {
-    server = await start(
-      Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory),
-      {
-        queue: "dead-letters"
-      }
-    )
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
+    server = await start(memoryBackend(), { queue: "dead-letters" })
+    browser = await launchChromium()
     // 27 inputs that failed twice each, dearer first; then 5 inputs that failed once each (one collapsed group).
     for (let i = 0; i < 27; i++) {
       const errorClass: ErrorClass = i % 2 === 0 ? "content_filtered" : "context_length"

@@ -7,34 +7,15 @@
  * Store (claims, charges, settlements) so the figures on the page are checked against known ones. Screenshots go to
  * test-output/dashboard/.
  */
-import { mkdirSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import type { JobId } from "@slowcall/core/Job"
-import * as Limiter from "@slowcall/core/Limiter"
 import * as Store from "@slowcall/core/Store"
-import * as Transport from "@slowcall/core/Transport"
-import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
-import { Effect, Either, Layer } from "effect"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { Effect, Either } from "effect"
+import type { Browser, Page } from "playwright-core"
 import * as Auth from "../src/Auth.js"
+import { memoryBackend, openDashboard, poll, shots } from "./browser.js"
 import { type Running, start } from "./harness.js"
-
-const shots = new URL("../../../test-output/dashboard/", import.meta.url).pathname
-const chromiumFlags = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
-const backend = () =>
-  Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
-
-/** The view reads the API every second. */
-const poll = { timeout: 5_000 }
 
 const post = async (url: string, path: string, body: unknown = {}) => {
   const res = await fetch(url + path, {
@@ -86,17 +67,12 @@ describe("dashboard: the batch view in Chromium", () => {
   let server: Running
   let browser: Browser
   let page: Page
+  let close = async () => {}
 
   beforeAll(async () => {
-    mkdirSync(shots, { recursive: true })
-    server = await start(backend())
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
-    page = await browser.newPage({ viewport: { width: 1366, height: 900 } })
+    ;({ server, browser, page, close } = await openDashboard())
   })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  afterAll(() => close())
 
   it("says so when no batch was opened here; an id that is not one is refused", async () => {
     await page.goto(`${server.url}/#/batches`)
@@ -249,7 +225,7 @@ describe("dashboard: the batch view in Chromium", () => {
     const acme = Auth.makeToken()
     const globex = Auth.makeToken()
     const tokens = Either.getOrThrow(Auth.parseTokens(`acme ${Auth.hashToken(acme)}\nglobex ${Auth.hashToken(globex)}`))
-    const secured = await start(backend(), { tokens })
+    const secured = await start(memoryBackend(), { tokens })
     const view = await browser.newPage({ viewport: { width: 1366, height: 900 } })
     const submit = async (token: string) => {
       const res = await fetch(`${secured.url}/v1/batches`, {

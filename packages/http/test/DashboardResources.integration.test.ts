@@ -1,35 +1,19 @@
 /**
  * The dashboard's resource view in a real browser (Debian's Chromium through playwright-core): each resource's
- * limits, bucket levels (debt in red), permits in use against the cap, the pause with its kind, end and reason, and
- * the 429s and waits the store counted, refreshed live as workers' Limiter calls change them. Resume lifts a spend
- * cap's pause for every worker with one JSON `POST`; a form post from another site to the same endpoint is refused
- * and changes nothing; with tokens, a tenant that is not an operator is told so and the pause stays. Screenshots go
- * to test-output/dashboard/.
+ * limits, bucket levels (debt in red), permits in use against the cap (and the cap learned from a 429 beside it),
+ * the pause with its kind, end and reason, and the 429s and waits the store counted, refreshed live as workers'
+ * Limiter calls change them. Resume lifts a spend cap's pause for every worker with one JSON `POST`; a form post from
+ * another site to the same endpoint is refused and changes nothing; with tokens, a tenant that is not an operator is
+ * told so and the pause stays. Screenshots go to test-output/dashboard/.
  */
-import { mkdirSync } from "node:fs"
 import { createServer, type Server as NodeServer } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Limiter from "@slowcall/core/Limiter"
-import * as Store from "@slowcall/core/Store"
-import * as Transport from "@slowcall/core/Transport"
-import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
-import { Effect, Either, Layer } from "effect"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { Effect, Either } from "effect"
+import type { Browser, Page } from "playwright-core"
 import * as Auth from "../src/Auth.js"
+import { memoryBackend, openDashboard, poll, shots } from "./browser.js"
 import { type Running, start } from "./harness.js"
-
-const shots = new URL("../../../test-output/dashboard/", import.meta.url).pathname
-const chromiumFlags = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
-const backend = () =>
-  Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
 
 const openai = "openai:gpt-4.1:org/key-a"
 const anthropic = "anthropic:sonnet:key-b"
@@ -42,21 +26,16 @@ const stateOf = (resource: string) =>
     Effect.map((read) => read.resources[0]!)
   )
 
-/** The view reads the API every second. */
-const poll = { timeout: 5_000 }
-
 const row = (page: Page, resource: string) => page.locator(`tr.resource[data-resource="${resource}"]`)
 
 describe("dashboard: the resource view in Chromium", () => {
   let server: Running
   let browser: Browser
   let page: Page
+  let close = async () => {}
 
   beforeAll(async () => {
-    mkdirSync(shots, { recursive: true })
-    server = await start(backend(), { queue: "resources" })
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
-    page = await browser.newPage({ viewport: { width: 1366, height: 900 } })
+    ;({ server, browser, page, close } = await openDashboard({ queue: "resources" }))
     await server.run(
       Effect.flatMap(Limiter.Limiter, (limiter) =>
         limiter.define({
@@ -71,13 +50,10 @@ describe("dashboard: the resource view in Chromium", () => {
       )
     )
   })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  afterAll(() => close())
 
   it("says so when there is no resource yet", async () => {
-    const empty = await start(backend())
+    const empty = await start(memoryBackend())
     const view = await browser.newPage()
     try {
       await view.goto(`${empty.url}/#/resources`)
@@ -163,6 +139,45 @@ describe("dashboard: the resource view in Chromium", () => {
     await page.screenshot({ path: `${shots}resources-resumed.png`, fullPage: true })
   })
 
+  it("shows the cap the fleet learned from a 429 beside the declared one, live", async () => {
+    const google = "google:gemini-2.5:key-c"
+    const holder = (jobId: string) => ({ jobId, token: 1 })
+    await server.run(
+      Effect.flatMap(Limiter.Limiter, (limiter) =>
+        limiter.define({ items: [{ resource: google, limits: { maxConcurrent: 4 } }] })
+      )
+    )
+    await server.run(
+      apply(
+        ["g1", "g2", "g3"].map((id) => ({
+          _tag: "Acquire",
+          resource: google,
+          callId: id,
+          holder: holder(id),
+          leaseMs: 60_000
+        }))
+      )
+    )
+    await page.goto(`${server.url}/#/resources`)
+    await expect.poll(() => row(page, google).locator("td.permits").textContent(), poll).toBe("3 / 4")
+    expect(await row(page, google).locator("td.permits").getAttribute("data-learned")).toBeNull()
+
+    // The provider refuses the third call with a 429: the two beside it are what it takes at once.
+    await server.run(
+      apply([
+        { _tag: "Release", resource: google, callId: "g3", holder: holder("g3"), reached: true, rateLimited: true }
+      ])
+    )
+
+    const permits = row(page, google).locator("td.permits")
+    await expect.poll(() => permits.textContent(), poll).toBe("2 / 4 (learned 2)")
+    expect(await permits.getAttribute("data-learned")).toBe("2")
+    expect(await permits.locator("span.learned").getAttribute("title")).toContain("learned from the provider's 429s")
+    // A 429 that teaches a cap does not pause the resource by itself (the worker's Pause does).
+    expect(await row(page, google).getAttribute("data-paused")).toBe("")
+    await page.screenshot({ path: `${shots}resources-learned.png`, fullPage: true })
+  })
+
   it("refuses a form post to resume from another site: the pause stays", async () => {
     await server.run(apply([{ _tag: "Pause", resource: anthropic, kind: "manual", until: null, reason: "by hand" }]))
     const target = `${server.url}/v1/resources/${encodeURIComponent(anthropic)}/resume`
@@ -195,7 +210,7 @@ describe("dashboard: the resource view in Chromium", () => {
     const tokens = Either.getOrThrow(
       Auth.parseTokens(`ops ${Auth.hashToken(operator)}\nacme ${Auth.hashToken(tenant)}`)
     )
-    const secured = await start(backend(), { tokens, operators: ["ops"] })
+    const secured = await start(memoryBackend(), { tokens, operators: ["ops"] })
     const view = await browser.newPage({ viewport: { width: 1366, height: 900 } })
     try {
       await secured.run(

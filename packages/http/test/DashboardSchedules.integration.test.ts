@@ -5,30 +5,14 @@
  * with one JSON `POST`; with tokens, a tenant that is not an operator is told so and nothing changes. Screenshots go
  * to test-output/dashboard/.
  */
-import { mkdirSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import * as Limiter from "@slowcall/core/Limiter"
-import * as Store from "@slowcall/core/Store"
-import * as Transport from "@slowcall/core/Transport"
 import * as Schedule from "@slowcall/schedules/Schedule"
 import * as ScheduleStore from "@slowcall/schedules/ScheduleStore"
-import { Effect, Either, Layer } from "effect"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { Effect, Either } from "effect"
+import type { Browser, Page } from "playwright-core"
 import * as Auth from "../src/Auth.js"
+import { memoryBackend, openDashboard, poll, shots } from "./browser.js"
 import { type Running, start } from "./harness.js"
-
-const shots = new URL("../../../test-output/dashboard/", import.meta.url).pathname
-const chromiumFlags = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
-const backend = () =>
-  Layer.mergeAll(Store.layerMemory, Transport.layerMemory(), Limiter.layerMemory, ScheduleStore.layerMemory)
 
 const nightly = Either.getOrThrow(
   Schedule.make({
@@ -48,26 +32,18 @@ const recordOf = (id: string) =>
     Effect.map((reply) => (reply.result._tag === "Found" ? reply.result.record : null))
   )
 
-/** The view reads the API every second. */
-const poll = { timeout: 5_000 }
-
 const row = (page: Page, id: string) => page.locator(`tr.schedule[data-schedule="${id}"]`)
 
 describe("dashboard: the schedule view in Chromium", () => {
   let server: Running
   let browser: Browser
   let page: Page
+  let close = async () => {}
 
   beforeAll(async () => {
-    mkdirSync(shots, { recursive: true })
-    server = await start(backend())
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: chromiumFlags })
-    page = await browser.newPage({ viewport: { width: 1366, height: 900 } })
+    ;({ server, browser, page, close } = await openDashboard())
   })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  afterAll(() => close())
 
   it("says so when there is no schedule yet", async () => {
     await page.goto(`${server.url}/#/schedules`)
@@ -126,7 +102,7 @@ describe("dashboard: the schedule view in Chromium", () => {
     const tokens = Either.getOrThrow(
       Auth.parseTokens(`ops ${Auth.hashToken(operator)}\nacme ${Auth.hashToken(tenant)}`)
     )
-    const secured = await start(backend(), { tokens, operators: ["ops"] })
+    const secured = await start(memoryBackend(), { tokens, operators: ["ops"] })
     const view = await browser.newPage({ viewport: { width: 1366, height: 900 } })
     const own = Either.getOrThrow(
       Schedule.make({ id: "acme-digest", cron: "0 * * * *", job: { queue: "default", type: "digest", tenant: "acme" } })

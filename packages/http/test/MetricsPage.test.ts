@@ -1,7 +1,7 @@
 /**
  * The real `/metrics` page of a running server, after a worker in the same process ran jobs through it (successes
  * with billed calls, a dead letter, a delivery of a type no worker here handles) and the fleet's limits kept resources
- * busy (a permit, a wait, a debt, a 429's pause and a spend cap's), is valid Prometheus text:
+ * busy (a permit, a wait, a debt, a 429's pause, a spend cap's and a cap learned from a 429), is valid Prometheus text:
  * `promtool check metrics` finds nothing to say. promtool is required under CI (`.ci/run` installs it).
  */
 import { execFileSync, spawnSync } from "node:child_process"
@@ -74,14 +74,16 @@ describe("GET /metrics of a running server", () => {
       )
     for (let i = 0; i < 200 && (await settled()) < submitted.length; i++) await new Promise((r) => setTimeout(r, 25))
     expect(await settled()).toBe(submitted.length)
-    // The fleet's limits on two resources: a permit held, a wait, a 429 with a reset and a spend cap.
+    // The fleet's limits on three resources: a permit held, a wait, a 429 with a reset and a spend cap; on the third,
+    // a 429 on one of three calls in flight teaches the fleet a cap of 2 below the declared 4.
     await server.run(
       Effect.flatMap(Limiter.Limiter, (limiter) =>
         Effect.zipRight(
           limiter.define({
             items: [
               { resource: "openai:gpt-4.1:org/key-a", limits: { maxConcurrent: 1, outputTokensPerMinute: 600 } },
-              { resource: "anthropic:sonnet:key-b", limits: { requestsPerMinute: 50 } }
+              { resource: "anthropic:sonnet:key-b", limits: { requestsPerMinute: 50 } },
+              { resource: "google:gemini-2.5:key-c", limits: { maxConcurrent: 4 } }
             ]
           }),
           limiter.apply({
@@ -108,7 +110,28 @@ describe("GET /metrics of a running server", () => {
                 until: Date.now() + 600_000,
                 reason: "429"
               },
-              { _tag: "Pause", resource: "anthropic:sonnet:key-b", kind: "quota_exhausted", until: null, reason: "cap" }
+              {
+                _tag: "Pause",
+                resource: "anthropic:sonnet:key-b",
+                kind: "quota_exhausted",
+                until: null,
+                reason: "cap"
+              },
+              ...["g1", "g2", "g3"].map((id) => ({
+                _tag: "Acquire" as const,
+                resource: "google:gemini-2.5:key-c",
+                callId: id,
+                holder: { jobId: id, token: 1 },
+                leaseMs: 60_000
+              })),
+              {
+                _tag: "Release",
+                resource: "google:gemini-2.5:key-c",
+                callId: "g3",
+                holder: { jobId: "g3", token: 1 },
+                reached: true,
+                rateLimited: true
+              }
             ]
           })
         )
@@ -141,6 +164,10 @@ describe("GET /metrics of a running server", () => {
     const key = 'resource="openai:gpt-4.1:org/key-a"'
     expect(page).toMatch(new RegExp(`^slowcall_resource_permits_in_use\\{${key}\\} 1$`, "m"))
     expect(page).toMatch(new RegExp(`^slowcall_resource_max_concurrent\\{${key}\\} 1$`, "m"))
+    // The cap learned from the 429 beside the declared one; none where nothing was learned.
+    expect(page).toMatch(/^slowcall_resource_max_concurrent\{resource="google:gemini-2.5:key-c"\} 4$/m)
+    expect(page).toMatch(/^slowcall_resource_learned_concurrent\{resource="google:gemini-2.5:key-c"\} 2$/m)
+    expect(page).not.toContain(`slowcall_resource_learned_concurrent{${key}}`)
     expect(page).toMatch(
       /^slowcall_resource_bucket_capacity\{dimension="outputTokens",resource="openai:gpt-4.1:org\/key-a"\} 10$/m
     )
@@ -178,7 +205,7 @@ describe("GET /metrics of a running server", () => {
     const guide = readFileSync(new URL("../../../docs/guide/provider-limits.md", import.meta.url), "utf8")
     const rows = [...guide.matchAll(/^\| `(slowcall_resource_\w+)` +\| (\w+) +\| [^|]+\| (.+?) +\|$/gm)]
     const onPage = [...page.matchAll(/^# HELP (slowcall_resource_\w+) (.+)$/gm)].map((m) => [m[1]!, m[2]!])
-    expect(onPage.length).toBe(10)
+    expect(onPage.length).toBe(11)
     expect(rows.map((m) => [m[1]!, m[3]!]).sort()).toEqual(onPage.sort())
     for (const m of rows) expect(page, m[1]).toContain(`# TYPE ${m[1]} ${m[2]}`)
   })

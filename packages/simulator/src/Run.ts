@@ -373,7 +373,7 @@ const handlerFor = (world: World, incarnation: Incarnation, r: number | undefine
     result: SimResult,
     estimateCents: plan.model.priceCents,
     attempt: attemptPolicy(plan),
-    run: (input, ctx) => {
+    run: (_input, ctx) => {
       // Calls of this attempt in the order they were sent: the n-th matches the worker's n-th reservation.
       let sent = 0
       const limits = plan.limits
