@@ -102,8 +102,10 @@ export interface PgStoreService extends StoreService, QueryService {
    * never been; its request key is free again, so a submit with that key makes a new job. `states` (default all
    * three finished ones) narrows it, e.g. to keep dead letters. Queued and running jobs are never touched, nor is
    * a row another transaction is writing (skipped, left for the next call). A batch keeps its own record and
-   * counts. Returns the ids; call again until fewer than `limit` come back. The same contract as
-   * `RedisStore.purge`.
+   * counts. Returns the ids, oldest first; call again until fewer than `limit` come back. The same contract as
+   * `RedisStore.purge`, and the same pick as the reference model's (`purgeTargets` of @slowcall/testing's
+   * StoreModel, which the model-based property checks it against): oldest `createdAt` first across the states asked
+   * for, insertion order breaking ties.
    */
   readonly purge: (options: {
     readonly queue: string

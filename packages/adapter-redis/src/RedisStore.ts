@@ -87,7 +87,11 @@ export interface RedisStoreService extends StoreService, QueryService {
   /**
    * Deletes finished jobs of `queue` created before `createdBefore` (store time, epoch ms), oldest first, at most
    * `limit` (default 1000): record, input and result, attempts, charges, routes and index entries, as if they had
-   * never been. `states` (default all three finished ones) narrows it, e.g. to keep dead letters. Returns the ids.
+   * never been; their request keys are free again. Queued and running jobs are never touched; a batch keeps its own
+   * record and counts. `states` (default all three finished ones) narrows it, e.g. to keep dead letters. Picks as
+   * the reference model does (`purgeTargets` of @slowcall/testing's StoreModel, which the model-based property
+   * checks it against): oldest `createdAt` first across the states asked for, insertion order breaking ties.
+   * Returns the ids in that order. The same contract as `PgStore.purge`.
    */
   readonly purge: (options: {
     readonly queue: string

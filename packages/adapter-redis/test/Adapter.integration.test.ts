@@ -225,6 +225,46 @@ describe("purge", () => {
       })
     )
   )
+
+  it.live("picks the oldest across the states asked for, insertion order breaking equal creation times", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const prefix = uniquePrefix("purge")
+        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
+        const store = Context.get(
+          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
+          RedisStore.RedisStore
+        )
+        const t0 = Date.UTC(2031, 0, 1)
+        // Arrange: given and kept created together at t0 (in that order), then late at t0 + 1; abandoned, succeeded,
+        // failed, so that no state's own order is the order across states.
+        const given = yield* item("purge", { maxAttempts: 1 })
+        const kept = yield* item("purge", { maxAttempts: 1 })
+        const late = yield* item("purge", { maxAttempts: 1 })
+        yield* store.submit({ items: [given, kept], now: t0 })
+        yield* store.submit({ items: [late], now: t0 + 1 })
+        const claimed = yield* store.claim({
+          items: [given, kept, late].map((j) => ({ jobId: j.id, owner: "w", leaseMs: 10_000 })),
+          now: t0 + 2
+        })
+        const [t1, t2, t3] = claimed.results.map((r) => (r._tag === "Claimed" ? r.job.leaseToken : -1))
+        yield* store.settle({
+          items: [
+            { jobId: given.id, token: t1!, outcome: { _tag: "Abandon", reason: "cancelled" } },
+            { jobId: kept.id, token: t2!, outcome: { _tag: "Complete", result: null } },
+            { jobId: late.id, token: t3!, outcome: { _tag: "Fail", errorClass: "auth", error: "401" } }
+          ],
+          now: t0 + 3
+        })
+
+        const first = yield* store.purge({ queue: "purge", createdBefore: t0 + 2, limit: 1 })
+        const rest = yield* store.purge({ queue: "purge", createdBefore: t0 + 2, states: ["failed", "succeeded"] })
+
+        expect(first).toEqual([given.id])
+        expect(rest).toEqual([kept.id, late.id])
+      })
+    )
+  )
 })
 
 describe("reads and sweeps over every queue", () => {

@@ -1,8 +1,8 @@
 /**
  * Batches on the Redis adapter, on the machine's Redis server: a batch submitted by the core Client runs under the
  * core Worker to its callback; its keys share its queue's hash tag; a batch whose items or callbacks span queues is
- * refused with nothing written. The rules themselves are checked by the conformance suite and the model-based
- * properties (`Conformance`, `BatchProperty`, `ConcurrentProperty`).
+ * refused with nothing written; a purged item leaves the listing. The rules themselves are checked by the
+ * conformance suite and the model-based properties (`Conformance`, `BatchProperty`, `ConcurrentProperty`).
  */
 import { expect, it } from "@effect/vitest"
 import * as Batch from "@slowcall/core/Batch"
@@ -184,6 +184,38 @@ describe("batches on Redis", () => {
         expect((yield* again.get({ batchId: id }))?.added).toBe(2)
         const found = yield* Effect.all([a!.id, b!.id].map((jobId: JobId) => query.get({ jobId })))
         expect(found.map((job) => job.id)).toEqual([a!.id, b!.id])
+      })
+    )
+  )
+
+  it.live("a purged item leaves the batch's listing, nothing follows it, and the batch keeps its counts", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const context = yield* Layer.build(adapter(uniquePrefix("batch")))
+        const batches = Context.get(context, Batch.BatchStore)
+        const store = Context.get(context, RedisStore.RedisStore)
+        const id = (yield* makeJobId) as string as Batch.BatchId
+        const [a, b] = [yield* item("home"), yield* item("home")]
+        yield* batches.open({ spec: { id, queue: "home", fingerprint: "b1:2", size: 2 } })
+        yield* batches.add({ batchId: id, offset: 0, items: [a!, b!] })
+        const claimed = yield* store.claim({ items: [{ jobId: a!.id, owner: "w", leaseMs: 10_000 }] })
+        const token = claimed.results[0]?._tag === "Claimed" ? claimed.results[0].job.leaseToken : -1
+        const settled = yield* store.settle({
+          items: [{ jobId: a!.id, token, outcome: { _tag: "Complete", result: null } }]
+        })
+
+        const purged = yield* store.purge({ queue: "home", createdBefore: settled.now + 1 })
+
+        expect(purged).toEqual([a!.id])
+        expect((yield* batches.jobs({ batchId: id })).map((job) => job.id)).toEqual([b!.id])
+        expect(yield* batches.jobs({ batchId: id, after: a!.id })).toEqual([])
+        expect((yield* batches.get({ batchId: id }))?.counts).toEqual({
+          queued: 1,
+          running: 0,
+          succeeded: 1,
+          failed: 0,
+          abandoned: 0
+        })
       })
     )
   )

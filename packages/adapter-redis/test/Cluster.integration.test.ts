@@ -46,10 +46,19 @@ StoreConformance({
   capabilities: { concurrent: true, sharedState: true, batches: true }
 })
 
-StoreProperty({ name: "redis cluster", layer: clusterLayer("prop"), numRuns: 1000 })
+// Purges on a Cluster: the script runs in the queue's slot, the purged jobs' routes are deleted on their own nodes.
+const purge = Effect.map(RedisStore.RedisStore, (store) => store.purge)
+
+StoreProperty({ name: "redis cluster", layer: clusterLayer("prop"), purge, numRuns: 1000 })
 
 // Batches on a Cluster: each batch's record lives in its queue's slot, its route (like a job's) on another node.
-StoreProperty({ name: "redis cluster, with batches", layer: clusterLayer("bprop"), batches: true, numRuns: 1000 })
+StoreProperty({
+  name: "redis cluster, with batches",
+  layer: clusterLayer("bprop"),
+  batches: true,
+  purge,
+  numRuns: 1000
+})
 
 // Eight clients, each a Cluster client of its own (connections to every node), under the property's one prefix.
 StoreConcurrentProperty({

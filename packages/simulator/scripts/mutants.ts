@@ -72,12 +72,29 @@ const expected: Record<string, ReadonlyArray<string>> = {
  */
 const byProperty: Record<
   string,
-  { readonly check: string; readonly script: string; readonly args: ReadonlyArray<string> }
+  {
+    readonly check: string
+    /** The name a failure report of the check starts with (`<property> (<backend>) found ...`). */
+    readonly property: string
+    readonly script: string
+    readonly args: ReadonlyArray<string>
+    /** How many runs the check makes, for the table. */
+    readonly runs: number
+  }
 > = {
   M22: {
     check: "concurrent property (postgres server)",
+    property: "StoreConcurrentProperty",
     script: "packages/adapter-postgres/scripts/concurrent-property.ts",
-    args: ["--scenario", "16 charges on one job, distinct call ids", "--runs", "1", "--no-shrink"]
+    args: ["--scenario", "16 charges on one job, distinct call ids", "--runs", "1", "--no-shrink"],
+    runs: 1
+  },
+  M35: {
+    check: "sequential property (postgres server)",
+    property: "StoreProperty",
+    script: "packages/adapter-postgres/scripts/property.ts",
+    args: ["--focus-purge", "--runs", "100", "--seed", "1"],
+    runs: 100
   }
 }
 
@@ -100,7 +117,7 @@ const runProperty = (
     const parsed = JSON.parse(line) as { readonly ok: boolean; readonly failure: string | null }
     if (parsed.ok && result.status === 0) return { status: "pass", detail: "" }
     const detail = parsed.failure ?? ""
-    return { status: detail.startsWith("StoreConcurrentProperty (") ? "fail" : "error", detail }
+    return { status: detail.startsWith(`${spec.property} (`) ? "fail" : "error", detail }
   } catch {
     return { status: "error", detail: result.stderr.slice(0, 400) }
   }
@@ -209,7 +226,7 @@ for (const check of cleanChecks) {
     "clean",
     "-",
     `${byProperty[check.id]!.check}: ${check.status === "pass" ? "passes" : check.status}`,
-    "1 run",
+    `${byProperty[check.id]!.runs} runs`,
     "-",
     check.status === "pass" ? "pass" : `FAIL: ${check.detail}`
   ])
@@ -241,7 +258,7 @@ for (const file of patches) {
       `${id} ${title}`,
       property.check,
       result.status === "fail" ? property.check : result.status === "pass" ? "none" : "error",
-      result.status === "fail" ? "1" : "survived 1 run",
+      result.status === "fail" ? (property.runs === 1 ? "1" : `<= ${property.runs}`) : `survived ${property.runs}`,
       "-",
       result.status === "fail" ? "killed" : result.status === "pass" ? "SURVIVED" : `ERROR: ${result.detail}`
     ])

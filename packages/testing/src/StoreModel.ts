@@ -4,7 +4,9 @@
  * rule it applies is a call of a pure function of `@slowcall/core/Protocol` (claim and sweep verdicts, transitions,
  * the fence, the charge step, budgets, replay eligibility, staleness). What it adds is only what the Store contract
  * states about shape and order: one result per item, items applied one after another, request keys unique per
- * (queue, tenant), listing and selection orders, and which attempt row a transition ends.
+ * (queue, tenant), listing and selection orders, and which attempt row a transition ends. It also holds the one rule
+ * that lives in no core module, the retention purge of the persistent adapters (`purgeTargets`), so that their SQL
+ * and Lua versions of it are checked against it too.
  *
  * Store time is always the caller's `now`; the model has no clock.
  *
@@ -15,7 +17,7 @@ import * as Batch from "@slowcall/core/Batch"
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import { StoreError } from "@slowcall/core/Errors"
 import * as Fairness from "@slowcall/core/Fairness"
-import type { Attempt, Charge, Job, JobId, JobState } from "@slowcall/core/Job"
+import { type Attempt, type Charge, isTerminal, type Job, type JobId, type JobState } from "@slowcall/core/Job"
 import * as Protocol from "@slowcall/core/Protocol"
 import {
   type CountOptions,
@@ -73,6 +75,61 @@ export interface ModelRow {
 export interface ModelBatch {
   batch: Batch.Batch
   readonly items: Array<JobId>
+}
+
+/**
+ * The finished states a purge may delete.
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export type PurgeState = "succeeded" | "abandoned" | "failed"
+
+/**
+ * What a purge asks for (`PgStore.purge`, `RedisStore.purge`): the queue, the cutoff in store time (epoch ms,
+ * exclusive), the finished states to delete (default all three), and how many jobs at most (default `purgeLimit`).
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export interface PurgeOptions {
+  readonly queue: string
+  readonly createdBefore: number
+  readonly states?: ReadonlyArray<PurgeState> | undefined
+  readonly limit?: number | undefined
+}
+
+/**
+ * How many jobs one purge deletes at most when it names no `limit`.
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export const purgeLimit = 1_000
+
+/**
+ * The purge rule: which jobs one purge deletes, in the order it deletes and returns them. `jobs` are every job in
+ * insertion order; the targets are the finished jobs (`isTerminal`) of `options.queue` in one of `options.states`
+ * (default all three finished states; a queued or running job never, whatever the states say) whose `createdAt` is
+ * strictly before `createdBefore`, oldest `createdAt` first across all the states asked for, insertion order
+ * breaking ties, at most `limit` (default `purgeLimit`) of them.
+ *
+ * @since 0.8.0
+ * @category models
+ */
+export const purgeTargets = (jobs: ReadonlyArray<Job>, options: PurgeOptions): ReadonlyArray<Job> => {
+  const states: ReadonlyArray<JobState> = options.states ?? ["succeeded", "abandoned", "failed"]
+  // A stable sort over jobs in insertion order: equal createdAt keep insertion order.
+  return jobs
+    .filter(
+      (job) =>
+        job.queue === options.queue &&
+        isTerminal(job.state) &&
+        states.includes(job.state) &&
+        job.createdAt < options.createdBefore
+    )
+    .sort((a, b) => a.createdAt - b.createdAt)
+    .slice(0, Math.max(0, options.limit ?? purgeLimit))
 }
 
 /**
@@ -139,6 +196,12 @@ export interface StoreModel {
     readonly after?: JobId | undefined
     readonly limit?: number | undefined
   }) => ReadonlyArray<Job>
+  /**
+   * The retention purge of the persistent adapters: deletes the `purgeTargets` jobs as if they had never been (no
+   * record, attempt or ledger rows; their request keys free again) and returns their ids in that order. A batch
+   * keeps its record and its counts; its purged items are no longer among its jobs.
+   */
+  readonly purge: (options: PurgeOptions) => ReadonlyArray<JobId>
   /** Attained service per `JSON.stringify([queue, tenant])`, as fair claims left it. */
   readonly fairService: ReadonlyMap<string, Fairness.Service>
   readonly heartbeat: (items: ReadonlyArray<HeartbeatItem>, now: number) => Reply<HeartbeatResult>
@@ -564,7 +627,8 @@ const fromRows = (
       b.batch = Batch.cancelTransition(b.batch, now)
       const jobs: Array<Job> = []
       for (const jobId of b.items) {
-        const r = byId.get(jobId)!
+        const r = byId.get(jobId)
+        if (r === undefined) continue
         const itemVerdict = Protocol.cancelVerdict(r.job)
         if (itemVerdict === "Abandon" || itemVerdict === "Request") {
           jobs.push(record(r, now, Protocol.cancelTransition(r.job, now, itemVerdict), batches))
@@ -580,19 +644,24 @@ const fromRows = (
       if (b === undefined) return { now, result: { _tag: "NotFound", batchId: options.batchId } }
       const jobs: Array<Job> = []
       for (const jobId of b.items) {
-        const r = byId.get(jobId)!
-        if (Protocol.replayable(r.job)) jobs.push(record(r, now, Protocol.replayTransition(r.job, now), batches))
+        const r = byId.get(jobId)
+        if (r !== undefined && Protocol.replayable(r.job))
+          jobs.push(record(r, now, Protocol.replayTransition(r.job, now), batches))
       }
       return { now, result: { _tag: "Replayed", batch: b.batch, jobs } }
     },
     batchJobs: (options) => {
       const b = visibleBatch(options.batchId, options.tenant)
       if (b === undefined) return []
-      const start = options.after === undefined ? 0 : b.items.indexOf(options.after) + 1
+      // A purged item is no job of the batch any more: nothing follows it.
+      const start = options.after === undefined ? 0 : byId.has(options.after) ? b.items.indexOf(options.after) + 1 : 0
       if (options.after !== undefined && start === 0) return []
       return b.items
         .slice(start)
-        .map((jobId) => byId.get(jobId)!.job)
+        .flatMap((jobId) => {
+          const r = byId.get(jobId)
+          return r === undefined ? [] : [r.job]
+        })
         .filter((job) => Batch.listed(job, options.state))
         .slice(0, options.limit ?? Protocol.defaults.listLimit)
     }
@@ -646,10 +715,22 @@ const fromRows = (
     })
   })
 
+  const purge: StoreModel["purge"] = (options) => {
+    const ids = purgeTargets(
+      rows.map((r) => r.job),
+      options
+    ).map((job) => job.id)
+    const gone = new Set(ids)
+    for (let i = rows.length - 1; i >= 0; i--) if (gone.has(rows[i]!.job.id)) rows.splice(i, 1)
+    for (const jobId of ids) byId.delete(jobId)
+    return ids
+  }
+
   return {
     rows,
     row,
     submit,
+    purge,
     ...batchVerbs,
     ...jobWrites(rows, row, fairService, batches),
     fairService,

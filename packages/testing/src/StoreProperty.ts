@@ -1,155 +1,14 @@
 /**
- * The model-based property of the Store: random sequences of Store writes (submits with and without request keys,
- * claims and `claimNext` by several owners, heartbeats, settlements with all five outcomes, charges, cancels,
- * replays by id and by filter, sweeps), Query reads, and steps of store time (small, zero, and onto lease ends,
- * run-after times and deadlines) run on the backend and on `StoreModel`, the reference model built from
- * `Protocol.ts` alone. After every step the replies must be equal, and so must the records: every job of the
- * sequence, and the attempt and ledger rows of every job the step named or wrote (all of them once more at the end).
- *
- * Runs are cheap on a database: each sequence has its own queue and tenants and fresh job ids, so one layer serves
- * every run (sweeps and `claimNext` are scoped to the sequence's queue, filtered replays to it too). Store time is
- * always the explicit `now`: each sequence starts from its own point after 2030-01-01, so the backend's own clock is
- * never mixed in.
- *
- * `StoreProperty(options)` registers the property as one vitest test; `check(options)` runs it and returns a Promise,
- * for a test that wants the figures.
+ * The model-based property of the Store as one vitest test per backend: `StorePropertyCheck.check` (see there for
+ * what it checks) with the figures printed and the number of sequences asserted. The check's options and names are
+ * re-exported here.
  *
  * @since 0.2.0
  */
-import { BatchStore } from "@slowcall/core/Batch"
-import { inputHash } from "@slowcall/core/Canonical"
-import type { Json } from "@slowcall/core/Job"
-import { Query } from "@slowcall/core/Query"
-import { Store } from "@slowcall/core/Store"
-import { Effect, type Layer, ManagedRuntime } from "effect"
-import fc from "fast-check"
-import { assertAgainstModel, registerProperty } from "./internal/modelRuns.js"
-import { commandWith, prelude } from "./internal/storeProperty/arbitraries.js"
-import { compareRecords, type Real, type World } from "./internal/storeProperty/world.js"
-import { makeJobFactory } from "./JobFactory.js"
-import * as StoreModel from "./StoreModel.js"
+import { registerProperty } from "./internal/modelTests.js"
+import { check, type StorePropertyOptions } from "./StorePropertyCheck.js"
 
-/**
- * How a backend runs the property. The layer provides `Store | Query`; it is built once for all runs unless
- * `freshPerRun` asks for a new build per run (cheap for in-memory layers). `numRuns` defaults to 1000 and
- * `maxCommands` (the longest sequence, besides the opening submit) to 20, which keeps 1000 sequences on a database
- * within a couple of minutes; `seed`, `path` and `replayPath` (all three printed in a failure report)
- * replay a reported failure.
- *
- * @since 0.2.0
- * @category models
- */
-export interface StorePropertyOptions {
-  /** Shown in the test name and in failure reports; never used to change behaviour. */
-  readonly name: string
-  readonly layer: Layer.Layer<Store | Query, unknown>
-  readonly freshPerRun?: boolean | undefined
-  readonly numRuns?: number | undefined
-  readonly maxCommands?: number | undefined
-  readonly seed?: number | undefined
-  readonly path?: string | undefined
-  /** The command arbitrary's own replay path: the `replayPath="..."` comment of a reported counterexample. */
-  readonly replayPath?: string | undefined
-  /**
-   * Whether the sequences include the batch verbs (`BatchStore`: open, add in chunks, cancel, replay, reads) beside
-   * the job verbs; the layer must then provide `BatchStore` too. Batch items are jobs of the sequence's queue, so
-   * every job command meets them, and the batch records are compared after every write.
-   */
-  readonly batches?: boolean | undefined
-  /** The vitest timeout of the test `StoreProperty` registers (default 10 minutes). */
-  readonly timeoutMs?: number | undefined
-}
-
-/**
- * Where the first sequence's store time starts (2030-01-01). Run `n` starts `n` hours earlier (modulo 20 000 hours,
- * so never before 2027): a later sequence's store time is before every lease end and deadline an earlier sequence
- * left behind, so a shared database's sweeps never have to step over them.
- *
- * @since 0.2.0
- * @category models
- */
-export const BASE_TIME = Date.UTC(2030, 0, 1)
-
-const HOUR = 3_600_000
-
-const INPUTS: ReadonlyArray<Json> = [{ a: 1 }, { a: 2 }, { b: [1, 2] }]
-
-/** A backend to run sequences on, and how to let it go. */
-interface Backend {
-  readonly real: Real
-  readonly dispose: () => Promise<void>
-}
-
-const open = async (layer: Layer.Layer<Store | Query, unknown>, batches: boolean): Promise<Backend> => {
-  const runtime = ManagedRuntime.make(layer)
-  const [store, query, batchStore] = await runtime.runPromise(
-    Effect.all([Store, Query, Effect.serviceOption(BatchStore)])
-  )
-  if (batches && batchStore._tag === "None")
-    throw new Error("StoreProperty: batches asked for, but the layer has no BatchStore")
-  return {
-    real: {
-      store,
-      query,
-      batches: batches && batchStore._tag === "Some" ? batchStore.value : undefined,
-      run: (effect) => runtime.runPromise(effect)
-    },
-    dispose: () => runtime.dispose()
-  }
-}
-
-/**
- * Runs the property and resolves with the number of runs and the time they took; rejects with fast-check's report
- * (the seed, the path and the shrunk command list, prefixed with the backend's name) when the backend and the model
- * disagree.
- *
- * @since 0.2.0
- * @category testing
- */
-export const check = async (options: StorePropertyOptions): Promise<{ readonly runs: number; readonly ms: number }> => {
-  const factory = makeJobFactory()
-  const inputs = await Effect.runPromise(
-    Effect.forEach(INPUTS, (input) => Effect.map(Effect.orDie(inputHash(input)), (hash) => ({ input, hash })))
-  )
-  const batches = options.batches === true
-  const shared = options.freshPerRun === true ? undefined : await open(options.layer, batches)
-  let runs = 0
-  const started = performance.now()
-  const property = fc.asyncProperty(
-    prelude,
-    fc.commands([commandWith({ batches })], {
-      maxCommands: options.maxCommands ?? 20,
-      size: "max",
-      ...(options.replayPath === undefined ? {} : { replayPath: options.replayPath })
-    }),
-    async (first, commands) => {
-      const backend = shared ?? (await open(options.layer, batches))
-      const world: World = {
-        model: StoreModel.make(),
-        clock: BASE_TIME - (runs % 20_000) * HOUR,
-        queue: factory.uniqueName("prop"),
-        tenants: [factory.uniqueName("ta"), factory.uniqueName("tb")],
-        jobs: [],
-        batches: [],
-        factory,
-        inputs
-      }
-      runs += 1
-      try {
-        await fc.asyncModelRun(() => ({ model: world, real: backend.real }), [first, ...commands])
-        await compareRecords(world, backend.real, { attempts: world.jobs, charges: world.jobs })
-      } finally {
-        if (shared === undefined) await backend.dispose()
-        // Let the runner's own messages through between sequences: an in-memory run never leaves the microtask queue.
-        await new Promise((resolve) => setImmediate(resolve))
-      }
-    }
-  )
-  await assertAgainstModel("StoreProperty", property, options, async () => {
-    await shared?.dispose()
-  })
-  return { runs, ms: performance.now() - started }
-}
+export { BASE_TIME, check, type Purge, type StorePropertyOptions } from "./StorePropertyCheck.js"
 
 /**
  * Registers the property as one vitest test named after the backend. It passes when every sequence agreed, and
@@ -158,6 +17,6 @@ export const check = async (options: StorePropertyOptions): Promise<{ readonly r
  * @since 0.2.0
  * @category testing
  */
-export const StoreProperty = (options: StorePropertyOptions): void => {
+export const StoreProperty = <R = never>(options: StorePropertyOptions<R>): void => {
   registerProperty("StoreProperty", options, check, 600_000)
 }

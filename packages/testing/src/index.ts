@@ -59,6 +59,10 @@ export * as StoreModel from "./StoreModel.js"
  */
 export * as StoreProperty from "./StoreProperty.js"
 /**
+ * @since 0.8.0
+ */
+export * as StorePropertyCheck from "./StorePropertyCheck.js"
+/**
  * @since 0.1.0
  */
 export * as TransportConformance from "./TransportConformance.js"

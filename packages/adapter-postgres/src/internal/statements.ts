@@ -865,15 +865,19 @@ const fixedStatements = (s: string, schema: string) =>
      * another transaction is writing is left for the next chunk) and deleted in the same statement; their attempts
      * and charges go with them (ON DELETE CASCADE), and their request keys are free again. Under READ COMMITTED a
      * picked row is re-checked after its lock, so a job that left its finished state (a replayed dead letter) stays.
-     * Reads jobs_finished_created (0013). Returns the deleted ids.
+     * Reads jobs_finished_created (0013). The pick is the rule of `purgeTargets` in @slowcall/testing's StoreModel
+     * (oldest first across the states asked for, insertion order breaking ties). Returns the deleted ids in that
+     * order (a DELETE's RETURNING has none of its own).
      */
     purge: `WITH picked AS (
         SELECT j.id FROM ${s}.jobs j
         WHERE j.queue = $1 AND j.state IN ('succeeded', 'failed', 'abandoned') AND j.state = ANY($3::text[])
           AND j.created_at < ${ts("$2")}
         ORDER BY j.created_at, j.seq LIMIT $4::int FOR UPDATE SKIP LOCKED
+      ), deleted AS (
+        DELETE FROM ${s}.jobs j USING picked WHERE j.id = picked.id RETURNING j.id, j.created_at, j.seq
       )
-      DELETE FROM ${s}.jobs j USING picked WHERE j.id = picked.id RETURNING j.id::text AS id`
+      SELECT d.id::text AS id FROM deleted d ORDER BY d.created_at, d.seq`
   })
 
 /**

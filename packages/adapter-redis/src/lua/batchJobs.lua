@@ -17,8 +17,10 @@ local limit = tonumber(ARGV[5])
 local key = batchItemsKey(b.id)
 local start = 0
 if ARGV[4] ~= "" then
+  -- A purged item stays in the list but is no job of the batch any more: nothing follows it, as after any id
+  -- that is not one.
   local at = redis.call("LPOS", key, ARGV[4])
-  if not at then
+  if not at or redis.call("EXISTS", jobKey(ARGV[4])) == 0 then
     return {}
   end
   start = at + 1

@@ -1,12 +1,12 @@
 /**
  * What the sequential model-based properties (`StoreProperty`, `LimiterProperty`) share: running the fast-check
  * property with the caller's budget, seed and replay path, one error naming the property, the backend and the model's
- * difference when a sequence disagrees, and the vitest registration that prints how many sequences ran.
+ * difference when a sequence disagrees. The vitest registration is in `modelTests.ts`, so that a script can run a
+ * property without the test runner.
  *
  * @internal
  */
 import fc from "fast-check"
-import { expect, it } from "vitest"
 
 /** The budget and replay options every property takes. @internal */
 export interface RunOptions {
@@ -43,26 +43,4 @@ export const assertAgainstModel = async (
   } finally {
     await dispose()
   }
-}
-
-/**
- * Registers the property as one vitest test named after the backend: it passes when every sequence agreed, and
- * prints how many sequences ran and how long they took. @internal
- */
-export const registerProperty = <O extends RunOptions>(
-  label: string,
-  options: O,
-  check: (options: O) => Promise<{ readonly runs: number; readonly ms: number }>,
-  defaultTimeoutMs: number
-): void => {
-  const numRuns = options.numRuns ?? 1000
-  it(
-    `${label}: ${options.name} agrees with the reference model over ${numRuns} random sequences`,
-    async () => {
-      const { runs, ms } = await check(options)
-      console.info(`[${label}: ${options.name}] ${runs} sequences in ${(ms / 1000).toFixed(1)} s`)
-      expect(runs).toBe(numRuns)
-    },
-    options.timeoutMs ?? defaultTimeoutMs
-  )
 }

@@ -11,7 +11,16 @@
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import type { JobState } from "@slowcall/core/Job"
 import fc from "fast-check"
-import { type BatchRef, type FilterSpec, type OutcomeSpec, type Specs, Step, type SubmitSpec } from "./commands.js"
+import type { PurgeState } from "../../StoreModel.js"
+import {
+  type BatchRef,
+  type FilterSpec,
+  type OutcomeSpec,
+  type PurgeSpec,
+  type Specs,
+  Step,
+  type SubmitSpec
+} from "./commands.js"
 import type { JobRef } from "./world.js"
 
 /** A job reference: one of the sequence's jobs, often one that is running or failed, now and then no job. */
@@ -106,6 +115,23 @@ const step = <K extends keyof Specs>(kind: K, spec: fc.Arbitrary<Specs[K]>): fc.
  */
 export const prelude: fc.Arbitrary<Step> = step("Submit", fc.array(submitSpec, { minLength: 1, maxLength: 6 }))
 
+/**
+ * What a sequence of `focus: "purge"` starts with: two or three submits of one to three items, each after a step of
+ * store time, so that its jobs have several ages from the start and a purge's order and cutoff have jobs to tell
+ * apart.
+ *
+ * @internal
+ */
+export const purgePrelude: fc.Arbitrary<ReadonlyArray<Step>> = fc
+  .array(
+    fc.tuple(
+      step("Tick", fc.record({ ms: fc.constantFrom(1, 2, 500) })),
+      step("Submit", fc.array(submitSpec, { minLength: 1, maxLength: 3 }))
+    ),
+    { minLength: 2, maxLength: 3 }
+  )
+  .map((pairs) => pairs.flat().slice(1))
+
 const batchRef: fc.Arbitrary<BatchRef> = fc.oneof(
   { weight: 8, arbitrary: fc.nat({ max: 3 }) },
   { weight: 1, arbitrary: fc.constant<BatchRef>("unknown") }
@@ -188,11 +214,46 @@ export const batchCommands: ReadonlyArray<{ readonly weight: number; readonly ar
 ]
 
 /**
+ * The purge command: a cutoff one millisecond before, at or after a job's `createdAt` (often a dead letter's, as
+ * retention keeps or drops them) or the store time now, small limits so that the order decides which jobs go, and
+ * states as a caller may send them (the default, one or two of them in any order, now and then repeated or none).
+ *
+ * @internal
+ */
+export const purgeCommand: { readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> } = {
+  weight: 3,
+  arbitrary: step(
+    "Purge",
+    fc.record<PurgeSpec>({
+      cutoff: fc.oneof(
+        { weight: 4, arbitrary: fc.nat({ max: 7 }) },
+        { weight: 1, arbitrary: fc.constant<JobRef>("failed") },
+        { weight: 3, arbitrary: fc.constant("now" as const) }
+      ),
+      offset: fc.constantFrom(-1, 0, 1, 1),
+      limit: fc.constantFrom(null, 1, 1, 2, 3),
+      states: fc.option(fc.array(fc.constantFrom<PurgeState>("succeeded", "abandoned", "failed"), { maxLength: 3 }), {
+        nil: null,
+        freq: 2
+      })
+    })
+  )
+}
+
+/** A command arbitrary with its kind and its weight in the mix. */
+interface Weighted {
+  readonly kind: keyof Specs
+  readonly weight: number
+  readonly arbitrary: fc.Arbitrary<Step>
+}
+
+/**
  * Every job command of the property, weighted towards the writes that move jobs through their lives.
  */
-const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> }> = [
-  { weight: 5, arbitrary: step("Submit", batch(submitSpec)) },
+const jobCommands: ReadonlyArray<Weighted> = [
+  { kind: "Submit", weight: 5, arbitrary: step("Submit", batch(submitSpec)) },
   {
+    kind: "Claim",
     weight: 8,
     arbitrary: step(
       "Claim",
@@ -207,6 +268,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "ClaimNext",
     weight: 4,
     arbitrary: step(
       "ClaimNext",
@@ -230,14 +292,16 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "Heartbeat",
     weight: 3,
     arbitrary: step(
       "Heartbeat",
       batch(fc.record({ job: runningJob, token, leaseMs, progress: fc.constantFrom(null, 0.5, 1.5) }))
     )
   },
-  { weight: 6, arbitrary: step("Settle", batch(fc.record({ job: runningJob, token, outcome }))) },
+  { kind: "Settle", weight: 6, arbitrary: step("Settle", batch(fc.record({ job: runningJob, token, outcome }))) },
   {
+    kind: "Charge",
     weight: 4,
     arbitrary: step(
       "Charge",
@@ -253,6 +317,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "Cancel",
     weight: 2,
     arbitrary: step(
       "Cancel",
@@ -260,6 +325,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "Replay",
     weight: 2,
     arbitrary: step(
       "Replay",
@@ -270,6 +336,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "ReplayWhere",
     weight: 1,
     arbitrary: step(
       "ReplayWhere",
@@ -282,14 +349,20 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "Sweep",
     weight: 3,
     arbitrary: step(
       "Sweep",
       fc.record({ republishAfterMs: fc.constantFrom(null, 0, 1_000), limit: fc.constantFrom(null, null, 1, 2) })
     )
   },
-  { weight: 4, arbitrary: step("Tick", fc.record({ ms: fc.constantFrom(0, 1, 2, 499, 500, 1_000, 3_000) })) },
   {
+    kind: "Tick",
+    weight: 4,
+    arbitrary: step("Tick", fc.record({ ms: fc.constantFrom(0, 1, 2, 499, 500, 1_000, 3_000) }))
+  },
+  {
+    kind: "TickTo",
     weight: 4,
     arbitrary: step(
       "TickTo",
@@ -301,6 +374,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "List",
     weight: 1,
     arbitrary: step(
       "List",
@@ -315,6 +389,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "DeadLetters",
     weight: 2,
     arbitrary: step(
       "DeadLetters",
@@ -326,6 +401,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "Stats",
     weight: 1,
     arbitrary: step(
       "Stats",
@@ -338,6 +414,7 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
     )
   },
   {
+    kind: "Get",
     weight: 1,
     arbitrary: step(
       "Get",
@@ -347,13 +424,85 @@ const jobCommands: ReadonlyArray<{ readonly weight: number; readonly arbitrary: 
 ]
 
 /**
+ * Settlements that mostly finish the job (completed, failed, abandoned; now and then a retry), under the current
+ * token: the focused mix's way to dead letters and finished jobs.
+ */
+const finishingSettle: fc.Arbitrary<Step> = step(
+  "Settle",
+  batch(
+    fc.record({
+      job: runningJob,
+      token: fc.oneof({ weight: 9, arbitrary: fc.constant("current" as const) }, token),
+      outcome: fc.oneof(
+        { weight: 2, arbitrary: outcome.filter((o) => o._tag === "Complete") },
+        { weight: 2, arbitrary: outcome.filter((o) => o._tag === "Fail") },
+        { weight: 1, arbitrary: outcome.filter((o) => o._tag === "Abandon") },
+        { weight: 1, arbitrary: outcome }
+      )
+    })
+  )
+)
+
+/** Claims of the next due jobs, up to four at once, with no filter: the focused mix's way to running jobs. */
+const claimDue: fc.Arbitrary<Step> = step(
+  "ClaimNext",
+  fc.record({
+    owner: fc.nat({ max: 2 }),
+    max: fc.integer({ min: 1, max: 4 }),
+    leaseMs: fc.constantFrom(1_000, 3_000),
+    types: fc.constant(null),
+    fair: fc.constant(null)
+  })
+)
+
+/** The weights of the full mix's job commands that the mix of `focus: "purge"` keeps. */
+const purgeFocusWeights: Partial<Record<keyof Specs, number>> = {
+  Submit: 2,
+  Claim: 2,
+  ClaimNext: 2,
+  Cancel: 2,
+  Replay: 1,
+  Tick: 3,
+  List: 1,
+  DeadLetters: 1,
+  Stats: 1,
+  Get: 1
+}
+
+/**
+ * The mix of `focus: "purge"`: the commands that finish jobs (claims of the next due jobs, settlements that mostly
+ * finish, cancels of queued jobs) and move store time between submits, the reads that meet the purged jobs'
+ * absence, and purges. In the full mix few jobs have finished when a purge comes, so purges there seldom have a
+ * choice to make; here most have finished jobs of several ages to order and cut.
+ */
+const purgeFocus: ReadonlyArray<{ readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> }> = [
+  ...jobCommands.flatMap((c) => {
+    const weight = purgeFocusWeights[c.kind]
+    return weight === undefined ? [] : [{ weight, arbitrary: c.arbitrary }]
+  }),
+  { weight: 6, arbitrary: claimDue },
+  { weight: 12, arbitrary: finishingSettle },
+  purgeCommand
+]
+
+/**
  * Every command of the property, weighted towards the writes that move jobs through their lives; with `batches`,
- * the batch commands too.
+ * the batch commands too, and with `purge` the purge command. With `focus: "purge"` (and `purge`), the job commands
+ * and purges are the mix of `purgeFocus` instead.
  *
  * @internal
  */
-export const commandWith = (options: { readonly batches: boolean }): fc.Arbitrary<Step> =>
-  fc.oneof(...jobCommands, ...(options.batches ? batchCommands : []))
+export const commandWith = (options: {
+  readonly batches: boolean
+  readonly purge?: boolean
+  readonly focus?: "purge" | undefined
+}): fc.Arbitrary<Step> => {
+  const batches = options.batches ? batchCommands : []
+  if (options.purge !== true) return fc.oneof(...jobCommands, ...batches)
+  return options.focus === "purge"
+    ? fc.oneof(...purgeFocus, ...batches)
+    : fc.oneof(...jobCommands, ...batches, purgeCommand)
+}
 
 /**
  * Every job command of the property (`commandWith` without batches).

@@ -1,6 +1,6 @@
 /**
  * The commands of the model-based property: one per Store verb (in batch form), the derived `Query.replay`, the
- * Query reads, and two that move store time (by a step, or onto a job's lease end, run-after or deadline, give or
+ * Query reads, the batch verbs and the retention purge where the backend has them, and two that move store time (by a step, or onto a job's lease end, run-after or deadline, give or
  * take a millisecond). Each command is plain data (what the shrunk counterexample prints); running it resolves that
  * data against the world into concrete items, sends the same items at the same `now` to the backend and to the
  * model, requires equal replies, then equal records.
@@ -11,11 +11,12 @@
 import * as Batch from "@slowcall/core/Batch"
 import type { ErrorClass } from "@slowcall/core/ErrorClass"
 import type { FairOptions } from "@slowcall/core/Fairness"
-import type { AbandonReason, JobId, JobState, Json } from "@slowcall/core/Job"
+import { type AbandonReason, isTerminal, type JobId, type JobState, type Json } from "@slowcall/core/Job"
 import { fingerprint, type Outcome, type SubmitItem } from "@slowcall/core/Protocol"
 import * as Query from "@slowcall/core/Query"
 import { Effect } from "effect"
 import type fc from "fast-check"
+import type * as StoreModel from "../../StoreModel.js"
 import {
   changedSince,
   compareRecords,
@@ -86,6 +87,18 @@ export interface FilterSpec {
   readonly input?: number | undefined
 }
 
+/**
+ * A purge as data: the cutoff is a job's `createdAt` (one of the sequence's jobs, or the first failed one) or the
+ * store time now, give or take a millisecond; `states` as sent (null: the default), possibly empty, repeated or in
+ * any order.
+ */
+export interface PurgeSpec {
+  readonly cutoff: JobRef | "now"
+  readonly offset: number
+  readonly limit: number | null
+  readonly states: ReadonlyArray<StoreModel.PurgeState> | null
+}
+
 /** What each command carries. */
 export interface Specs {
   readonly Submit: ReadonlyArray<SubmitSpec>
@@ -149,6 +162,7 @@ export interface Specs {
     readonly upTo: number
   }
   readonly Get: { readonly job: JobRef; readonly tenant: "own" | "other" | "none" }
+  readonly Purge: PurgeSpec
   readonly BatchOpen: {
     readonly key: string | null
     readonly tenant: number
@@ -293,6 +307,12 @@ const batchTenant = (world: World, batchId: Batch.BatchId, which: "own" | "other
   const batch = world.model.getBatch(batchId)
   const own = batch === undefined ? world.tenants[0] : batch.tenant
   return which === "own" ? (own ?? undefined) : own === world.tenants[1] ? world.tenants[0] : world.tenants[1]
+}
+
+/** The backend's purge: the command runs only where the run covers it. */
+const purgeOf = (real: Real): NonNullable<Real["purge"]> => {
+  if (real.purge === undefined) throw new Error("a purge command ran on a backend without a purge")
+  return real.purge
 }
 
 /** The backend's batch verbs: a command that needs them runs only where the run covers batches. */
@@ -494,6 +514,39 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     const count = { queue: world.queue, tenant: options.tenant, upTo: spec.upTo }
     same("countQueued", await real.run(real.query.countQueued(count)), world.model.countQueued(count))
   },
+  Purge: async (world, real, spec) => {
+    const purge = purgeOf(real)
+    const at =
+      spec.cutoff === "now"
+        ? world.clock
+        : (world.model.row(resolveJob(world, spec.cutoff, await unknownId(world)))?.job.createdAt ?? world.clock)
+    const options: StoreModel.PurgeOptions = {
+      queue: world.queue,
+      createdBefore: at + spec.offset,
+      states: spec.states ?? undefined,
+      limit: spec.limit ?? undefined
+    }
+    const ids = await real.run(purge(options))
+    const expected = world.model.purge(options)
+    same("purge ids", ids, expected)
+    // Each purged job is gone from the reads by id too (the queue's listing, attempts and ledger follow as a write's).
+    const got = await Promise.all(
+      expected.map((jobId) =>
+        real.run(
+          real.query
+            .get({ jobId })
+            .pipe(
+              Effect.catchTag("JobNotFound", (error) => Effect.succeed({ _tag: "JobNotFound", jobId: error.jobId }))
+            )
+        )
+      )
+    )
+    same(
+      "get of the purged jobs",
+      got,
+      expected.map((jobId) => ({ _tag: "JobNotFound", jobId }))
+    )
+  },
   BatchOpen: async (world, real, spec) => {
     const batches = batchStoreOf(real)
     const batchSpec: Batch.BatchSpec = {
@@ -622,6 +675,7 @@ const writes: ReadonlySet<Kind> = new Set<Kind>([
   "Replay",
   "ReplayWhere",
   "Sweep",
+  "Purge",
   "BatchOpen",
   "BatchAdd",
   "BatchCharge",
@@ -642,8 +696,12 @@ export class Step<K extends Kind = Kind> implements fc.AsyncCommand<World, Real>
     readonly spec: Specs[K]
   ) {}
 
-  /** A command whose job references by state find no such job is left out of the sequence. */
+  /**
+   * A command whose job references by state find no such job is left out of the sequence, and so is a purge while
+   * fewer than two jobs have finished (it would have no order to keep).
+   */
   check(world: World): boolean {
+    if (this.kind === "Purge" && world.model.rows.filter((row) => isTerminal(row.job.state)).length < 2) return false
     return refsOf(this.spec).every((ref) => refHolds(world, ref))
   }
 

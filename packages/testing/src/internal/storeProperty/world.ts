@@ -7,6 +7,7 @@
  * @internal
  */
 import type { BatchId, BatchStore } from "@slowcall/core/Batch"
+import type { StoreError } from "@slowcall/core/Errors"
 import type { JobId, Json } from "@slowcall/core/Job"
 import type { Query } from "@slowcall/core/Query"
 import type { Store } from "@slowcall/core/Store"
@@ -30,12 +31,17 @@ export interface World {
   readonly inputs: ReadonlyArray<{ readonly input: Json; readonly hash: string }>
 }
 
+/** A backend's retention purge (`PgStore.purge`, `RedisStore.purge`). @internal */
+export type Purge = (options: StoreModel.PurgeOptions) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+
 /** The backend side of a run. @internal */
 export interface Real {
   readonly store: Store["Type"]
   readonly query: Query["Type"]
   /** The backend's batch verbs, when the run covers them. */
   readonly batches?: BatchStore["Type"] | undefined
+  /** The backend's retention purge, when the run covers it. */
+  readonly purge?: Purge | undefined
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
 }
 
@@ -144,7 +150,6 @@ export const resolveToken = (world: World, jobId: JobId, ref: TokenRef): number 
  * @internal
  */
 export const learnJobs = (world: World): void => {
-  if (world.jobs.length === world.model.rows.length) return
   const known = new Set(world.jobs)
   for (const row of world.model.rows) if (!known.has(row.job.id)) world.jobs.push(row.job.id)
 }
@@ -164,16 +169,26 @@ export const snapshot = (world: World): Snapshot => ({
 const differs = (then: ReadonlyArray<unknown> | undefined, now: ReadonlyArray<unknown>): boolean =>
   then === undefined ? now.length > 0 : then.length !== now.length || then.some((part, i) => part !== now[i])
 
-/** The jobs whose attempt rows, and those whose ledger rows, the model changed since `before`. @internal */
+/**
+ * The jobs whose attempt rows, and those whose ledger rows, the model changed since `before`: a job the step removed
+ * (purged) changed both. @internal
+ */
 export const changedSince = (
   world: World,
   before: Snapshot
-): { readonly attempts: ReadonlyArray<JobId>; readonly charges: ReadonlyArray<JobId> } => ({
-  attempts: world.model.rows
-    .filter((row) => differs(before.attempts.get(row.job.id), row.attempts))
-    .map((r) => r.job.id),
-  charges: world.model.rows.filter((row) => differs(before.charges.get(row.job.id), row.charges)).map((r) => r.job.id)
-})
+): { readonly attempts: ReadonlyArray<JobId>; readonly charges: ReadonlyArray<JobId> } => {
+  const removed = [...before.attempts.keys()].filter((jobId) => world.model.row(jobId) === undefined)
+  return {
+    attempts: [
+      ...world.model.rows.filter((row) => differs(before.attempts.get(row.job.id), row.attempts)).map((r) => r.job.id),
+      ...removed
+    ],
+    charges: [
+      ...world.model.rows.filter((row) => differs(before.charges.get(row.job.id), row.charges)).map((r) => r.job.id),
+      ...removed
+    ]
+  }
+}
 
 /**
  * The records comparison: every job of the sequence's queue (one listing, oldest first), the attempt rows of the
