@@ -13,21 +13,15 @@
 import { randomBytes } from "node:crypto"
 import { check } from "@slowcall/testing/StoreConcurrency"
 import { Layer } from "effect"
-import pg from "pg"
 import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
+import { argv, flag, report, url, value } from "./propertyScript.js"
 
-const args = process.argv.slice(2)
-const value = (name: string): string | undefined => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : undefined
-}
-const scenarios = args.flatMap((arg, i) => (arg === "--scenario" && args[i + 1] !== undefined ? [args[i + 1]!] : []))
+const scenarios = argv.flatMap((arg, i) => (arg === "--scenario" && argv[i + 1] !== undefined ? [argv[i + 1]!] : []))
 const runs = value("runs")
 const seed = value("seed")
 const path = value("path")
-const pglite = args.includes("--pglite")
-const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const pglite = flag("pglite")
 // Commits need not wait for the WAL flush in these sessions: what concurrent transactions see is unchanged.
 const sessions = new URL(url)
 sessions.searchParams.set("options", "-c synchronous_commit=off")
@@ -39,38 +33,18 @@ const layer = pglite
       Layer.provideMerge(PgDriver.layer({ connectionString: sessions.toString(), max: 16 }))
     )
 
-const dropSchema = async (): Promise<void> => {
-  const client = new pg.Client({ connectionString: url })
-  client.on("error", () => {})
-  await client.connect()
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-  } finally {
-    await client.end()
-  }
-}
-
-let outcome: { readonly ok: boolean; readonly failure: string | null } & Partial<Awaited<ReturnType<typeof check>>>
-try {
-  const result = await check({
-    name: pglite ? "pglite in memory" : "postgres server",
-    layer,
-    ...(scenarios.length > 0 ? { scenarios } : {}),
-    ...(runs === undefined ? {} : { numRuns: Number(runs) }),
-    ...(seed === undefined ? {} : { seed: Number(seed) }),
-    ...(path === undefined ? {} : { path }),
-    shrink: !args.includes("--no-shrink")
-  })
-  console.log(
-    `${result.runs} sequences, ${result.concurrentSteps} concurrent batches, ${result.commands} commands in ${(result.ms / 1000).toFixed(1)} s`
-  )
-  outcome = { ok: true, failure: null, ...result }
-} catch (error) {
-  const message = error instanceof Error ? error.message : String(error)
-  console.log(message)
-  outcome = { ok: false, failure: message.split("\n")[0] ?? message }
-} finally {
-  if (!pglite) await dropSchema()
-}
-console.log(JSON.stringify(outcome))
-process.exit(outcome.ok ? 0 : 1)
+await report(
+  () =>
+    check({
+      name: pglite ? "pglite in memory" : "postgres server",
+      layer,
+      ...(scenarios.length > 0 ? { scenarios } : {}),
+      ...(runs === undefined ? {} : { numRuns: Number(runs) }),
+      ...(seed === undefined ? {} : { seed: Number(seed) }),
+      ...(path === undefined ? {} : { path }),
+      shrink: !flag("no-shrink")
+    }),
+  (result) =>
+    `${result.runs} sequences, ${result.concurrentSteps} concurrent batches, ${result.commands} commands in ${(result.ms / 1000).toFixed(1)} s`,
+  pglite ? undefined : schema
+)
