@@ -165,16 +165,22 @@ describe("retention", () => {
   )
 })
 
+/** A RedisStore under a prefix of its own, whose keys are deleted when the scope closes. */
+const storeUnder = Effect.fnUntraced(function* (name: string) {
+  const prefix = uniquePrefix(name)
+  yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
+  const store = Context.get(
+    yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
+    RedisStore.RedisStore
+  )
+  return { prefix, store }
+})
+
 describe("purge", () => {
   it.live("deletes finished jobs and every trace of them; a queued job and, when asked, dead letters stay", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const prefix = uniquePrefix("purge")
-        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
-        const store = Context.get(
-          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
-          RedisStore.RedisStore
-        )
+        const { prefix, store } = yield* storeUnder("purge")
         const done = yield* item("purge", { requestKey: "k-done" })
         const dead = yield* item("purge")
         const waiting = yield* item("purge")
@@ -229,12 +235,7 @@ describe("purge", () => {
   it.live("picks the oldest across the states asked for, insertion order breaking equal creation times", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const prefix = uniquePrefix("purge")
-        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
-        const store = Context.get(
-          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
-          RedisStore.RedisStore
-        )
+        const { store } = yield* storeUnder("purge")
         const t0 = Date.UTC(2031, 0, 1)
         // Arrange: given and kept created together at t0 (in that order), then late at t0 + 1; abandoned, succeeded,
         // failed, so that no state's own order is the order across states.
@@ -560,12 +561,7 @@ describe("the server", () => {
   it.live("a queued job takes a bounded number of bytes (MEMORY USAGE of every key of the queue)", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const prefix = uniquePrefix("memory")
-        yield* Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))
-        const store = Context.get(
-          yield* Layer.build(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false })),
-          RedisStore.RedisStore
-        )
+        const { prefix, store } = yield* storeUnder("memory")
         const count = 2_000
         const items: Array<SubmitItem> = []
         for (let i = 0; i < count; i++) {
