@@ -352,12 +352,15 @@ export class BatchWorld {
     const b = tracked.index
     const callback = (kind: Batch.CallbackKind) => ({ queue: callbackQueue, type: "sim.callback", input: { b, kind } })
     const options: Client.SubmitBatchOptions = {
-      items: Array.from({ length: tracked.plan.items }, (_, i) => ({
-        queue: "sim",
-        type: LimitsPlan.jobTypeOfJob(plan.limits, 10_000 + 100 * b + i),
-        input: { n: 10_000 + 100 * b + i },
-        maxAttempts: plan.maxAttempts
-      })),
+      items: Array.from({ length: tracked.plan.items }, (_, i) => {
+        const n = 10_000 + 100 * b + i
+        return {
+          queue: "sim",
+          type: LimitsPlan.jobTypeOfJob(plan.limits, n),
+          input: { n },
+          maxAttempts: plan.maxAttempts
+        }
+      }),
       requestKey: `batch-${b}`,
       ...(tracked.plan.budgetCents === null ? {} : { budgetCents: tracked.plan.budgetCents }),
       ...(tracked.plan.onComplete ? { onComplete: callback("onComplete") } : {}),

@@ -58,14 +58,6 @@ export interface LimitsPlan {
 export const resourceId = (r: number): string => `sim:model-${r}:key-a`
 
 /**
- * The resource job `i` of a plan calls.
- *
- * @since 0.4.0
- * @category combinators
- */
-export const resourceOfJob = (limits: LimitsPlan, i: number): string => resourceId(i % limits.resources.length)
-
-/**
  * The job type of a job that calls resource `r` (`undefined`: a plan without limits). Each resource has a handler of
  * its own that declares it (`HandlerOptions.resource`), so workers admit a job before they claim it, as a production
  * fleet whose handlers each call one model does.
