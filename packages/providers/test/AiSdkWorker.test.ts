@@ -257,7 +257,9 @@ describe("withAiSdk in an Effect worker, through ModelCall.tryPromise", () => {
     )
     expect(attempts.map((a) => [a.outcome, a.errorClass])).toEqual([["retried", "rate_limited"]])
     expect(job.state).toBe("queued")
-    expect(job.runAfter - job.updatedAt).toBeGreaterThanOrEqual(3_000)
+    // Measured from the settlement's store time (the attempt's end), not from `updatedAt`: two writes in one
+    // millisecond bump `updatedAt` a microsecond past it (`Protocol.bump`).
+    expect(job.runAfter - (attempts[0]?.endedAt ?? Number.NaN)).toBeGreaterThanOrEqual(3_000)
     expect(fake.requests.length - before).toBe(1)
   })
 })
