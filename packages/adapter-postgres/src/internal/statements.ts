@@ -292,27 +292,42 @@ export const claimNextLimit = (max: number): number => Math.max(1, Math.floor(ma
 /**
  * claimNext, picking at most `limit` rows (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner,
  * $4 lease ms, $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length;
- * NULL: no filter). Due queued jobs of the queue, highest priority first, then earliest run_after, then insertion
- * order, picked with FOR UPDATE SKIP LOCKED so that concurrent claimers take disjoint sets and never wait on each
- * other; the first $2 (the limit itself, see `claimNextLimit`) are claimed as `claim` does with the fallback
- * estimate. Outputs: only the written rows (`applied`), in pick order.
+ * NULL: no filter). In `Protocol.claimNextOrder`: running jobs of the queue whose lease ended (taken over directly,
+ * no sweep needed; `jobs_running_lease` finds them), oldest insertion first, then due queued jobs, highest priority
+ * first, then earliest run_after, then insertion order. Each group is picked with FOR UPDATE SKIP LOCKED so that
+ * concurrent claimers take disjoint sets and never wait on each other; the first $2 (the limit itself, see
+ * `claimNextLimit`) are claimed as `claim` does with the fallback estimate. When lapsed leases fill part of the
+ * batch, the queued rows picked beyond it stay locked until the statement ends (lapsed leases are rare: a worker
+ * died or stalled). Outputs: only the written rows (`applied`, `takeover` when a lapsed holder's attempt was ended),
+ * in pick order.
  */
 const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
-  return `WITH picked AS (
-      SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
-      WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
-        AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
+  const pick = Math.max(1, Math.floor(limit))
+  const runnable = "($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))"
+  return `WITH lapsed AS (
+      SELECT j.id, j.seq FROM ${s}.jobs j
+      WHERE j.state = 'running' AND j.lease_until < ${now} AND j.queue = $1 AND ${runnable}
         AND ${unchangedSinceSnapshot(s, "j")}
-      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${Math.max(1, Math.floor(limit))} FOR UPDATE SKIP LOCKED
+      ORDER BY j.seq LIMIT ${pick} FOR UPDATE SKIP LOCKED
+    ), due AS (
+      SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
+      WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now} AND ${runnable}
+        AND ${unchangedSinceSnapshot(s, "j")}
+      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${pick} FOR UPDATE SKIP LOCKED
+    ), picked AS (
+      SELECT l.id, 0 AS grp, 0 AS priority, NULL::timestamptz AS run_after, l.seq FROM lapsed l
+      UNION ALL
+      SELECT d.id, 1, d.priority, d.run_after, d.seq FROM due d
     ), ranked AS (
-      SELECT p.*, row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
+      SELECT p.*, row_number() OVER (ORDER BY p.grp, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
       SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
         NULL::timestamptz AS seen_at, r.ord
       FROM ranked r WHERE r.ord <= $2::int
     ), ${claimWrite(s, now)}
-    SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
+    SELECT upd.ord, true AS applied, EXISTS (SELECT 1 FROM ended e WHERE e.job_id = upd.id) AS takeover,
+      ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
     UNION ALL
     SELECT 0, false, false, ${ms(now)}, ${noJob}
     ORDER BY 1`
