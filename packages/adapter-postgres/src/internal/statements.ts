@@ -296,9 +296,9 @@ export const claimNextLimit = (max: number): number => Math.max(1, Math.floor(ma
  * no sweep needed; `jobs_running_lease` finds them), oldest insertion first, then due queued jobs, highest priority
  * first, then earliest run_after, then insertion order. Each group is picked with FOR UPDATE SKIP LOCKED so that
  * concurrent claimers take disjoint sets and never wait on each other; the first $2 (the limit itself, see
- * `claimNextLimit`) are claimed as `claim` does with the fallback estimate. When lapsed leases fill part of the
- * batch, the queued rows picked beyond it stay locked until the statement ends (lapsed leases are rare: a worker
- * died or stalled). Outputs: only the written rows (`applied`, `takeover` when a lapsed holder's attempt was ended),
+ * `claimNextLimit`) are claimed as `claim` does with the fallback estimate. The queued pick takes only what the
+ * lapsed leases left of the batch: a row locked and not claimed would be passed over by every claimer running at
+ * the same moment, a pick no order of the claims explains (the concurrent property found it). Outputs: only the written rows (`applied`, `takeover` when a lapsed holder's attempt was ended),
  * in pick order.
  */
 const claimNextSql = (s: string, limit: number): string => {
@@ -314,7 +314,7 @@ const claimNextSql = (s: string, limit: number): string => {
       SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
       WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now} AND ${runnable}
         AND ${unchangedSinceSnapshot(s, "j")}
-      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${pick} FOR UPDATE SKIP LOCKED
+      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT (SELECT ${pick} - count(*) FROM lapsed) FOR UPDATE SKIP LOCKED
     ), picked AS (
       SELECT l.id, 0 AS grp, 0 AS priority, NULL::timestamptz AS run_after, l.seq FROM lapsed l
       UNION ALL
