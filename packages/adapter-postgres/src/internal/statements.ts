@@ -278,33 +278,44 @@ const claimSql = (s: string): string => {
 }
 
 /**
- * The pick limit of a claimNext statement for a batch of `max`: `max` itself. The limit is written into the statement
- * as a literal, one prepared statement per batch size: a parameter there made the server plan the statement anew on
- * every execution (its generic plan could not know the limit), which cost more than the claim itself for small
- * batches; with a literal the server plans each statement a few times, then keeps its plan. The limit is exactly the
- * batch: a larger pick would lock rows it does not claim until the statement ends, and claimers running at the same
- * moment skip locked rows, so those jobs would be left to a later round.
+ * The bucket of a claimNext statement for a batch of `max`: the smallest power of two at or above it (1, 2, 4, ...).
+ * The bucket is written into the statement as a literal, so a connection prepares one statement per bucket (at most
+ * 11 for batches up to 1,024) instead of one per batch size, each of which the server planned anew several times.
+ * The batch itself is the parameter $2, applied as an outer LIMIT above the locking pick: the executor pulls rows
+ * through the row locks only until it has $2, so exactly the claimed rows are locked (a lock on a row it does not
+ * claim would make claimers running at the same moment skip that row and leave it to a later round). The bucket's
+ * literal bounds the planner's estimate of the pick (with a parameter alone it assumes a tenth of the table), so the
+ * generic plan costs about what a custom one does and the server keeps it instead of planning on every execution.
  *
  * @internal
  */
-export const claimNextLimit = (max: number): number => Math.max(1, Math.floor(max))
+export const claimNextLimit = (max: number): number => {
+  let bucket = 1
+  while (bucket < max) bucket *= 2
+  return bucket
+}
 
 /**
- * claimNext, picking at most `limit` rows (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner,
- * $4 lease ms, $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length;
- * NULL: no filter). Due queued jobs of the queue, highest priority first, then earliest run_after, then insertion
- * order, picked with FOR UPDATE SKIP LOCKED so that concurrent claimers take disjoint sets and never wait on each
- * other; the first $2 (the limit itself, see `claimNextLimit`) are claimed as `claim` does with the fallback
- * estimate. Outputs: only the written rows (`applied`), in pick order.
+ * The pick of claimNext: at most `limit` rows from `query` (which locks with FOR UPDATE SKIP LOCKED under its own
+ * literal LIMIT, the bucket), cut to the batch $2 above the locks (`claimNextLimit`).
+ */
+const pickedUpTo = (query: string): string => `SELECT c.* FROM (${query}) c LIMIT $2::int`
+
+/**
+ * claimNext in bucket `limit` (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4 lease ms,
+ * $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length; NULL: no filter).
+ * Due queued jobs of the queue, highest priority first, then earliest run_after, then insertion order, picked with
+ * FOR UPDATE SKIP LOCKED so that concurrent claimers take disjoint sets and never wait on each other; the first $2
+ * are locked and claimed as `claim` does with the fallback estimate. Outputs: only the written rows (`applied`), in pick order.
  */
 const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
   return `WITH picked AS (
-      SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
-      WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
-        AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
-        AND ${unchangedSinceSnapshot(s, "j")}
-      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${Math.max(1, Math.floor(limit))} FOR UPDATE SKIP LOCKED
+      ${pickedUpTo(`SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
+        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
+          AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
+          AND ${unchangedSinceSnapshot(s, "j")}
+        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`)}
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
@@ -343,13 +354,14 @@ const fairDecayed = (service: string, at: string, now: string): string => {
 const FAIR_PASS_OVER = 64
 
 /**
- * claimNext with `fair`, picking at most `limit` rows. Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4
+ * claimNext with `fair` in bucket `limit` (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4
  * lease ms, $5 now, $6 types and $7 versions (as claimNext), $8 tenants named in the weights and $9 their weights,
  * $10 the default weight, $11 the decay step ms (`Fairness.stepMs`). `Fairness.pick`: the tenants with queued jobs
  * (a loose index scan over jobs_fair_order, plus the no-tenant tenant), each with its decayed service and weight;
  * per tenant its first `limit` due runnable jobs in claim order, the k-th (from 0) keyed `decayed + k / weight`;
- * the `limit` smallest keys (ties in claim order) are locked with SKIP LOCKED, so a row another writer holds is passed
- * over and keeps its rank (at most `FAIR_PASS_OVER` of them), and claimed as claimNext claims; each tenant with picks gets service
+ * the $2 smallest keys (ties in claim order) are locked with SKIP LOCKED, so a row another writer holds is passed
+ * over and keeps its rank (at most `limit` - $2 + `FAIR_PASS_OVER` of them), and claimed as claimNext claims; each
+ * tenant with picks gets service
  * `decayed + picks / weight` at now, in the same statement. Outputs: as claimNext.
  *
  * Locking: service is read from the statement's snapshot, so two fair claims of one queue must not overlap: the
@@ -359,7 +371,7 @@ const FAIR_PASS_OVER = 64
  */
 const claimNextFairSql = (s: string, limit: number): string => {
   const now = storeNow(5)
-  const n = Math.max(1, Math.floor(limit))
+  const n = limit
   const due = `j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
         AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))`
   const head = (match: string) => `SELECT h.*, row_number() OVER (ORDER BY h.priority DESC, h.run_after, h.seq) AS k
@@ -399,9 +411,10 @@ const claimNextFairSql = (s: string, limit: number): string => {
     ), ordered AS (
       SELECT * FROM cand c ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n + FAIR_PASS_OVER}
     ), picked AS (
-      SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow FROM ${s}.jobs j JOIN ordered c ON c.id = j.id
-      WHERE j.state = 'queued' AND j.run_after <= ${now} AND ${unchangedSinceSnapshot(s, "j")}
-      ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED
+      ${pickedUpTo(`SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow FROM ${s}.jobs j
+        JOIN ordered c ON c.id = j.id
+        WHERE j.state = 'queued' AND j.run_after <= ${now} AND ${unchangedSinceSnapshot(s, "j")}
+        ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED`)}
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.key, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
