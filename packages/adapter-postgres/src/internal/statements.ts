@@ -162,9 +162,11 @@ const unchangedSinceSnapshot = (s: string, j: string): string =>
  * settle it for the first reason that holds). Sibling statements end the previous holder's attempt (`expired`: at
  * most one attempt row of a job is `running`, the current token's) and append the new one. `takeover` is whether
  * such a running attempt was ended: its attempt rows are read under the statement's snapshot and re-checked on the
- * newest version, so a holder that settled concurrently is not mistaken for a lapsed one.
+ * newest version, so a holder that settled concurrently is not mistaken for a lapsed one. Without `takeover` (claimNext,
+ * which writes only rows it picked and locked as queued, and a queued job has no running attempt: every write that
+ * leaves running ends it) there is no such attempt and `expired` is left out.
  */
-const claimWrite = (s: string, now: string): string => {
+const claimWrite = (s: string, now: string, options: { readonly takeover: boolean }): string => {
   const v = claimVerdict(s, now)
   return `${lockedRows(s)}, upd AS (
     UPDATE ${s}.jobs j SET
@@ -184,11 +186,15 @@ const claimWrite = (s: string, now: string): string => {
       (j.state = 'queued' AND j.run_after <= ${now}) OR (j.state = 'running' AND j.lease_until < ${now})
     ) AND (i.seen_at IS NULL OR j.updated_at = i.seen_at)
     RETURNING j.*, i.ord, i.owner AS claim_owner
-  ), ended AS (
+  ), ${
+    options.takeover
+      ? `ended AS (
     UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
     FROM upd WHERE a.job_id = upd.id AND a.outcome = 'running'
     RETURNING a.job_id
-  ), att AS (
+  ), `
+      : ""
+  }att AS (
     INSERT INTO ${s}.attempts (job_id, token, worker, started_at, outcome)
     SELECT upd.id, upd.lease_token, upd.claim_owner, ${now}, 'running' FROM upd WHERE upd.state = 'running'
   )`
@@ -273,9 +279,17 @@ const claimSql = (s: string): string => {
         x.ord
       FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::float8[])
         WITH ORDINALITY AS x(job_id, owner, lease_ms, estimate, ord)
-    ), ${claimWrite(s, now)}
+    ), ${claimWrite(s, now, { takeover: true })}
     ${writeReply(s, now, { takeover: true })}`
 }
+
+/**
+ * The fallback estimate of a picked row `r` (`fallbackEstimate`), without reading the ledger when the job's spend is
+ * 0: ledger amounts are never negative (`Protocol.chargeProblem`), so no token has charged anything then. The spend is
+ * the picked row's, which is the snapshot's (`unchangedSinceSnapshot`), as the ledger read is.
+ */
+const pickedEstimate = (s: string): string =>
+  `CASE WHEN r.cost_cents = 0 THEN 0::float8 ELSE ${fallbackEstimate(s, "r.id")} END`
 
 /**
  * The bucket of a claimNext statement for a batch of `max`: the smallest power of two at or above it (1, 2, 4, ...).
@@ -306,12 +320,13 @@ const pickedUpTo = (query: string): string => `SELECT c.* FROM (${query}) c LIMI
  * $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length; NULL: no filter).
  * Due queued jobs of the queue, highest priority first, then earliest run_after, then insertion order, picked with
  * FOR UPDATE SKIP LOCKED so that concurrent claimers take disjoint sets and never wait on each other; the first $2
- * are locked and claimed as `claim` does with the fallback estimate. Outputs: only the written rows (`applied`), in pick order.
+ * are locked and claimed as `claim` does with the fallback estimate (`pickedEstimate`). Outputs: only the written
+ * rows (`applied`), in pick order.
  */
 const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
   return `WITH picked AS (
-      ${pickedUpTo(`SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
+      ${pickedUpTo(`SELECT j.id, j.priority, j.run_after, j.seq, j.cost_cents FROM ${s}.jobs j
         WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
           AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
           AND ${unchangedSinceSnapshot(s, "j")}
@@ -319,10 +334,10 @@ const claimNextSql = (s: string, limit: number): string => {
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
-      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
+      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${pickedEstimate(s)} AS estimate,
         NULL::timestamptz AS seen_at, r.ord
       FROM ranked r WHERE r.ord <= $2::int
-    ), ${claimWrite(s, now)}
+    ), ${claimWrite(s, now, { takeover: false })}
     SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
     UNION ALL
     SELECT 0, false, false, ${ms(now)}, ${noJob}
@@ -411,14 +426,14 @@ const claimNextFairSql = (s: string, limit: number): string => {
     ), ordered AS (
       SELECT * FROM cand c ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n + FAIR_PASS_OVER}
     ), picked AS (
-      ${pickedUpTo(`SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow FROM ${s}.jobs j
+      ${pickedUpTo(`SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow, j.cost_cents FROM ${s}.jobs j
         JOIN ordered c ON c.id = j.id
         WHERE j.state = 'queued' AND j.run_after <= ${now} AND ${unchangedSinceSnapshot(s, "j")}
         ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED`)}
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.key, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
-      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
+      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${pickedEstimate(s)} AS estimate,
         NULL::timestamptz AS seen_at, r.ord, r.flow
       FROM ranked r WHERE r.ord <= $2::int
     ), service AS (
@@ -427,7 +442,7 @@ const claimNextFairSql = (s: string, limit: number): string => {
       FROM (SELECT i.flow, count(*) AS picks FROM input i GROUP BY i.flow) p
       JOIN weighted wt ON wt.tenant IS NOT DISTINCT FROM p.flow
       ON CONFLICT (queue, tenant) DO UPDATE SET service = EXCLUDED.service, at = EXCLUDED.at
-    ), ${claimWrite(s, now)}
+    ), ${claimWrite(s, now, { takeover: false })}
     SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
     UNION ALL
     SELECT 0, false, false, ${ms(now)}, ${noJob}
