@@ -160,7 +160,8 @@ const unchangedSinceSnapshot = (s: string, j: string): string =>
  * the caller gave it, or the pick made sure, `unchangedSinceSnapshot`).
  * One UPDATE whose WHERE is `Protocol.isClaimable` and whose SET is `Protocol.claimTransition` (run the job, or
  * settle it for the first reason that holds). Sibling statements end the previous holder's attempt (`expired`: at
- * most one attempt row of a job is `running`, the current token's) and append the new one. `takeover` is whether
+ * most one attempt row of a job is `running`, the current token's, found by primary key with the token the job held
+ * when `locked` locked it) and append the new one. `takeover` is whether
  * such a running attempt was ended: its attempt rows are read under the statement's snapshot and re-checked on the
  * newest version, so a holder that settled concurrently is not mistaken for a lapsed one. Without `takeover` (claimNext,
  * which writes only rows it picked and locked as queued, and a queued job has no running attempt: every write that
@@ -168,7 +169,7 @@ const unchangedSinceSnapshot = (s: string, j: string): string =>
  */
 const claimWrite = (s: string, now: string, options: { readonly takeover: boolean }): string => {
   const v = claimVerdict(s, now)
-  return `${lockedRows(s)}, upd AS (
+  return `${lockedRows(s, "j.id, j.lease_token")}, upd AS (
     UPDATE ${s}.jobs j SET
       state = CASE ${v} WHEN 'claim' THEN 'running' WHEN 'exhausted' THEN 'failed' ELSE 'abandoned' END,
       abandon_reason = CASE ${v} WHEN 'cancelled' THEN 'cancelled' WHEN 'deadline' THEN 'deadline'
@@ -185,12 +186,12 @@ const claimWrite = (s: string, now: string, options: { readonly takeover: boolea
     WHERE j.id = i.job_id AND (
       (j.state = 'queued' AND j.run_after <= ${now}) OR (j.state = 'running' AND j.lease_until < ${now})
     ) AND (i.seen_at IS NULL OR j.updated_at = i.seen_at)
-    RETURNING j.*, i.ord, i.owner AS claim_owner
+    RETURNING j.*, i.ord, i.owner AS claim_owner, l.lease_token AS held_token
   ), ${
     options.takeover
       ? `ended AS (
     UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
-    FROM upd WHERE a.job_id = upd.id AND a.outcome = 'running'
+    FROM upd WHERE a.job_id = upd.id AND a.token = upd.held_token AND a.outcome = 'running'
     RETURNING a.job_id
   ), `
       : ""
@@ -891,7 +892,8 @@ const fixedStatements = (s: string, schema: string) =>
      * purge. Inputs: $1 queue, $2 created-before ms, $3 states (finished ones only), $4 limit. The queue's oldest
      * finished jobs created strictly before the cutoff, at most $4, picked with FOR UPDATE SKIP LOCKED (a row
      * another transaction is writing is left for the next chunk) and deleted in the same statement; their attempts
-     * and charges go with them (ON DELETE CASCADE), and their request keys are free again. Under READ COMMITTED a
+     * and charges are deleted by the same statement (there are no foreign keys to cascade, migration 0014; a charge
+     * racing the purge waits for the job row's lock and then finds no job), and their request keys are free again. Under READ COMMITTED a
      * picked row is re-checked after its lock, so a job that left its finished state (a replayed dead letter) stays.
      * Reads jobs_finished_created (0013). The pick is the rule of `purgeTargets` in @slowcall/testing's StoreModel
      * (oldest first across the states asked for, insertion order breaking ties). Returns the deleted ids in that
@@ -904,6 +906,10 @@ const fixedStatements = (s: string, schema: string) =>
         ORDER BY j.created_at, j.seq LIMIT $4::int FOR UPDATE SKIP LOCKED
       ), deleted AS (
         DELETE FROM ${s}.jobs j USING picked WHERE j.id = picked.id RETURNING j.id, j.created_at, j.seq
+      ), attempts_deleted AS (
+        DELETE FROM ${s}.attempts a USING deleted d WHERE a.job_id = d.id
+      ), charges_deleted AS (
+        DELETE FROM ${s}.charges c USING deleted d WHERE c.job_id = d.id
       )
       SELECT d.id::text AS id FROM deleted d ORDER BY d.created_at, d.seq`
   })
