@@ -15,6 +15,7 @@
 //   connections (pg_prepared_statements: generic and custom plans).
 // Needs a superuser connection (pg_walinspect) on ANCHORS_PG_URL (default postgres://postgres@127.0.0.1:5432).
 import pgModule from "pg"
+import { PREFETCH } from "./common.mjs"
 import create from "./slowcall.mjs"
 
 const pg = pgModule.default ?? pgModule
@@ -159,7 +160,7 @@ for (const client of clients) {
 }
 await adapter.stop()
 const s2 = await snapshot()
-await report("process (worker, concurrency 16, prefetch 500, no-op handler)", s1, s2, N)
+await report(`process (worker, concurrency 16, prefetch ${PREFETCH}, no-op handler)`, s1, s2, N)
 console.log(`claimNext statement texts sent: ${claimTexts}`)
 console.log(
   `claimNext prepared on the ${plans.connections} connections: ${plans.prepared} statements, ${plans.custom} custom plans, ${plans.generic} generic plans`
