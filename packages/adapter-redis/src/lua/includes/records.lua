@@ -252,9 +252,10 @@ end
 local batchWrite
 
 -- Writes `new` (a record, never nil) over `old` (nil for a new job) with every index and sum kept; a write to an
--- item of a batch writes the batch too (`batchWrite`).
-local function save(old, new)
-  storeFields(old, new)
+-- item of a batch writes the batch too (`batchWrite`). `names` (optional) lists the only record fields that may
+-- differ (see storeFields).
+local function save(old, new, names)
+  storeFields(old, new, names)
   if old ~= nil and new.batchId ~= nil then
     batchWrite(old, new)
   end
@@ -585,14 +586,21 @@ local function apply(old, now, tr, retentionMs)
   if tr.start ~= nil then
     startAttempt(old.id, tr.start, now)
   end
+  -- The fields this write may change: the patch's, updatedAt, and the store's marks set here.
+  local names = { "updatedAt" }
+  for name, _ in pairs(tr.patch) do
+    names[#names + 1] = name
+  end
   if tr.becameFailed then
     new.failedAt = now
+    names[#names + 1] = "failedAt"
   end
   -- A job queued again is deliverable again: a transport's hiding belongs to the delivery it was made for.
   if new.state == "queued" and old.state ~= "queued" then
     new.visibleAt = nil
+    names[#names + 1] = "visibleAt"
   end
-  save(old, new)
+  save(old, new, names)
   if tr.result ~= nil then
     redis.call("HSET", dataKey(old.id), "r", tr.result)
   end
