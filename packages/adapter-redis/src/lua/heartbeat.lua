@@ -14,6 +14,7 @@
 -- state nor the spend, so no other index, sum or batch count moves and nothing else is read.
 local RENEWAL = { "st", "tk", "lu", "pg", "ca", "cc", "up", "sq" }
 
+deferIndexes()
 local now = storeNow(ARGV[1])
 local out = { fmt(now) }
 for a = 2, #ARGV, 4 do
