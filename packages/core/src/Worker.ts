@@ -263,7 +263,14 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
   const limits =
     limiter === undefined
       ? undefined
-      : WorkerLimits.make({ limiter, maxBatch, start: helpers.start, ...rechecks, learn: gate?.learn })
+      : WorkerLimits.make({
+          limiter,
+          maxBatch,
+          start: helpers.start,
+          ...rechecks,
+          learn: gate?.learn,
+          learnStates: gate?.learnStates
+        })
   const env: Env<R> = {
     store,
     transport,

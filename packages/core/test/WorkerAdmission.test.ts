@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Schema } from "effect"
 import * as Handler from "../src/Handler.js"
+import * as WorkerAdmission from "../src/internal/workerAdmission.js"
 import { type Known, openingOf } from "../src/internal/workerAdmission.js"
 import type { JobId } from "../src/Job.js"
 import * as Limiter from "../src/Limiter.js"
@@ -118,6 +119,65 @@ describe("Worker admission before the claim", () => {
     )
   }
 
+  for (const intake of ["store-selected", "transport-delivered"] as const) {
+    it.scoped(
+      `${intake}: a job waiting on a full cap is not claimed again until a read of the limiter shows room`,
+      () =>
+        Effect.gen(function* () {
+          // The only permit is held by a call of another process, for a minute.
+          const { claims, limiter, t } = yield* setup({ maxConcurrent: 1 })
+          const other = { jobId: "elsewhere", token: 1 }
+          yield* limiter.apply({
+            items: [
+              {
+                _tag: "Acquire",
+                resource: RESOURCE,
+                callId: "elsewhere:1:1",
+                holder: other,
+                leaseMs: 60_000,
+                tenant: null,
+                priority: 0,
+                cost: { requests: 1, inputTokens: 0, outputTokens: 0 }
+              }
+            ]
+          })
+          const id = yield* t.submit({ input: { tenant: "a", i: 0 } })
+          const ran: Array<{ readonly tenant: string; readonly at: number }> = []
+          yield* t.start(
+            {
+              queue: "q",
+              id: "w",
+              concurrency: 1,
+              limiter,
+              throttle: { recheckMs: 200 },
+              handlers: [calling({ ran, callMs: 100, rateLimitFirst: false })]
+            },
+            t.store,
+            intake === "store-selected" ? storeSelected(t.transport) : t.transport
+          )
+          // Five seconds, 25 rechecks: the first claim learns the cap is full (its Acquire waits), and from then on the
+          // worker reads the limiter every recheck instead of claiming the job only to be told to wait again.
+          const start = yield* t.now
+          yield* t.advanceUntil(
+            Effect.map(t.now, (now) => now >= start + 5_000),
+            10_000
+          )
+          expect(claims).toHaveLength(1)
+          expect(ran).toEqual([])
+          const before = yield* limiter.read({ resources: [RESOURCE] })
+          expect(before.resources[0]!.counters.waits.concurrency).toBe(1)
+          // The permit comes back: the next read shows room, the job is claimed once more and runs.
+          yield* limiter.apply({
+            items: [{ _tag: "Release", resource: RESOURCE, callId: "elsewhere:1:1", holder: other, reached: true }]
+          })
+          yield* t.reaches(id, ["succeeded"], 10_000)
+          expect(claims).toHaveLength(2)
+          const job = yield* t.job(id)
+          expect(job.attempts - job.attemptsBase).toBe(1)
+        })
+    )
+  }
+
   it.scoped("a bucket without room: jobs are claimed as it refills, none is sent back, in fair order", () =>
     Effect.gen(function* () {
       // One request a second (a bucket of one): tenant A's backlog of six, then tenant B's two.
@@ -179,7 +239,7 @@ describe("the forecast of a resource's room", () => {
     const full = known({ permits: 8, maxConcurrent: 8 })
     expect(openingOf(full, 1_100, 0, rechecks)).toEqual({ room: 0, until: 1_200 })
     // Long after the view (this worker made no call since): a probe, not closed for ever.
-    expect(openingOf(full, 5_000, 0, rechecks)).toEqual({ room: 1, until: 5_000 })
+    expect(openingOf(full, 5_000, 0, rechecks)).toEqual({ room: 1, until: 5_000, probe: true })
     expect(openingOf(full, 5_000, 1, rechecks)).toEqual({ room: 0, until: 5_200 })
   })
 
@@ -204,10 +264,43 @@ describe("the forecast of a resource's room", () => {
     const timed = known({ pause: { kind: "rate_limited", until: 4_000 } })
     expect(openingOf(timed, 3_999, 0, rechecks)).toEqual({ room: 0, until: 4_000 })
     // Over: half-open, one probe.
-    expect(openingOf(timed, 4_000, 0, rechecks)).toEqual({ room: 1, until: 4_000 })
+    expect(openingOf(timed, 4_000, 0, rechecks)).toEqual({ room: 1, until: 4_000, probe: true })
     const capped = known({ pause: { kind: "quota_exhausted", until: null } })
     expect(openingOf(capped, 30_000, 0, rechecks)).toEqual({ room: 0, until: 61_000 })
-    expect(openingOf(capped, 61_000, 0, rechecks)).toEqual({ room: 1, until: 61_000 })
+    expect(openingOf(capped, 61_000, 0, rechecks)).toEqual({ room: 1, until: 61_000, probe: true })
+  })
+
+  it("a view that only a probe claim would ask again is stale: read before the plan, fresh for recheckMs after", () => {
+    const handler = Handler.make({
+      type: "limited.call",
+      version: 1,
+      input: Input,
+      result: Schema.String,
+      attempt: { timeoutMs: 5_000 },
+      resource: RESOURCE,
+      run: () => Effect.succeed("")
+    })
+    const gate = WorkerAdmission.make({ handlers: [handler], ...rechecks })!
+    const state = (view: Partial<Limiter.View>) =>
+      ({ resource: RESOURCE, view: known(view).view }) as unknown as Limiter.ResourceState
+    const claimOne = { _tag: "Claim", types: [{ type: "limited.call", version: 1 }], max: 1 }
+    // Never seen: the first claim learns it; nothing to read.
+    expect(gate.stale(1_000, [])).toEqual([])
+    gate.learnStates(1_000, [state({ permits: 8, maxConcurrent: 8 })])
+    // A full cap seen at 1,000 is trusted until 1,200, then read rather than probed.
+    expect(gate.stale(1_199, [])).toEqual([])
+    expect(gate.plan(4, 1_199, [])).toEqual({ _tag: "Closed", until: 1_200 })
+    expect(gate.stale(1_200, [])).toEqual([RESOURCE])
+    // The read shows a free permit: nothing stale, one claim.
+    gate.learnStates(1_250, [state({ permits: 7, maxConcurrent: 8 })])
+    expect(gate.stale(1_300, [])).toEqual([])
+    expect(gate.plan(4, 1_300, [])).toEqual(claimOne)
+    // A cap with free permits is planned on as seen: never read.
+    expect(gate.stale(9_000, [])).toEqual([])
+    // A pause until resumed is read every pausedRecheckMs, not every recheckMs.
+    gate.learnStates(10_000, [state({ pause: { kind: "quota_exhausted", until: null } })])
+    expect(gate.stale(10_200, [])).toEqual([])
+    expect(gate.stale(70_000, [])).toEqual([RESOURCE])
   })
 
   it("a resource with no limits is open", () => {

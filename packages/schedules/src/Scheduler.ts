@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { Client } from "@slowcall/core/Client"
-import type { StoreError } from "@slowcall/core/Errors"
+import type { QueueFull, StoreError } from "@slowcall/core/Errors"
 import { isTerminal, type JobId } from "@slowcall/core/Job"
 import { Effect, Schedule as EffectSchedule, Layer, Option } from "effect"
 import * as Due from "./Due.js"
@@ -79,13 +79,16 @@ const stillGoing = (client: Client["Type"], jobId: string) =>
     Effect.catchTag("JobNotFound", () => Effect.succeed(Option.none<JobId>()))
   )
 
-/** Decides and makes the due ticks of one schedule, then moves its cursor. */
-const passOne = Effect.fn("slowcall.schedules.pass")(function* (
+/**
+ * Decides the due ticks of one schedule: with none (most passes), nothing is written and no span is made; otherwise
+ * `makeTicks`.
+ */
+const passOne = (
   client: Client["Type"],
   store: ScheduleStore["Type"],
   record: ScheduleRecord,
   now: number
-) {
+): Effect.Effect<Array<TickOutcome>, StoreError | QueueFull> => {
   const schedule = record.schedule
   const decided = Due.due({
     now,
@@ -94,11 +97,24 @@ const passOne = Effect.fn("slowcall.schedules.pass")(function* (
     graceMs: schedule.graceMs,
     ticks: Schedule.candidateTicks(schedule, record.cursor, now)
   })
-  if (decided.advanceTo === null) return []
+  return decided.advanceTo === null
+    ? Effect.succeed([])
+    : makeTicks(client, store, record, decided.make, decided.advanceTo)
+}
+
+/** Makes the ticks `decided` names, in order, then moves the schedule's cursor (one span, `slowcall.schedules.pass`). */
+const makeTicks = Effect.fn("slowcall.schedules.pass")(function* (
+  client: Client["Type"],
+  store: ScheduleStore["Type"],
+  record: ScheduleRecord,
+  make: ReadonlyArray<number>,
+  advanceTo: number
+) {
+  const schedule = record.schedule
   const outcomes: Array<TickOutcome> = []
   let previous = record.lastJobId
   let made: string | null = null
-  for (const tick of decided.make) {
+  for (const tick of make) {
     let cancelled: JobId | null = null
     if (schedule.overlap !== "allow" && previous !== null) {
       const going = yield* stillGoing(client, previous)
@@ -132,7 +148,7 @@ const passOne = Effect.fn("slowcall.schedules.pass")(function* (
     previous = submitted.jobId
     made = submitted.jobId
   }
-  yield* store.advance(schedule.id, decided.advanceTo, made)
+  yield* store.advance(schedule.id, advanceTo, made)
   return outcomes
 })
 

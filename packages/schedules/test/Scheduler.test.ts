@@ -3,7 +3,7 @@ import * as Client from "@slowcall/core/Client"
 import { StoreError } from "@slowcall/core/Errors"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
-import { Clock, Effect, Either, Fiber, Layer, TestClock } from "effect"
+import { Clock, Effect, Either, Fiber, Layer, TestClock, Tracer } from "effect"
 import * as Schedule from "../src/Schedule.js"
 import * as Scheduler from "../src/Scheduler.js"
 import * as ScheduleStore from "../src/ScheduleStore.js"
@@ -70,6 +70,32 @@ describe("Scheduler.pass", () => {
         tick: "2026-06-01T00:00:02.000Z",
         input: { scope: "all" }
       })
+    }).pipe(Effect.provide(layer()))
+  )
+
+  it.effect("a pass with nothing due writes nothing and makes no span; one with a due tick makes one", () =>
+    Effect.gen(function* () {
+      const native = yield* Effect.tracer
+      const spans: Array<string> = []
+      const recording = Tracer.make({
+        span: (name, ...rest) => {
+          spans.push(name)
+          return native.span(name, ...rest)
+        },
+        context: native.context
+      })
+      yield* setUp(everySecond())
+      yield* at(1_100)
+      const first = yield* Effect.withTracer(Scheduler.pass, recording)
+      expect(first.ticks.map((t) => t._tag)).toEqual(["Submitted"])
+      expect(spans.filter((name) => name === "slowcall.schedules.pass")).toHaveLength(1)
+      // The same second again: its tick is made, nothing else is due.
+      const store = yield* ScheduleStore.ScheduleStore
+      const before = yield* store.list()
+      const again = yield* Effect.withTracer(Scheduler.pass, recording)
+      expect(again.ticks).toEqual([])
+      expect(spans.filter((name) => name === "slowcall.schedules.pass")).toHaveLength(1)
+      expect((yield* store.list()).result).toEqual(before.result)
     }).pipe(Effect.provide(layer()))
   )
 

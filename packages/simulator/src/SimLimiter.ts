@@ -3,7 +3,8 @@
  * applies, one `limit` event per item with its result and the live permits the Limiter counted after it, and injects
  * faults at the point `limiter.apply`: a clean failure before the write (F5), an applied write whose reply is lost
  * (F6), a write applied twice, as a client that sent it again after a lost reply would (F2: every verb must be safe
- * to repeat as sent), a slow call (F7), and the store's outages (F21). A paused process sends nothing until it runs
+ * to repeat as sent), a slow call (F7), and the store's outages (F21); a worker's `read` (which writes nothing) at the
+ * point `limiter.read` fails cleanly (F5, an outage) or is slow (F7). A paused process sends nothing until it runs
  * again and a crashed one never. Operators' resumes are recorded too.
  *
  * @since 0.4.0
@@ -30,8 +31,10 @@ export interface SimLimiterEnv {
 }
 
 const limiterFaults: ReadonlyArray<FaultKind> = ["F2", "F5", "F6", "F7"]
+const readFaults: ReadonlyArray<FaultKind> = ["F5", "F7"]
 
 const refused = new StoreError({ reason: "Connection", operation: "limiter.apply", detail: "injected: not applied" })
+const readRefused = new StoreError({ reason: "Connection", operation: "limiter.read", detail: "injected: no reply" })
 const lost = new StoreError({
   reason: "Ambiguous",
   operation: "limiter.apply",
@@ -87,10 +90,10 @@ const eventOf = (
 export const make = (limiter: Limiter.Limiter["Type"], env: SimLimiterEnv): Limiter.Limiter["Type"] => {
   const gated = passGate(env.actor)
   const { clock, faults, history } = env
-  const decide = (): FaultKind | "Outage" | undefined => {
+  const decide = (point = "limiter.apply", kinds = limiterFaults): FaultKind | "Outage" | undefined => {
     if (!env.actor.faulted) return undefined
     if (faults.outage) return "Outage"
-    return faults.roll(limiterFaults, env.actor.id, "limiter.apply", env.actor.incarnation === null)
+    return faults.roll(kinds, env.actor.id, point, env.actor.incarnation === null)
   }
   const send = (
     options: Parameters<Limiter.Limiter["Type"]["apply"]>[0],
@@ -133,6 +136,27 @@ export const make = (limiter: Limiter.Limiter["Type"], env: SimLimiterEnv): Limi
         )
       })
     })
+  /** A read writes nothing and records nothing: it fails cleanly (F5, an outage) or is slow (F7). */
+  const read: Limiter.Limiter["Type"]["read"] = (options) =>
+    Effect.suspend(() =>
+      gated(() => {
+        const fault = decide("limiter.read", readFaults)
+        if (fault === "F5" || fault === "Outage") return Effect.fail(readRefused)
+        const reading =
+          fault === "F7"
+            ? Effect.flatMap(Random.nextIntBetween(100, 2_000), (ms) =>
+                clock.sleepThen(
+                  ms,
+                  Effect.suspend(() => gated(() => limiter.read(options)))
+                )
+              )
+            : limiter.read(options)
+        // The reply reaches a paused process when it runs again, a crashed one never.
+        return Effect.flatMap(Effect.either(reading), (either) =>
+          gated(() => (either._tag === "Right" ? Effect.succeed(either.right) : Effect.fail(either.left)))
+        )
+      })
+    )
   return {
     define: limiter.define,
     apply,
@@ -162,6 +186,6 @@ export const make = (limiter: Limiter.Limiter["Type"], env: SimLimiterEnv): Limi
         }
         return reply
       }),
-    read: limiter.read
+    read
   }
 }

@@ -11,7 +11,12 @@
  *   admitted yet (they will take that room first); a resource without a view yet admits one claim, which learns it;
  * - the Store-selected intake claims only the handlers whose resource has room, at most that many jobs when every
  *   handler it claims for is limited, and sleeps until the earliest opening when none has room; the
- *   transport-delivered intake defers a delivery of a resource without room until its opening, without claiming.
+ *   transport-delivered intake defers a delivery of a resource without room until its opening, without claiming;
+ * - a view that would only be asked again by a probe claim (a full cap, a half-open resource with its probe out, or a
+ *   pause until resumed, seen `recheckMs` or more ago, or `pausedRecheckMs` for the pause) is read first
+ *   (`Limiter.read`, which writes nothing): only a resource the fresh view shows with room is claimed for, so
+ *   waiting on a full cap costs one read per worker and recheck instead of a claim, a reservation, a refused
+ *   `Acquire`, a refund and a throttled settlement (and on a transport, a publish and a receive).
  *
  * Handlers that name no resource are never held back, and a worker none of whose handlers names one does none of
  * this (no step, no statement): `make` returns nothing for it.
@@ -48,6 +53,8 @@ export interface Known {
 export interface Opening {
   readonly room: number
   readonly until: number
+  /** The one claim is a probe: admitted only to ask the limiter again how things stand. */
+  readonly probe?: true
 }
 
 const open: Opening = { room: Number.POSITIVE_INFINITY, until: Number.NEGATIVE_INFINITY }
@@ -71,7 +78,8 @@ export const openingOf = (
   if (now < known.waitUntil) return { room: 0, until: known.waitUntil }
   const view = known.view
   // One claim to learn how things stand now, unless a held job is about to ask the limiter anyway.
-  const probe: Opening = taken === 0 ? { room: 1, until: now } : { room: 0, until: now + rechecks.recheckMs }
+  const probe: Opening =
+    taken === 0 ? { room: 1, until: now, probe: true } : { room: 0, until: now + rechecks.recheckMs }
   if (view.pause !== null) {
     if (view.pause.until === null) {
       const until = known.at + rechecks.pausedRecheckMs
@@ -137,6 +145,14 @@ export interface WorkerAdmission {
     items: ReadonlyArray<Limiter.LimitItem>,
     reply: { readonly now: number; readonly results: ReadonlyArray<Limiter.LimitResult> }
   ) => void
+  /** Takes in the views a `Limiter.read` at store time `now` returned. */
+  readonly learnStates: (now: number, states: ReadonlyArray<Limiter.ResourceState>) => void
+  /**
+   * The resources whose view is too old to plan on at store time `now` (the forecast would admit a probe claim only
+   * to ask the limiter again), in handler order: the intake reads them before it plans. None while a held job of the
+   * resource is about to ask anyway, and none that was never seen (its first claim learns it).
+   */
+  readonly stale: (now: number, held: Iterable<Held>) => ReadonlyArray<string>
   /** The plan of a Store-selected claim of up to `want` jobs at store time `now`, given the jobs held (`held`). */
   readonly plan: (want: number, now: number, held: Iterable<Held>) => Plan
   /**
@@ -216,6 +232,34 @@ export const make = (options: {
         }
         known.set(item.resource, k)
       }
+    },
+
+    learnStates: (now, states) => {
+      for (const state of states) {
+        const k = known.get(state.resource)
+        if (k === undefined) {
+          known.set(state.resource, {
+            view: state.view,
+            at: now,
+            cost: { requests: 1, inputTokens: 0, outputTokens: 0 },
+            waitUntil: Number.NEGATIVE_INFINITY
+          })
+        } else {
+          k.view = state.view
+          k.at = now
+        }
+      }
+    },
+
+    stale: (now, held) => {
+      const pending = pendingOf(held)
+      const stale: Array<string> = []
+      for (const resource of new Set(resourceOf.values())) {
+        const k = known.get(resource)
+        if (k === undefined || (pending.get(resource) ?? 0) > 0 || now < k.waitUntil) continue
+        if (now >= k.at + rechecks.recheckMs && openingOf(k, now, 0, rechecks).probe === true) stale.push(resource)
+      }
+      return stale
     },
 
     plan: (want, now, held) => {

@@ -176,6 +176,13 @@ const claimNext = <R>(env: Env<R>, want: number, types: ReadonlyArray<Runnable>)
 /** The jobs a worker holds that may still call: waiting in its local queue, or running. */
 const heldJobs = <R>(env: Env<R>): Array<Held> => [...env.waiting, ...env.running]
 
+/** Reads the limiter for the resources whose view is too old to plan on (`WorkerAdmission.stale`), if any. */
+const refreshStale = <R>(env: Env<R>, gate: WorkerAdmission, limits: WorkerLimits): Effect.Effect<void> =>
+  withNow((local) => {
+    const stale = gate.stale(limits.storeNow(local), heldJobs(env))
+    return stale.length === 0 ? Effect.void : limits.refresh(stale)
+  })
+
 /**
  * A claim round with admission before the claim: the plan at store time now (forecast from the local clock and the
  * limiter's last reply) is claimed, or, when no handler here has room, the round sleeps until the earliest opening.
@@ -187,6 +194,7 @@ const admittedRound = Effect.fnUntraced(function* <R>(
   want: number,
   claim: (want: number, types: ReadonlyArray<Runnable>) => Effect.Effect<void, never, R>
 ) {
+  yield* refreshStale(env, gate, limits)
   const now = limits.storeNow(yield* Clock.currentTimeMillis)
   const plan = gate.plan(want, now, heldJobs(env))
   if (plan._tag === "Claim") return yield* claim(plan.max, plan.types)
@@ -277,7 +285,7 @@ const forecastAdmitted = <R>(
   const gate = env.gate
   const limits = env.limits
   if (gate === undefined || limits === undefined) return Effect.succeed(candidates)
-  return withNow((local) => {
+  const verdicts = withNow((local) => {
     const now = limits.storeNow(local)
     const verdicts = gate.verdicts(
       candidates.map((candidate) => candidate.handler),
@@ -292,6 +300,7 @@ const forecastAdmitted = <R>(
     })
     return Effect.succeed(admit)
   })
+  return Effect.zipRight(refreshStale(env, gate, limits), verdicts)
 }
 
 /**

@@ -64,6 +64,11 @@ export interface WorkerLimits {
    * permit its previous call still held.
    */
   readonly post: (item: Limiter.LimitItem) => Effect.Effect<Answer<Limiter.LimitResult>, StoreError>
+  /**
+   * Reads the resources' state (`Limiter.read`, which writes nothing) and hands their views to `learnStates`. A read
+   * that fails is logged and teaches nothing: the forecast then falls back to a probe claim.
+   */
+  readonly refresh: (resources: ReadonlyArray<string>) => Effect.Effect<void>
   /** Renew permits (one call for all of them); failures are logged, a permit that lapses comes back by itself. */
   readonly renew: (items: ReadonlyArray<Limiter.Renew>) => Effect.Effect<void>
   /** Store time now, estimated from the local clock and the last reply (a pause's end is in store time). */
@@ -94,6 +99,8 @@ export const make = (options: {
         reply: { readonly now: number; readonly results: ReadonlyArray<Limiter.LimitResult> }
       ) => void)
     | undefined
+  /** Told the views of every `refresh` (the worker's admission before the claim learns from them). */
+  readonly learnStates?: ((now: number, states: ReadonlyArray<Limiter.ResourceState>) => void) | undefined
 }): WorkerLimits => {
   const { limiter } = options
   // Store time minus local time at the last reply: 0 until one came.
@@ -134,6 +141,17 @@ export const make = (options: {
         ? batcher.post(item)
         : Effect.die(new Error(`limiter item refused: ${problem.path}: ${problem.message}`))
     },
+    refresh: (resources) =>
+      Effect.catchAll(
+        Effect.flatMap(limiter.read({ resources }), (reply) =>
+          withNow((local) => {
+            offset = reply.now - local
+            options.learnStates?.(reply.now, reply.resources)
+            return Effect.void
+          })
+        ),
+        (error) => Effect.logWarning("reading the limiter failed; a probe claim asks it instead", error)
+      ),
     renew: (items) =>
       items.length === 0
         ? Effect.void
