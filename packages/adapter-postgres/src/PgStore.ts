@@ -98,7 +98,7 @@ export interface PgStoreService extends StoreService, QueryService {
   }) => Effect.Effect<number, StoreError | E>
   /**
    * Deletes finished jobs of `queue` created before `createdBefore` (store time, epoch ms), oldest first, at most
-   * `limit` (default 1000) in one short statement: the row with its attempts and charges (cascade), as if it had
+   * `limit` (default 1000) in one short statement: the row with its attempts and charges, as if it had
    * never been; its request key is free again, so a submit with that key makes a new job. `states` (default all
    * three finished ones) narrows it, e.g. to keep dead letters. Queued and running jobs are never touched, nor is
    * a row another transaction is writing (skipped, left for the next call). A batch keeps its own record and

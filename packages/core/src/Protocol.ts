@@ -77,6 +77,25 @@ export const fallbackEstimate = (
 }
 
 /**
+ * Why a charge call cannot be written, or `undefined` when it can: an item whose amount is negative or not a finite
+ * number. Ledger amounts are never negative, so the spend of a job is 0 exactly when every amount in its ledger is 0,
+ * and then its `fallbackEstimate` is 0 too (a store may answer it without reading the ledger).
+ *
+ * @since 0.4.0
+ * @category rules
+ */
+export const chargeProblem = (
+  items: ReadonlyArray<{ readonly jobId: string; readonly callId: string; readonly amountCents: number }>
+): string | undefined => {
+  for (const item of items) {
+    if (!(Number.isFinite(item.amountCents) && item.amountCents >= 0)) {
+      return `charge ${item.callId} of job ${item.jobId}: amount ${item.amountCents} is not a finite number >= 0`
+    }
+  }
+  return undefined
+}
+
+/**
  * One charge write against the ledger row of its call id (or none): the row to store and by how much the job's
  * `costCents` moves, or `undefined` when the write changes nothing. A new call id inserts; a settlement of an
  * unsettled row sets the amount and marks it settled; a reservation for an existing call id and anything on a

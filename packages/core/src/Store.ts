@@ -324,7 +324,9 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
     /**
      * Not fenced (the money was spent whatever the token). `Protocol.chargeStep` per item; the job's `costCents`
      * stays the ledger's sum. On an item of a batch, `Batch.chargeVerdict` first, in the same atomic write: a
-     * reservation the batch's budget cannot cover is `BatchBudgetExceeded` and writes nothing.
+     * reservation the batch's budget cannot cover is `BatchBudgetExceeded` and writes nothing. A call with an amount
+     * below 0 or not finite (`Protocol.chargeProblem`) fails with `StoreError` (`Constraint`) and writes none of its
+     * items.
      */
     readonly charge: (
       options: WriteOptions & { readonly items: ReadonlyArray<ChargeItem> }

@@ -160,13 +160,16 @@ const unchangedSinceSnapshot = (s: string, j: string): string =>
  * the caller gave it, or the pick made sure, `unchangedSinceSnapshot`).
  * One UPDATE whose WHERE is `Protocol.isClaimable` and whose SET is `Protocol.claimTransition` (run the job, or
  * settle it for the first reason that holds). Sibling statements end the previous holder's attempt (`expired`: at
- * most one attempt row of a job is `running`, the current token's) and append the new one. `takeover` is whether
+ * most one attempt row of a job is `running`, the current token's, found by primary key with the token the job held
+ * when `locked` locked it) and append the new one. `takeover` is whether
  * such a running attempt was ended: its attempt rows are read under the statement's snapshot and re-checked on the
- * newest version, so a holder that settled concurrently is not mistaken for a lapsed one.
+ * newest version, so a holder that settled concurrently is not mistaken for a lapsed one. Without `takeover` (the fair
+ * claimNext, which writes only rows it picked and locked as queued, and a queued job has no running attempt: every write that
+ * leaves running ends it) there is no such attempt and `expired` is left out.
  */
-const claimWrite = (s: string, now: string): string => {
+const claimWrite = (s: string, now: string, options: { readonly takeover: boolean }): string => {
   const v = claimVerdict(s, now)
-  return `${lockedRows(s)}, upd AS (
+  return `${lockedRows(s, "j.id, j.lease_token")}, upd AS (
     UPDATE ${s}.jobs j SET
       state = CASE ${v} WHEN 'claim' THEN 'running' WHEN 'exhausted' THEN 'failed' ELSE 'abandoned' END,
       abandon_reason = CASE ${v} WHEN 'cancelled' THEN 'cancelled' WHEN 'deadline' THEN 'deadline'
@@ -183,12 +186,16 @@ const claimWrite = (s: string, now: string): string => {
     WHERE j.id = i.job_id AND (
       (j.state = 'queued' AND j.run_after <= ${now}) OR (j.state = 'running' AND j.lease_until < ${now})
     ) AND (i.seen_at IS NULL OR j.updated_at = i.seen_at)
-    RETURNING j.*, i.ord, i.owner AS claim_owner
-  ), ended AS (
+    RETURNING j.*, i.ord, i.owner AS claim_owner, l.lease_token AS held_token
+  ), ${
+    options.takeover
+      ? `ended AS (
     UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
-    FROM upd WHERE a.job_id = upd.id AND a.outcome = 'running'
+    FROM upd WHERE a.job_id = upd.id AND a.token = upd.held_token AND a.outcome = 'running'
     RETURNING a.job_id
-  ), att AS (
+  ), `
+      : ""
+  }att AS (
     INSERT INTO ${s}.attempts (job_id, token, worker, started_at, outcome)
     SELECT upd.id, upd.lease_token, upd.claim_owner, ${now}, 'running' FROM upd WHERE upd.state = 'running'
   )`
@@ -273,59 +280,82 @@ const claimSql = (s: string): string => {
         x.ord
       FROM unnest($1::uuid[], $2::text[], $3::float8[], $4::float8[])
         WITH ORDINALITY AS x(job_id, owner, lease_ms, estimate, ord)
-    ), ${claimWrite(s, now)}
+    ), ${claimWrite(s, now, { takeover: true })}
     ${writeReply(s, now, { takeover: true })}`
 }
 
 /**
- * The pick limit of a claimNext statement for a batch of `max`: `max` itself. The limit is written into the statement
- * as a literal, one prepared statement per batch size: a parameter there made the server plan the statement anew on
- * every execution (its generic plan could not know the limit), which cost more than the claim itself for small
- * batches; with a literal the server plans each statement a few times, then keeps its plan. The limit is exactly the
- * batch: a larger pick would lock rows it does not claim until the statement ends, and claimers running at the same
- * moment skip locked rows, so those jobs would be left to a later round.
+ * The fallback estimate of a picked row `r` (`fallbackEstimate`), without reading the ledger when the job's spend is
+ * 0: ledger amounts are never negative (`Protocol.chargeProblem`), so no token has charged anything then. The spend is
+ * the picked row's, which is the snapshot's (`unchangedSinceSnapshot`), as the ledger read is.
+ */
+const pickedEstimate = (s: string): string =>
+  `CASE WHEN r.cost_cents = 0 THEN 0::float8 ELSE ${fallbackEstimate(s, "r.id")} END`
+
+/**
+ * The bucket of a claimNext statement for a batch of `max`: the smallest power of two at or above it (1, 2, 4, ...).
+ * The bucket is written into the statement as a literal, so a connection prepares one statement per bucket (at most
+ * 11 for batches up to 1,024) instead of one per batch size, each of which the server planned anew several times.
+ * The batch itself is the parameter $2, applied as an outer LIMIT above the locking pick: the executor pulls rows
+ * through the row locks only until it has $2, so exactly the claimed rows are locked (a lock on a row it does not
+ * claim would make claimers running at the same moment skip that row and leave it to a later round). The bucket's
+ * literal bounds the planner's estimate of the pick (with a parameter alone it assumes a tenth of the table), so the
+ * generic plan costs about what a custom one does and the server keeps it instead of planning on every execution.
  *
  * @internal
  */
-export const claimNextLimit = (max: number): number => Math.max(1, Math.floor(max))
+export const claimNextLimit = (max: number): number => {
+  let bucket = 1
+  while (bucket < max) bucket *= 2
+  return bucket
+}
 
 /**
- * claimNext, picking at most `limit` rows (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner,
- * $4 lease ms, $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length;
- * NULL: no filter). In `Protocol.claimNextOrder`: running jobs of the queue whose lease ended (taken over directly,
- * no sweep needed; `jobs_running_lease` finds them), oldest insertion first, then due queued jobs, highest priority
- * first, then earliest run_after, then insertion order. Each group is picked with FOR UPDATE SKIP LOCKED so that
- * concurrent claimers take disjoint sets and never wait on each other; the first $2 (the limit itself, see
- * `claimNextLimit`) are claimed as `claim` does with the fallback estimate. The queued pick takes only what the
- * lapsed leases left of the batch: a row locked and not claimed would be passed over by every claimer running at
- * the same moment, a pick no order of the claims explains (the concurrent property found it). Outputs: only the written rows (`applied`, `takeover` when a lapsed holder's attempt was ended),
- * in pick order.
+/**
+ * The pick of claimNext: at most `limit` rows from `query` (which locks with FOR UPDATE SKIP LOCKED under its own
+ * literal LIMIT, the bucket), cut to `upTo` above the locks (`claimNextLimit`).
+ */
+const pickedUpTo = (query: string, upTo = "$2::int"): string => `SELECT c.* FROM (${query}) c LIMIT ${upTo}`
+
+/**
+ * claimNext in bucket `limit` (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4 lease ms,
+ * $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length; NULL: no filter).
+ * In `Protocol.claimNextOrder`: running jobs of the queue whose lease ended (taken over directly, no sweep needed;
+ * `jobs_running_lease` finds them), oldest insertion first, then due queued jobs, highest priority first, then
+ * earliest run_after, then insertion order. Each group is picked with FOR UPDATE SKIP LOCKED so that concurrent
+ * claimers take disjoint sets and never wait on each other, and locks only what it claims: the lapsed pick at most
+ * $2, the queued pick what the lapsed leases left of $2 (a row locked and not claimed would be passed over by every
+ * claimer running at the same moment, a pick no order of the claims explains: the concurrent property found it).
+ * The picks are claimed as `claim` does with the fallback estimate (`pickedEstimate`). Outputs: only the written
+ * rows (`applied`, `takeover` when a lapsed holder's attempt was ended), in pick order.
  */
 const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
-  const pick = Math.max(1, Math.floor(limit))
   const runnable = "($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))"
   return `WITH lapsed AS (
-      SELECT j.id, j.seq FROM ${s}.jobs j
-      WHERE j.state = 'running' AND j.lease_until < ${now} AND j.queue = $1 AND ${runnable}
-        AND ${unchangedSinceSnapshot(s, "j")}
-      ORDER BY j.seq LIMIT ${pick} FOR UPDATE SKIP LOCKED
+      ${pickedUpTo(`SELECT j.id, j.seq, j.cost_cents FROM ${s}.jobs j
+        WHERE j.state = 'running' AND j.lease_until < ${now} AND j.queue = $1 AND ${runnable}
+          AND ${unchangedSinceSnapshot(s, "j")}
+        ORDER BY j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`)}
     ), due AS (
-      SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
-      WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now} AND ${runnable}
-        AND ${unchangedSinceSnapshot(s, "j")}
-      ORDER BY j.priority DESC, j.run_after, j.seq LIMIT (SELECT ${pick} - count(*) FROM lapsed) FOR UPDATE SKIP LOCKED
+      ${pickedUpTo(
+        `SELECT j.id, j.priority, j.run_after, j.seq, j.cost_cents FROM ${s}.jobs j
+        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now} AND ${runnable}
+          AND ${unchangedSinceSnapshot(s, "j")}
+        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+        "(SELECT $2::int - count(*) FROM lapsed)"
+      )}
     ), picked AS (
-      SELECT l.id, 0 AS grp, 0 AS priority, NULL::timestamptz AS run_after, l.seq FROM lapsed l
+      SELECT l.id, 0 AS grp, 0 AS priority, NULL::timestamptz AS run_after, l.seq, l.cost_cents FROM lapsed l
       UNION ALL
-      SELECT d.id, 1, d.priority, d.run_after, d.seq FROM due d
+      SELECT d.id, 1, d.priority, d.run_after, d.seq, d.cost_cents FROM due d
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.grp, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
-      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
+      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${pickedEstimate(s)} AS estimate,
         NULL::timestamptz AS seen_at, r.ord
       FROM ranked r WHERE r.ord <= $2::int
-    ), ${claimWrite(s, now)}
+    ), ${claimWrite(s, now, { takeover: true })}
     SELECT upd.ord, true AS applied, EXISTS (SELECT 1 FROM ended e WHERE e.job_id = upd.id) AS takeover,
       ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
     UNION ALL
@@ -358,13 +388,14 @@ const fairDecayed = (service: string, at: string, now: string): string => {
 const FAIR_PASS_OVER = 64
 
 /**
- * claimNext with `fair`, picking at most `limit` rows. Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4
+ * claimNext with `fair` in bucket `limit` (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4
  * lease ms, $5 now, $6 types and $7 versions (as claimNext), $8 tenants named in the weights and $9 their weights,
  * $10 the default weight, $11 the decay step ms (`Fairness.stepMs`). `Fairness.pick`: the tenants with queued jobs
  * (a loose index scan over jobs_fair_order, plus the no-tenant tenant), each with its decayed service and weight;
  * per tenant its first `limit` due runnable jobs in claim order, the k-th (from 0) keyed `decayed + k / weight`;
- * the `limit` smallest keys (ties in claim order) are locked with SKIP LOCKED, so a row another writer holds is passed
- * over and keeps its rank (at most `FAIR_PASS_OVER` of them), and claimed as claimNext claims; each tenant with picks gets service
+ * the $2 smallest keys (ties in claim order) are locked with SKIP LOCKED, so a row another writer holds is passed
+ * over and keeps its rank (at most `limit` - $2 + `FAIR_PASS_OVER` of them), and claimed as claimNext claims; each
+ * tenant with picks gets service
  * `decayed + picks / weight` at now, in the same statement. Outputs: as claimNext.
  *
  * Locking: service is read from the statement's snapshot, so two fair claims of one queue must not overlap: the
@@ -374,7 +405,7 @@ const FAIR_PASS_OVER = 64
  */
 const claimNextFairSql = (s: string, limit: number): string => {
   const now = storeNow(5)
-  const n = Math.max(1, Math.floor(limit))
+  const n = limit
   const due = `j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
         AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))`
   const head = (match: string) => `SELECT h.*, row_number() OVER (ORDER BY h.priority DESC, h.run_after, h.seq) AS k
@@ -414,13 +445,14 @@ const claimNextFairSql = (s: string, limit: number): string => {
     ), ordered AS (
       SELECT * FROM cand c ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n + FAIR_PASS_OVER}
     ), picked AS (
-      SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow FROM ${s}.jobs j JOIN ordered c ON c.id = j.id
-      WHERE j.state = 'queued' AND j.run_after <= ${now} AND ${unchangedSinceSnapshot(s, "j")}
-      ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED
+      ${pickedUpTo(`SELECT j.id, c.key, c.priority, c.run_after, c.seq, c.flow, j.cost_cents FROM ${s}.jobs j
+        JOIN ordered c ON c.id = j.id
+        WHERE j.state = 'queued' AND j.run_after <= ${now} AND ${unchangedSinceSnapshot(s, "j")}
+        ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n} FOR UPDATE OF j SKIP LOCKED`)}
     ), ranked AS (
       SELECT p.*, row_number() OVER (ORDER BY p.key, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
-      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${fallbackEstimate(s, "r.id")} AS estimate,
+      SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${pickedEstimate(s)} AS estimate,
         NULL::timestamptz AS seen_at, r.ord, r.flow
       FROM ranked r WHERE r.ord <= $2::int
     ), service AS (
@@ -429,7 +461,7 @@ const claimNextFairSql = (s: string, limit: number): string => {
       FROM (SELECT i.flow, count(*) AS picks FROM input i GROUP BY i.flow) p
       JOIN weighted wt ON wt.tenant IS NOT DISTINCT FROM p.flow
       ON CONFLICT (queue, tenant) DO UPDATE SET service = EXCLUDED.service, at = EXCLUDED.at
-    ), ${claimWrite(s, now)}
+    ), ${claimWrite(s, now, { takeover: false })}
     SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
     UNION ALL
     SELECT 0, false, false, ${ms(now)}, ${noJob}
@@ -878,7 +910,8 @@ const fixedStatements = (s: string, schema: string) =>
      * purge. Inputs: $1 queue, $2 created-before ms, $3 states (finished ones only), $4 limit. The queue's oldest
      * finished jobs created strictly before the cutoff, at most $4, picked with FOR UPDATE SKIP LOCKED (a row
      * another transaction is writing is left for the next chunk) and deleted in the same statement; their attempts
-     * and charges go with them (ON DELETE CASCADE), and their request keys are free again. Under READ COMMITTED a
+     * and charges are deleted by the same statement (there are no foreign keys to cascade, migration 0014; a charge
+     * racing the purge waits for the job row's lock and then finds no job), and their request keys are free again. Under READ COMMITTED a
      * picked row is re-checked after its lock, so a job that left its finished state (a replayed dead letter) stays.
      * Reads jobs_finished_created (0013). The pick is the rule of `purgeTargets` in @slowcall/testing's StoreModel
      * (oldest first across the states asked for, insertion order breaking ties). Returns the deleted ids in that
@@ -891,6 +924,10 @@ const fixedStatements = (s: string, schema: string) =>
         ORDER BY j.created_at, j.seq LIMIT $4::int FOR UPDATE SKIP LOCKED
       ), deleted AS (
         DELETE FROM ${s}.jobs j USING picked WHERE j.id = picked.id RETURNING j.id, j.created_at, j.seq
+      ), attempts_deleted AS (
+        DELETE FROM ${s}.attempts a USING deleted d WHERE a.job_id = d.id
+      ), charges_deleted AS (
+        DELETE FROM ${s}.charges c USING deleted d WHERE c.job_id = d.id
       )
       SELECT d.id::text AS id FROM deleted d ORDER BY d.created_at, d.seq`
   })

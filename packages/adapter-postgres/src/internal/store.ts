@@ -339,8 +339,12 @@ const heartbeat =
 
 const charge =
   (sql: Sql): StoreService["charge"] =>
-  (options) =>
-    runBatch(
+  (options) => {
+    const problem = Protocol.chargeProblem(options.items)
+    if (problem !== undefined) {
+      return Effect.fail(new StoreError({ reason: "Constraint", operation: "charge", detail: problem }))
+    }
+    return runBatch(
       byJob(sql, {
         operation: "charge",
         local: (item) => (isUuid(item.jobId) ? undefined : { _tag: "NotFound", jobId: item.jobId }),
@@ -371,6 +375,7 @@ const charge =
       options.items,
       options.now
     )
+  }
 
 const settle =
   (sql: Sql): StoreService["settle"] =>

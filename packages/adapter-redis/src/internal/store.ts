@@ -496,8 +496,12 @@ export const makeStore = (ctx: Context): StoreService => {
         )
     )
 
-  const charge: StoreService["charge"] = (options) =>
-    byQueue<ChargeItem, ChargeResult>(
+  const charge: StoreService["charge"] = (options) => {
+    const problem = Protocol.chargeProblem(options.items)
+    if (problem !== undefined) {
+      return Effect.fail(new StoreError({ reason: "Constraint", operation: "charge", detail: problem }))
+    }
+    return byQueue<ChargeItem, ChargeResult>(
       ctx,
       "charge",
       options.items,
@@ -547,6 +551,7 @@ export const makeStore = (ctx: Context): StoreService => {
           }
         )
     )
+  }
 
   const settle: StoreService["settle"] = (options) =>
     byQueue<SettleItem, SettleResult>(

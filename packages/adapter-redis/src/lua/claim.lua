@@ -11,6 +11,7 @@
 -- @include records
 -- @include claiming
 
+deferIndexes()
 local now = storeNow(ARGV[1])
 local retentionMs = optNumber(ARGV[2])
 local out = { fmt(now) }

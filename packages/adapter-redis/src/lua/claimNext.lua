@@ -15,6 +15,7 @@
 -- @include records
 -- @include claiming
 
+deferIndexes()
 local now = storeNow(ARGV[1])
 local retentionMs = optNumber(ARGV[2])
 local max = tonumber(ARGV[3])

@@ -17,6 +17,7 @@
 -- @include claiming
 -- @include fairness
 
+deferIndexes()
 local now = storeNow(ARGV[1])
 local retentionMs = optNumber(ARGV[2])
 local max = math.floor(tonumber(ARGV[3]))

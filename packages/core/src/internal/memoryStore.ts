@@ -335,8 +335,12 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
         return { now, results }
       }),
 
-    charge: (options) =>
-      write("charge", () => {
+    charge: (options) => {
+      const problem = Protocol.chargeProblem(options.items)
+      if (problem !== undefined) {
+        return Effect.fail(new StoreError({ reason: "Constraint", operation: "charge", detail: problem }))
+      }
+      return write("charge", () => {
         const now = storeNow(options.now)
         const results = options.items.map((item): ChargeResult => {
           const row = rows.get(item.jobId)
@@ -363,7 +367,8 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
           return { _tag: "Charged", costCents: row.job.costCents }
         })
         return { now, results }
-      }),
+      })
+    },
 
     settle: (options) =>
       write("settle", () => {

@@ -87,6 +87,28 @@ local function load(id)
   return job
 end
 
+-- Part of the job record: only the fields named by `shorts` (hash field names, "st" among them), or nil when
+-- there is no such job. Enough for a transition that reads and changes no other field: its writes and index
+-- moves are computed from these alone (`save` compares old and new, and both lack the same fields).
+local function loadFields(id, shorts)
+  local raw = redis.call("HMGET", jobKey(id), unpack(shorts))
+  local job = { id = id }
+  for i, short in ipairs(shorts) do
+    local value = raw[i]
+    if value then
+      if NUMERIC[short] then
+        job[NAME_OF[short]] = tonumber(value)
+      else
+        job[NAME_OF[short]] = value
+      end
+    end
+  end
+  if job.state == nil then
+    return nil
+  end
+  return job
+end
+
 local function copy(job)
   local out = {}
   for k, v in pairs(job) do
@@ -95,14 +117,33 @@ local function copy(job)
   return out
 end
 
--- Writes the fields that differ between `old` (nil for a new job) and `new` in one HSET and one HDEL.
-local function storeFields(old, new)
+-- The hash field of each record field, built on first use.
+local SHORT_OF = nil
+
+-- Writes the fields that differ between `old` (nil for a new job) and `new` in one HSET and one HDEL. `names`
+-- (optional) lists the only fields that may differ, so the others are not compared.
+local function storeFields(old, new, names)
   local set = {}
   local del = {}
-  for i, name in ipairs(FIELD_NAMES) do
+  local shorts = FIELD_SHORTS
+  if names ~= nil then
+    if SHORT_OF == nil then
+      SHORT_OF = {}
+      for i, name in ipairs(FIELD_NAMES) do
+        SHORT_OF[name] = FIELD_SHORTS[i]
+      end
+    end
+    shorts = {}
+    for i, name in ipairs(names) do
+      shorts[i] = SHORT_OF[name]
+    end
+  else
+    names = FIELD_NAMES
+  end
+  for i, name in ipairs(names) do
     local value = new[name]
     if old == nil or value ~= old[name] then
-      local short = FIELD_SHORTS[i]
+      local short = shorts[i]
       if value == nil then
         if old ~= nil then
           del[#del + 1] = short

@@ -2,7 +2,9 @@
 -- claimNext, and Batch.claimVerdict for an item of a batch. `estimate` nil takes Protocol.fallbackEstimate over the job's ledger.
 
 local function claimRow(job, now, owner, leaseMs, estimate, retentionMs)
-  if estimate == nil then
+  -- The estimate is only ever weighed against a budget (the job's, or its batch's), so without one the ledger is
+  -- not read: any estimate gives the same verdict.
+  if estimate == nil and (job.budgetCents ~= nil or job.batchId ~= nil) then
     estimate = fallbackEstimate(chargesOf(job.id))
   end
   local verdict = claimVerdict(job, now, estimate)

@@ -50,9 +50,16 @@ local function write(job, now, patch)
   return out
 end
 
+-- A transition carries its patch too, so the store writes only the fields it names (records.lua `apply`).
 local function transition(before, now, patch, stop, start)
   local job = write(before, now, patch)
-  return { job = job, stop = stop, start = start, becameFailed = job.state == "failed" and before.state ~= "failed" }
+  return {
+    job = job,
+    patch = patch,
+    stop = stop,
+    start = start,
+    becameFailed = job.state == "failed" and before.state ~= "failed"
+  }
 end
 
 local function leaseCleared(patch)

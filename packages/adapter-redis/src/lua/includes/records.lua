@@ -146,6 +146,83 @@ local function moveSums(old, new)
   end
 end
 
+-- Sorted-set writes a script gathers instead of sending them per job (`deferIndexes`), nil when it sends them at
+-- once. `zadds[key][member]` is a score and `zrems[key][member]` true; a later move of a member replaces an earlier
+-- one of the same key, so the flush leaves every set as the writes in order would. `prioMoves` and `waitMoves` are
+-- the priorities and waiting pairs whose queued jobs changed, each with whether a job joined and whether one left.
+local deferred = nil
+
+-- Makes this script gather its sorted-set writes and the emptiness checks that follow them, for `flushIndexes`
+-- to send as one variadic ZADD and one ZREM per key, and one check per touched priority or pair. Only for a
+-- script that reads no index it writes before the flush (claim, claimNext, claimNextFair, heartbeat, settle). A
+-- script stopped by an error (a defect: Redis keeps what a script wrote before it failed) leaves these moves
+-- unsent for every job it wrote, where before it left them unsent for the job it was writing.
+local function deferIndexes()
+  deferred = { zadds = {}, zrems = {}, prioMoves = {}, waitMoves = {} }
+end
+
+local function zadd(key, score, member)
+  if deferred == nil then
+    redis.call("ZADD", key, score, member)
+    return
+  end
+  local rems = deferred.zrems[key]
+  if rems ~= nil then
+    rems[member] = nil
+  end
+  local adds = deferred.zadds[key]
+  if adds == nil then
+    adds = {}
+    deferred.zadds[key] = adds
+  end
+  adds[member] = score
+end
+
+local function zrem(key, member)
+  if deferred == nil then
+    redis.call("ZREM", key, member)
+    return
+  end
+  local adds = deferred.zadds[key]
+  if adds ~= nil then
+    adds[member] = nil
+  end
+  local rems = deferred.zrems[key]
+  if rems == nil then
+    rems = {}
+    deferred.zrems[key] = rems
+  end
+  rems[member] = true
+end
+
+local function mark(m, joined)
+  if joined then
+    m.joined = true
+  else
+    m.left = true
+  end
+end
+
+-- Notes that a job of priority (or waiting pair) `field` and tenant `t` joined or left the queued jobs: per field,
+-- and per tenant of it (`none` for no tenant).
+local function noteMove(moves, field, t, priority, joined)
+  local m = moves[field]
+  if m == nil then
+    m = { priority = priority, joined = false, left = false, tenants = {}, none = nil }
+    moves[field] = m
+  end
+  mark(m, joined)
+  local tm
+  if t == nil then
+    m.none = m.none or { joined = false, left = false }
+    tm = m.none
+  else
+    tm = m.tenants[t] or { joined = false, left = false }
+    m.tenants[t] = tm
+  end
+  mark(tm, joined)
+end
+
 -- The priorities with queued jobs (for claimNext, receive and stats): a priority joins when a job of it
 -- becomes queued and leaves when its last queued job leaves.
 local function movePriorities(old, new)
@@ -157,6 +234,10 @@ local function movePriorities(old, new)
   local job = new or old
   local p = fmt(job.priority)
   local t = job.tenant
+  if deferred ~= nil then
+    noteMove(deferred.prioMoves, p, t, job.priority, isQueued)
+    return
+  end
   if isQueued then
     redis.call("ZADD", base .. K.prios, job.priority, p)
     if t ~= nil then
@@ -204,6 +285,10 @@ local function moveWaiting(old, new)
   local job = new or old
   local w = waitingPair(job)
   local t = job.tenant
+  if deferred ~= nil then
+    noteMove(deferred.waitMoves, w, t, nil, isQueued)
+    return
+  end
   if isQueued then
     redis.call("SADD", base .. K.waitingTypes, w)
     if t ~= nil then
@@ -215,6 +300,89 @@ local function moveWaiting(old, new)
     end
     if t ~= nil and redis.call("EXISTS", base .. K.tenantWaiting .. enc(t) .. w) == 0 then
       redis.call("SREM", base .. K.tenantWaitingTypes .. enc(t), w)
+    end
+  end
+end
+
+-- After a flush: `member` of the index `set` (a sorted set when `score` is given, else a set) stays exactly when
+-- `source` has members, given that jobs `joined` and/or `left` the source in this script. The same rule as
+-- movePriorities and moveWaiting above, applied once to the sets as the script leaves them.
+local function follow(joined, left, source, set, score, member)
+  if left and redis.call("EXISTS", source) == 0 then
+    if score ~= nil then
+      redis.call("ZREM", set, member)
+    else
+      redis.call("SREM", set, member)
+    end
+  elseif joined then
+    if score ~= nil then
+      redis.call("ZADD", set, score, member)
+    else
+      redis.call("SADD", set, member)
+    end
+  end
+end
+
+-- One command per chunk of `args` (so `unpack` never overflows Lua's stack), `per` arguments per item.
+local function variadic(cmd, key, args, per)
+  local chunk = 500 * per
+  for from = 1, #args, chunk do
+    redis.call(cmd, key, unpack(args, from, math.min(from + chunk - 1, #args)))
+  end
+end
+
+-- Sends what `deferIndexes` gathered: one ZREM and one ZADD per touched key, then the priorities, waiting pairs
+-- and fair-claim tenants that follow from them, each checked once. Nothing when the script sends at once.
+local function flushIndexes()
+  local d = deferred
+  if d == nil then
+    return
+  end
+  deferred = nil
+  for key, rems in pairs(d.zrems) do
+    local members = {}
+    for member, _ in pairs(rems) do
+      members[#members + 1] = member
+    end
+    variadic("ZREM", key, members, 1)
+  end
+  for key, adds in pairs(d.zadds) do
+    local args = {}
+    for member, score in pairs(adds) do
+      args[#args + 1] = score
+      args[#args + 1] = member
+    end
+    variadic("ZADD", key, args, 2)
+  end
+  local fair = next(d.prioMoves) ~= nil and fairIndexed()
+  local codes = {}
+  local function noteCode(code, prios, tm)
+    local c = codes[code] or { joined = false, left = false, prios = prios }
+    codes[code] = c
+    c.joined = c.joined or tm.joined
+    c.left = c.left or tm.left
+  end
+  for p, m in pairs(d.prioMoves) do
+    follow(m.joined, m.left, base .. K.ready .. p, base .. K.prios, m.priority, p)
+    for t, tm in pairs(m.tenants) do
+      local prios = base .. K.tenantPrios .. enc(t)
+      follow(tm.joined, tm.left, base .. K.tenantReady .. p .. ":" .. enc(t), prios, m.priority, p)
+      if fair then
+        noteCode("t" .. t, prios, tm)
+      end
+    end
+    if fair and m.none ~= nil then
+      follow(m.none.joined, m.none.left, base .. K.noTenantReady .. p, base .. K.noTenantPrios, m.priority, p)
+      noteCode("n", base .. K.noTenantPrios, m.none)
+    end
+  end
+  for code, c in pairs(codes) do
+    follow(c.joined, c.left, c.prios, base .. K.fairTenants, nil, code)
+  end
+  for w, m in pairs(d.waitMoves) do
+    follow(m.joined, m.left, base .. K.waiting .. w, base .. K.waitingTypes, nil, w)
+    for t, tm in pairs(m.tenants) do
+      follow(tm.joined, tm.left, base .. K.tenantWaiting .. enc(t) .. w, base .. K.tenantWaitingTypes .. enc(t), nil, w)
     end
   end
 end
@@ -252,9 +420,10 @@ end
 local batchWrite
 
 -- Writes `new` (a record, never nil) over `old` (nil for a new job) with every index and sum kept; a write to an
--- item of a batch writes the batch too (`batchWrite`).
-local function save(old, new)
-  storeFields(old, new)
+-- item of a batch writes the batch too (`batchWrite`). `names` (optional) lists the only record fields that may
+-- differ (see storeFields).
+local function save(old, new, names)
+  storeFields(old, new, names)
   if old ~= nil and new.batchId ~= nil then
     batchWrite(old, new)
   end
@@ -266,12 +435,12 @@ local function save(old, new)
   local after = entries(new)
   for key, _ in pairs(before) do
     if after[key] == nil then
-      redis.call("ZREM", key, member)
+      zrem(key, member)
     end
   end
   for key, score in pairs(after) do
     if before[key] ~= score then
-      redis.call("ZADD", key, score, member)
+      zadd(key, score, member)
     end
   end
   movePriorities(old, new)
@@ -450,9 +619,11 @@ batchWrite = function(old, new)
   storeBatch(b)
 end
 
--- Publishes what the script wrote on the queue's sharded channel: "q" (something is queued) or "w", then the
--- ids. Watchers re-read the records; receivers look for deliveries.
+-- Sends the index writes a script gathered (`flushIndexes`), then publishes what it wrote on the queue's sharded
+-- channel: "q" (something is queued) or "w", then the ids. Watchers re-read the records; receivers look for
+-- deliveries.
 local function publishWrites()
+  flushIndexes()
   if #written == 0 then
     return
   end
@@ -585,14 +756,21 @@ local function apply(old, now, tr, retentionMs)
   if tr.start ~= nil then
     startAttempt(old.id, tr.start, now)
   end
+  -- The fields this write may change: the patch's, updatedAt, and the store's marks set here.
+  local names = { "updatedAt" }
+  for name, _ in pairs(tr.patch) do
+    names[#names + 1] = name
+  end
   if tr.becameFailed then
     new.failedAt = now
+    names[#names + 1] = "failedAt"
   end
   -- A job queued again is deliverable again: a transport's hiding belongs to the delivery it was made for.
   if new.state == "queued" and old.state ~= "queued" then
     new.visibleAt = nil
+    names[#names + 1] = "visibleAt"
   end
-  save(old, new)
+  save(old, new, names)
   if tr.result ~= nil then
     redis.call("HSET", dataKey(old.id), "r", tr.result)
   end

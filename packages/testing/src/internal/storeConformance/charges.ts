@@ -1,7 +1,8 @@
 /**
  * Store conformance, charges and budgets: the ledger is keyed by call id and counted once (`Protocol.chargeStep`),
  * a reservation is replaced by its settlement and a settled row is final, charges are accepted from stale tokens and
- * on finished jobs (the money was spent), `costCents` is always the ledger's sum, and a claim never starts an
+ * on finished jobs (the money was spent), an amount below 0 is refused (`Protocol.chargeProblem`), `costCents` is
+ * always the ledger's sum, and a claim never starts an
  * attempt the budget cannot cover (`Protocol.budgetFits`, with `Protocol.fallbackEstimate` when the claim gives no
  * estimate).
  *
@@ -111,6 +112,37 @@ const ledgerTests = ({ it, fixture }: Area): void => {
         jobId: unknown
       })
       expect(yield* charges(unknown)).toEqual([])
+    })
+  )
+
+  it.effect("an amount below 0 or not a finite number fails the whole call with Constraint and writes nothing", () =>
+    Effect.gen(function* () {
+      const { store, submit, claimed, charged, get, charges } = yield* fixture
+      const job = yield* submit()
+      const running = yield* claimed(job.id)
+      const base = { jobId: job.id, token: running.leaseToken }
+      yield* charged({ ...base, callId: "kept", amountCents: 5, settled: false })
+      const before = yield* get(job.id)
+
+      const refused = yield* Effect.forEach([-0.5, Number.NaN, Number.POSITIVE_INFINITY], (amountCents) =>
+        Effect.flip(
+          store.charge({
+            items: [
+              { ...base, callId: "fine", amountCents: 1, settled: true },
+              { ...base, callId: "kept", amountCents, settled: true }
+            ],
+            now: undefined
+          })
+        )
+      )
+
+      expect(refused.map((error) => [error.reason, error.operation])).toEqual([
+        ["Constraint", "charge"],
+        ["Constraint", "charge"],
+        ["Constraint", "charge"]
+      ])
+      expect(yield* get(job.id)).toEqual(before)
+      expect((yield* charges(job.id)).map((c) => [c.callId, c.amountCents, c.settled])).toEqual([["kept", 5, false]])
     })
   )
 

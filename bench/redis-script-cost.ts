@@ -1,0 +1,135 @@
+/**
+ * The Redis server's work per job for the claim, heartbeat and settle scripts, in figures that do not depend on
+ * timing: N no-op jobs submitted in bulk (untimed), then the server's command statistics reset, then rounds of
+ * `Store.claimNext` (up to 100 jobs), one `Store.heartbeat` of every claimed job and one `Store.settle` completing
+ * them, until nothing is left. Every round is the same, so the command counts per job are exact; the server
+ * microseconds are what `INFO commandstats` reports (noisy on a busy machine, but free of the worker's timing).
+ *
+ *   node scripts/bundled.mjs bench/redis-script-cost.ts [N] [port]      (N = 5000, port = 7120)
+ *
+ * Starts a redis-server of its own on `port` (no persistence), so no other client's commands enter the statistics,
+ * and stops it at the end. Prints, per job: script calls and server microseconds per verb, the commands the scripts
+ * ran by name, and a JSON line with the same figures.
+ */
+import { spawn } from "node:child_process"
+import { Effect } from "effect"
+import { Redis } from "ioredis"
+import * as RedisStore from "../packages/adapter-redis/src/RedisStore.js"
+import * as Client from "../packages/core/src/Client.js"
+import type { JobId } from "../packages/core/src/Job.js"
+import * as Store from "../packages/core/src/Store.js"
+
+const N = Number(process.argv[2] ?? 5_000)
+const PORT = Number(process.argv[3] ?? 7_120)
+const BATCH = 100
+const url = `redis://127.0.0.1:${PORT}/0`
+const queue = "cost"
+
+type Stats = Record<string, { calls: number; usec: number }>
+
+const commandStats = async (redis: Redis): Promise<Stats> =>
+  Object.fromEntries(
+    (await redis.info("commandstats"))
+      .split("\n")
+      .filter((line) => line.startsWith("cmdstat_"))
+      .map((line) => {
+        const [name, rest] = line.trim().slice("cmdstat_".length).split(":") as [string, string]
+        const fields = Object.fromEntries(rest.split(",").map((kv) => kv.split("=") as [string, string]))
+        return [name, { calls: Number(fields.calls), usec: Number(fields.usec) }]
+      })
+  )
+
+const scriptUsec = (stats: Stats): number => (stats.evalsha?.usec ?? 0) + (stats.eval?.usec ?? 0)
+
+const startServer = async () => {
+  const server = spawn("redis-server", ["--port", String(PORT), "--save", "", "--appendonly", "no"], {
+    stdio: "ignore"
+  })
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  probe.on("error", () => {})
+  for (let i = 0; i < 100; i++) {
+    try {
+      await probe.connect()
+      break
+    } catch {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  probe.disconnect()
+  return server
+}
+
+const perVerb = { claimNext: { calls: 0, usec: 0 }, heartbeat: { calls: 0, usec: 0 }, settle: { calls: 0, usec: 0 } }
+
+const run = (redis: Redis) =>
+  Effect.gen(function* () {
+    const client = yield* Client.make
+    for (let i = 0; i < N; i += 500) {
+      yield* client.submitMany(
+        Array.from({ length: Math.min(500, N - i) }, (_, k) => ({ queue, type: "noop", input: { i: i + k } }))
+      )
+    }
+    const store = yield* Store.Store
+    yield* Effect.promise(() => redis.config("RESETSTAT"))
+    const measured = <A>(verb: keyof typeof perVerb, effect: Effect.Effect<A, unknown>) =>
+      Effect.gen(function* () {
+        const before = scriptUsec(yield* Effect.promise(() => commandStats(redis)))
+        const out = yield* effect
+        const after = scriptUsec(yield* Effect.promise(() => commandStats(redis)))
+        perVerb[verb].calls++
+        perVerb[verb].usec += after - before
+        return out
+      })
+    let done = 0
+    while (true) {
+      const claimed = yield* measured(
+        "claimNext",
+        store.claimNext({ queue, max: BATCH, owner: "cost-worker", leaseMs: 30_000 })
+      )
+      const held = claimed.results.flatMap((r) =>
+        r._tag === "Claimed" ? [{ jobId: r.job.id as JobId, token: r.job.leaseToken }] : []
+      )
+      if (held.length === 0) break
+      yield* measured("heartbeat", store.heartbeat({ items: held.map((h) => ({ ...h, leaseMs: 30_000 })) }))
+      const settled = yield* measured(
+        "settle",
+        store.settle({ items: held.map((h) => ({ ...h, outcome: { _tag: "Complete" as const, result: null } })) })
+      )
+      done += settled.results.filter((r) => r._tag === "Settled").length
+    }
+    if (done !== N) throw new Error(`settled ${done} of ${N} jobs`)
+  }).pipe(Effect.provide(RedisStore.layer({ url, prefix: "cost", checkServer: false })), Effect.scoped)
+
+const main = async () => {
+  const server = await startServer()
+  const redis = new Redis(url)
+  try {
+    await Effect.runPromise(run(redis))
+    const stats = await commandStats(redis)
+    const inner = Object.entries(stats)
+      .filter(([name]) => !["evalsha", "eval", "info", "config", "ping", "select", "client", "hello"].includes(name))
+      .sort((a, b) => b[1].calls - a[1].calls)
+    const per = (x: number) => Math.round((x / N) * 100) / 100
+    console.log(`${N} jobs, claimNext of ${BATCH}, one heartbeat and one settle per round`)
+    for (const [verb, s] of Object.entries(perVerb)) {
+      console.log(`  ${verb.padEnd(9)} ${s.calls} scripts, ${per(s.usec)} us of server time per job`)
+    }
+    console.log(`  all scripts: ${per(scriptUsec(stats))} us per job`)
+    console.log(`  commands the scripts ran, per job (calls, us):`)
+    for (const [name, s] of inner) console.log(`    ${name.padEnd(12)} ${per(s.calls)}  ${per(s.usec)}`)
+    console.log(
+      JSON.stringify({
+        n: N,
+        scriptUsPerJob: per(scriptUsec(stats)),
+        perVerbUsPerJob: Object.fromEntries(Object.entries(perVerb).map(([v, s]) => [v, per(s.usec)])),
+        commandsPerJob: Object.fromEntries(inner.map(([name, s]) => [name, per(s.calls)])),
+        commandUsPerJob: Object.fromEntries(inner.map(([name, s]) => [name, per(s.usec)]))
+      })
+    )
+  } finally {
+    redis.disconnect()
+    server.kill("SIGTERM")
+  }
+}
+
+await main()
