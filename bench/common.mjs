@@ -1,12 +1,15 @@
 // The harness's common options of W5-W7 (shared/bench/adapters/index.mjs, `CommonOptions`) as slowcall settings,
 // shared by bench/slowcall.mjs (Postgres) and bench/slowcall-redis.mjs (Redis) so both map them the same way:
-// - leaseMs: slowcall's lease is the handler's declared attempt (`Lease.leaseFor`: timeout plus 10% margin), so
-//            the call timeout is chosen to give that lease; absent, a 30 s timeout (a 33 s lease).
+// - leaseMs: "how long a held job may go unheard from before another worker may take it" is the Worker's
+//            `keepAliveMs`: the lease every claim and heartbeat asks for, renewed every third of it (absent or 0:
+//            the default, `Lease.defaultKeepAliveMs`). The handler's attempt (a 30 s call timeout) only bounds the
+//            lease from above (`Lease.keptLeaseMs`), so it stays fixed.
 // - retry:   `maxAttempts` on every submitted job (first run included) and the Worker's backoff base and cap.
 // - limit:   the provider's limits as one fleet resource in the Store (`Limiter.define`: requests per minute and
 //            concurrent calls), named on the handler, so each worker admits its calls through the Limiter; a 429
 //            with retry-after pauses the resource for every worker and hands the job's attempt back.
-// - detectMs: no mapping; the worker has no separate expiry scan to tune (see `gaps`).
+// - detectMs: no mapping; a claim takes over a lapsed lease directly, so there is no expiry scan to tune (see
+//            `gaps`).
 // Over the Store layer each adapter builds (its store layer, its setup and `pending` stay in its own file), the harness
 // calls are made the same way on both backends (`adapterCalls`).
 
@@ -19,20 +22,24 @@ export const QUEUE = "anchors"
 /** Jobs the worker claims ahead of a free slot (its local queue): the one setting changed from the defaults. */
 export const PREFETCH = Number(process.env.SLOWCALL_BENCH_PREFETCH ?? 500)
 
-/** The call timeout that gives a lease of `leaseMs` (`leaseFor` adds 10%, at least 1 s). */
-const timeoutFor = (leaseMs) => Math.max(1, Math.min(Math.floor(leaseMs / 1.1), leaseMs - 1000))
+/** The handler's call timeout: above W5's 20 s longest call and W6's 15 s jobs. */
+const TIMEOUT_MS = 30_000
 
 /**
- * What the common options become.
+ * What the common options become. `defaultKeepAliveMs` is the Worker's own default (`Lease.defaultKeepAliveMs`),
+ * reported when `leaseMs` is absent or 0.
  * @param {{ leaseMs?: number, detectMs?: number, limit?: { rpm: number, concurrency: number },
  *           retry?: { attempts: number, backoffMs: number } }} options
+ * @param {number} defaultKeepAliveMs
  */
-export function settingsOf(options) {
-  const timeoutMs = options.leaseMs ? timeoutFor(options.leaseMs) : 30_000
+export function settingsOf(options, defaultKeepAliveMs) {
   const gaps = []
-  if (options.detectMs) gaps.push("detectMs: no separate expiry scan in the worker; expired leases are claimed again")
+  if (options.detectMs)
+    gaps.push("detectMs: no expiry scan to tune; a claim takes over a lease that ended without a renewal directly")
   return {
-    attempt: { timeoutMs },
+    attempt: { timeoutMs: TIMEOUT_MS },
+    keepAliveMs: options.leaseMs ? options.leaseMs : undefined,
+    defaultKeepAliveMs,
     maxAttempts: options.retry?.attempts,
     workerRetry: options.retry ? { baseMs: options.retry.backoffMs, capMs: options.retry.backoffMs } : undefined,
     // A call waiting for one of the few concurrency permits asks again this often: a permit comes back when a call
@@ -50,6 +57,7 @@ export function infoOf(settings, store) {
   return {
     settings: {
       timeoutMs: settings.attempt.timeoutMs,
+      keepAliveMs: settings.keepAliveMs ?? settings.defaultKeepAliveMs,
       ...(settings.maxAttempts === undefined ? {} : { maxAttempts: settings.maxAttempts }),
       ...(settings.workerRetry === undefined ? {} : { retry: settings.workerRetry }),
       ...(settings.limits === undefined
@@ -140,6 +148,7 @@ export function adapterCalls({ effect, lib, settings }) {
             queue: QUEUE,
             concurrency,
             prefetch: PREFETCH,
+            keepAliveMs: settings.keepAliveMs,
             retry: settings.workerRetry,
             throttle: settings.throttle,
             handlers: [job]

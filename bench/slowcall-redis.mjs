@@ -19,8 +19,9 @@
 //                one claimNext script (up to concurrency + prefetch due jobs: fencing tokens bumped, attempt rows
 //                appended, leases in store time), the handlers, and one fenced settle script per round trip for every
 //                attempt that ended (state, attempt rows ended, results, indexes); it sleeps on the queue's sharded
-//                pub/sub channel when nothing is due. The handler declares a 30 s call timeout (a 33 s lease), longer
-//                than any W3 call, so no live attempt is taken over; it makes no model call, so it writes no charge.
+//                pub/sub channel when nothing is due. The lease it holds is the keep-alive (the harness's `leaseMs`,
+//                else the Worker's 6 s default), renewed every third of it, so no live attempt is taken over and a
+//                dead worker's is, by the next claimNext; the handler makes no model call, so it writes no charge.
 //                PREFETCH (SLOWCALL_BENCH_PREFETCH, default 500) is the one setting changed from the defaults.
 // - pending:     Query.stats({ queue }): queued + running, from the per-state sorted sets (ZCARD).
 // The workspace code is imported from a bundle of bench/lib.ts (scripts/bundle.mjs: compiled once, cached by content),
@@ -59,7 +60,7 @@ async function dropKeys() {
 export default function create(options = {}) {
   const url = options.url || REDIS_URL
   let store
-  const settings = settingsOf(options)
+  const settings = settingsOf(options, lib.Lease.defaultKeepAliveMs)
   const calls = adapterCalls({ effect, lib, settings })
 
   return {

@@ -15,7 +15,9 @@
 //                statement (up to concurrency + prefetch due jobs, their attempt rows written in the same statement),
 //                runs each handler, and settles every ended attempt in one fenced `settle` statement (attempt rows
 //                closed in it) per round trip; heartbeats (one statement for every held lease) come every third of
-//                the 33 s lease, so only W3's longest calls see one. The no-op handler makes no model call, so no
+//                the keep-alive (the harness's `leaseMs`, else the Worker's 6 s default), so only W3's longest calls
+//                and W5-W6's slow ones see them; a lease that ended is taken over by the next `claimNext`, with no
+//                Sweeper. The no-op handler makes no model call, so no
 //                charge statement is written; a billed call would add one reservation and one settlement, batched
 //                the same way.
 // - pending:     count of `queued` and `running` jobs.
@@ -53,7 +55,7 @@ export default function create(options = {}) {
   const db = options.db || "anchors_slowcall"
   const connectionString = `${PG_URL_BASE}/${db}`
   let pool
-  const settings = settingsOf(options)
+  const settings = settingsOf(options, lib.Lease.defaultKeepAliveMs)
   const calls = adapterCalls({ effect, lib, settings })
 
   return {

@@ -436,6 +436,26 @@ export const isClaimable = (job: Job, now: number): boolean =>
   (job.state === "running" && job.leaseUntil !== null && job.leaseUntil < now)
 
 /**
+ * The order `Store.claimNext` picks in among the jobs `isClaimable` at a store time: running jobs whose lease ended
+ * first (takeovers: their holder went unheard for a whole keep-alive, so no sweep needs to run before another worker
+ * takes them), oldest insertion first; then due queued jobs, highest priority first, then earliest `runAfter`, then
+ * insertion. `seq` is the job's insertion order in its store. Negative when `a` goes first.
+ *
+ * @since 0.9.0
+ * @category rules
+ */
+export const claimNextOrder = (
+  a: { readonly job: Job; readonly seq: number },
+  b: { readonly job: Job; readonly seq: number }
+): number => {
+  const aHeld = a.job.state === "running"
+  const bHeld = b.job.state === "running"
+  if (aHeld !== bHeld) return aHeld ? -1 : 1
+  if (aHeld) return a.seq - b.seq
+  return b.job.priority - a.job.priority || a.job.runAfter - b.job.runAfter || a.seq - b.seq
+}
+
+/**
  * A (type, version) pair a claimer can run: the filter `Store.claimNext` takes so that a worker never picks a job it
  * has no handler for (deploy skew leaves such a job queued for a worker that has one).
  *

@@ -294,14 +294,16 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
       options: WriteOptions & { readonly items: ReadonlyArray<ClaimItem> }
     ) => Effect.Effect<Reply<ClaimResult>, StoreError>
     /**
-     * Claim up to `max` due queued jobs of `queue` the store selects itself (highest priority first, then earliest
-     * `runAfter`, then insertion order; rows another claimer holds are skipped, never waited for), each as
-     * `claim` would with the fallback estimate. With `types`, only jobs whose (type, version) is listed are picked
+     * Claim up to `max` jobs of `queue` the store selects itself, each as `claim` would with the fallback estimate:
+     * running jobs whose lease ended first (taken over directly, `takeover` true, without waiting for a sweep), oldest
+     * insertion first, then due queued jobs (highest priority first, then earliest `runAfter`, then insertion order):
+     * `Protocol.claimNextOrder`. Rows another claimer holds are skipped, never waited for. With `types`, only jobs whose (type, version) is listed are picked
      * (`Protocol.runnableBy`); others stay queued as they are. Returns only the jobs it wrote: `Claimed`, or
      * `Settled` when the claim settled the job instead; a settled job counts toward `max` like a claimed one.
      *
-     * With `fair`, the due jobs are picked across tenants by `Fairness.pick` instead (least decayed service per
-     * weight first, today's order within a tenant and between equal services), and each tenant's service in the
+     * With `fair`, the due queued jobs are picked across tenants by `Fairness.pick` instead (least decayed service
+     * per weight first, today's order within a tenant and between equal services; lapsed leases are left to `claim`
+     * and to the sweep), and each tenant's service in the
      * queue is updated in the same atomic write as the claims; a `fair` that `Fairness.problem` rejects fails with
      * `StoreError` (`Constraint`) and writes nothing. Without `fair` nothing about the order or the writes changes.
      */

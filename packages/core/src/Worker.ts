@@ -14,8 +14,11 @@
  *   delays the outcome, never drops the cost. Only the end of a closing worker's grace periods gives a settlement up
  *   (logged as an error with the call id and amount; the reservation stays).
  * - A claim whose reply was lost is recognised by its unique owner tag and adopted, never counted as someone else's.
- * - The lease is kept (heartbeat and self-fencing watchdog) until the attempt's outcome is durable: a store outage
- *   shorter than the lease at commit time costs retries, never a second model call.
+ * - The lease it holds is a short keep-alive (`keepAliveMs`, default `Lease.defaultKeepAliveMs`, 6 s; the attempt's
+ *   worst case when that is shorter), renewed by the batched heartbeats and kept (heartbeat and self-fencing
+ *   watchdog) until the attempt's outcome is durable: a store outage shorter than the keep-alive at commit time costs
+ *   retries, never a second model call. A worker that dies (or stops for longer than the keep-alive) loses its jobs
+ *   to the next claim once the keep-alive ends; it can never commit under the old token.
  * - A message is acked only after the job's outcome is durable; a failed persist leaves the message to return. A
  *   result the Store refuses for good (a non-retryable `StoreError`) fails the job with that evidence instead of
  *   being retried forever.
@@ -47,7 +50,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Fiber, FiberRef, HashSet, Layer, Option, type Scope } from "effect"
+import { Data, Effect, Fiber, FiberRef, HashSet, Layer, Option, type Scope } from "effect"
 import * as Fairness from "./Fairness.js"
 import * as Handler from "./Handler.js"
 import * as Ids from "./Ids.js"
@@ -63,13 +66,15 @@ import { intake } from "./internal/workerIntake.js"
 import { makeKeeper } from "./internal/workerLease.js"
 import * as WorkerLimits from "./internal/workerLimits.js"
 import { makeWorkerStore } from "./internal/workerStore.js"
+import * as Lease from "./Lease.js"
 import { Limiter } from "./Limiter.js"
 import { Store } from "./Store.js"
 import { type AckItem, type DeferItem, type Delivery, Transport } from "./Transport.js"
 
 /**
- * Worker configuration. Defaults: `concurrency` 1, `prefetch` 0, `receiveWaitMs` 1 s, `shutdownGraceMs` 10 s,
- * `unknownHandlerDelayMs` 30 s, `busyMarginMs` 250 ms, retry delays from each error class's policy.
+ * Worker configuration. Defaults: `concurrency` 1, `prefetch` 0, `keepAliveMs` 6 s, `receiveWaitMs` 1 s,
+ * `shutdownGraceMs` 10 s, `unknownHandlerDelayMs` 30 s, `busyMarginMs` 250 ms, retry delays from each error class's
+ * policy.
  *
  * @since 0.1.0
  * @category models
@@ -91,6 +96,18 @@ export interface WorkerOptions<R> {
    * waiting job at once. Worth it for short jobs at high rates; for slow calls it only keeps jobs from other workers.
    */
   readonly prefetch?: number | undefined
+  /**
+   * How long a job this worker holds may go unheard from before another worker may claim it (default
+   * `Lease.defaultKeepAliveMs`, 6 s): the lease each claim and heartbeat asks for is this, or the handler's attempt
+   * worst case (`Handler.leaseMs`) when that is shorter. Renewals go out every third of it, batched, so a shorter
+   * keep-alive recovers a dead worker's jobs sooner and costs more heartbeat writes (3 / keepAlive per held job per
+   * second). A process stopped for longer than this (a pause, a debugger, swapping) has its attempts fenced: they
+   * commit nothing, and another worker may run the call again. A whole number of ms, at least 3, else `make` fails
+   * with `InvalidWorkerOptions`.
+   *
+   * @since 0.9.0
+   */
+  readonly keepAliveMs?: number | undefined
   /** Longest wait of one receive call. */
   readonly receiveWaitMs?: number | undefined
   /** How long a closing worker lets running handlers finish before interrupting them. */
@@ -149,6 +166,22 @@ export interface WorkerOptions<R> {
 export interface Worker {
   readonly id: string
   readonly inFlight: Effect.Effect<number>
+}
+
+/**
+ * A worker option that cannot work (`option` names it, `reason` says why). The worker does not start and nothing is
+ * written.
+ *
+ * @since 0.9.0
+ * @category errors
+ */
+export class InvalidWorkerOptions extends Data.TaggedError("InvalidWorkerOptions")<{
+  readonly option: string
+  readonly reason: string
+}> {
+  override get message() {
+    return `worker option ${this.option}: ${this.reason}`
+  }
 }
 
 /**
@@ -212,16 +245,22 @@ const shutdownSteps = Effect.fnUntraced(function* <R>(env: Env<R>, loop: Fiber.R
 })
 
 /**
- * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully.
+ * Start a worker in the current scope. It runs until the scope closes, then shuts down gracefully. Options that
+ * cannot work fail with `InvalidWorkerOptions` before anything starts.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = <R = never>(
   options: WorkerOptions<R>
-): Effect.Effect<Worker, never, Store | Transport | Scope.Scope | R> => start(options)
+): Effect.Effect<Worker, InvalidWorkerOptions, Store | Transport | Scope.Scope | R> => start(options)
 
 const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
+  const keepAliveMs = options.keepAliveMs ?? Lease.defaultKeepAliveMs
+  const keepAliveProblem = Lease.keepAliveProblem(keepAliveMs)
+  if (keepAliveProblem !== undefined) {
+    return yield* new InvalidWorkerOptions({ option: "keepAliveMs", reason: keepAliveProblem })
+  }
   const registry = Handler.registry(options.handlers)
   const fairness = options.fairness
   const fairProblem = fairness === undefined ? undefined : Fairness.problem(fairness)
@@ -288,7 +327,8 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
     busyMarginMs: options.busyMarginMs ?? 250,
     receiveErrorDelayMs: options.receiveErrorDelayMs ?? 1_000,
     storeErrorDelayMs: options.storeErrorDelayMs ?? 1_000,
-    visibilityMs: Math.max(1, registry.maxLeaseMs),
+    keepAliveMs,
+    visibilityMs: Lease.keptLeaseMs(registry.maxLeaseMs, keepAliveMs),
     maxDelayMs: transport.capabilities.maxDelayMs ?? Number.POSITIVE_INFINITY,
     maxBatch,
     retry: options.retry,
@@ -335,5 +375,6 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
  * @since 0.1.0
  * @category layers
  */
-export const layer = <R = never>(options: WorkerOptions<R>): Layer.Layer<never, never, Store | Transport | R> =>
-  Layer.scopedDiscard(make(options))
+export const layer = <R = never>(
+  options: WorkerOptions<R>
+): Layer.Layer<never, InvalidWorkerOptions, Store | Transport | R> => Layer.scopedDiscard(make(options))

@@ -62,7 +62,8 @@ const expected: Record<string, ReadonlyArray<string>> = {
   M31: ["I31"],
   M32: ["I30"],
   M33: ["I34"],
-  M34: ["I35"]
+  M34: ["I35"],
+  M36: ["I1"]
 }
 
 /**

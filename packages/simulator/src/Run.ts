@@ -485,7 +485,7 @@ const startWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.
               throttle: { recheckMs: 1_000, pausedRecheckMs: 2_000 }
             }),
         ...(limits?.fair && plan.intake === "store" ? { fairness: { weights: LimitsPlan.weights(limits) } } : {})
-      }),
+      }).pipe(Effect.orDie),
       Effect.zipRight(scheduler, Deferred.await(stop))
     )
   ).pipe(

@@ -412,16 +412,17 @@ const jobWrites = (
   claimNext: (options, now) => {
     if (options.fair !== undefined) return claimNextFair(rows, fairService, options, options.fair, now, batches)
     const due = rows
-      .filter(
-        (r) =>
-          r.job.queue === options.queue &&
-          options.skip?.has(r.job.id) !== true &&
-          r.job.state === "queued" &&
-          Protocol.isClaimable(r.job, now) &&
-          Protocol.runnableBy(r.job, options.types)
+      .flatMap((r, seq) =>
+        r.job.queue === options.queue &&
+        options.skip?.has(r.job.id) !== true &&
+        Protocol.isClaimable(r.job, now) &&
+        Protocol.runnableBy(r.job, options.types)
+          ? [{ job: r.job, seq, row: r }]
+          : []
       )
-      .sort((a, b) => b.job.priority - a.job.priority || a.job.runAfter - b.job.runAfter)
+      .sort(Protocol.claimNextOrder)
       .slice(0, Math.max(0, options.max))
+      .map((c) => c.row)
     const results = due.map(
       (r) => claimRow(r, now, options, batches) as Extract<ClaimResult, { _tag: "Claimed" | "Settled" }>
     )

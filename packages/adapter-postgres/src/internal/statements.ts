@@ -163,8 +163,8 @@ const unchangedSinceSnapshot = (s: string, j: string): string =>
  * most one attempt row of a job is `running`, the current token's, found by primary key with the token the job held
  * when `locked` locked it) and append the new one. `takeover` is whether
  * such a running attempt was ended: its attempt rows are read under the statement's snapshot and re-checked on the
- * newest version, so a holder that settled concurrently is not mistaken for a lapsed one. Without `takeover` (claimNext,
- * which writes only rows it picked and locked as queued, and a queued job has no running attempt: every write that
+ * newest version, so a holder that settled concurrently is not mistaken for a lapsed one. Without `takeover` (the fair
+ * claimNext, which writes only rows it picked and locked as queued, and a queued job has no running attempt: every write that
  * leaves running ends it) there is no such attempt and `expired` is left out.
  */
 const claimWrite = (s: string, now: string, options: { readonly takeover: boolean }): string => {
@@ -311,35 +311,53 @@ export const claimNextLimit = (max: number): number => {
 }
 
 /**
+/**
  * The pick of claimNext: at most `limit` rows from `query` (which locks with FOR UPDATE SKIP LOCKED under its own
- * literal LIMIT, the bucket), cut to the batch $2 above the locks (`claimNextLimit`).
+ * literal LIMIT, the bucket), cut to `upTo` above the locks (`claimNextLimit`).
  */
-const pickedUpTo = (query: string): string => `SELECT c.* FROM (${query}) c LIMIT $2::int`
+const pickedUpTo = (query: string, upTo = "$2::int"): string => `SELECT c.* FROM (${query}) c LIMIT ${upTo}`
 
 /**
  * claimNext in bucket `limit` (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4 lease ms,
  * $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length; NULL: no filter).
- * Due queued jobs of the queue, highest priority first, then earliest run_after, then insertion order, picked with
- * FOR UPDATE SKIP LOCKED so that concurrent claimers take disjoint sets and never wait on each other; the first $2
- * are locked and claimed as `claim` does with the fallback estimate (`pickedEstimate`). Outputs: only the written
- * rows (`applied`), in pick order.
+ * In `Protocol.claimNextOrder`: running jobs of the queue whose lease ended (taken over directly, no sweep needed;
+ * `jobs_running_lease` finds them), oldest insertion first, then due queued jobs, highest priority first, then
+ * earliest run_after, then insertion order. Each group is picked with FOR UPDATE SKIP LOCKED so that concurrent
+ * claimers take disjoint sets and never wait on each other, and locks only what it claims: the lapsed pick at most
+ * $2, the queued pick what the lapsed leases left of $2 (a row locked and not claimed would be passed over by every
+ * claimer running at the same moment, a pick no order of the claims explains: the concurrent property found it).
+ * The picks are claimed as `claim` does with the fallback estimate (`pickedEstimate`). Outputs: only the written
+ * rows (`applied`, `takeover` when a lapsed holder's attempt was ended), in pick order.
  */
 const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
-  return `WITH picked AS (
-      ${pickedUpTo(`SELECT j.id, j.priority, j.run_after, j.seq, j.cost_cents FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
-          AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))
+  const runnable = "($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))"
+  return `WITH lapsed AS (
+      ${pickedUpTo(`SELECT j.id, j.seq, j.cost_cents FROM ${s}.jobs j
+        WHERE j.state = 'running' AND j.lease_until < ${now} AND j.queue = $1 AND ${runnable}
           AND ${unchangedSinceSnapshot(s, "j")}
-        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`)}
+        ORDER BY j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`)}
+    ), due AS (
+      ${pickedUpTo(
+        `SELECT j.id, j.priority, j.run_after, j.seq, j.cost_cents FROM ${s}.jobs j
+        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now} AND ${runnable}
+          AND ${unchangedSinceSnapshot(s, "j")}
+        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+        "(SELECT $2::int - count(*) FROM lapsed)"
+      )}
+    ), picked AS (
+      SELECT l.id, 0 AS grp, 0 AS priority, NULL::timestamptz AS run_after, l.seq, l.cost_cents FROM lapsed l
+      UNION ALL
+      SELECT d.id, 1, d.priority, d.run_after, d.seq, d.cost_cents FROM due d
     ), ranked AS (
-      SELECT p.*, row_number() OVER (ORDER BY p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
+      SELECT p.*, row_number() OVER (ORDER BY p.grp, p.priority DESC, p.run_after, p.seq) AS ord FROM picked p
     ), input AS (
       SELECT r.id AS job_id, $3::text AS owner, $4::float8 AS lease_ms, ${pickedEstimate(s)} AS estimate,
         NULL::timestamptz AS seen_at, r.ord
       FROM ranked r WHERE r.ord <= $2::int
-    ), ${claimWrite(s, now, { takeover: false })}
-    SELECT upd.ord, true AS applied, false AS takeover, ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
+    ), ${claimWrite(s, now, { takeover: true })}
+    SELECT upd.ord, true AS applied, EXISTS (SELECT 1 FROM ended e WHERE e.job_id = upd.id) AS takeover,
+      ${ms(now)} AS now_ms, ${jobColumns("upd")} FROM upd
     UNION ALL
     SELECT 0, false, false, ${ms(now)}, ${noJob}
     ORDER BY 1`

@@ -270,7 +270,9 @@ const claimNextResults = (
   rows.flatMap((row): Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> => {
     if (row.applied !== true) return []
     const job = toJob(row)
-    return [job.state === "running" ? { _tag: "Claimed", job, takeover: false } : { _tag: "Settled", job }]
+    return [
+      job.state === "running" ? { _tag: "Claimed", job, takeover: row.takeover === true } : { _tag: "Settled", job }
+    ]
   })
 
 /**

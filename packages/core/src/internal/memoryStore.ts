@@ -224,7 +224,13 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
   const dueInQueue = (queue: string, now: number): Array<Row> =>
     [...rows.values()]
       .filter((row) => row.job.queue === queue && row.job.state === "queued" && row.job.runAfter <= now)
-      .sort((a, b) => b.job.priority - a.job.priority || a.job.runAfter - b.job.runAfter || a.seq - b.seq)
+      .sort(Protocol.claimNextOrder)
+
+  /** What a plain `claimNext` picks from: due queued jobs and lapsed leases, in `Protocol.claimNextOrder`. */
+  const claimableInQueue = (queue: string, now: number): Array<Row> =>
+    [...rows.values()]
+      .filter((row) => row.job.queue === queue && Protocol.isClaimable(row.job, now))
+      .sort(Protocol.claimNextOrder)
 
   /** `claimNext` with `fair`: the picks of `Fairness.pick`, claimed in pick order, and the tenants' new service. */
   const claimNextFair = (
@@ -302,7 +308,7 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       return write("claimNext", () => {
         const now = storeNow(options.now)
         const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
-        for (const row of dueInQueue(options.queue, now)) {
+        for (const row of claimableInQueue(options.queue, now)) {
           if (results.length >= options.max) break
           if (!Protocol.runnableBy(row.job, options.types)) continue
           const result = claimOne(row, now, options)

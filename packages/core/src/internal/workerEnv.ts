@@ -12,6 +12,7 @@ import { Effect, FiberRef, FiberRefs, HashMap, Logger, type Tracer } from "effec
 import type { LeaseLost, StoreError } from "../Errors.js"
 import type { FairOptions } from "../Fairness.js"
 import type * as Handler from "../Handler.js"
+import * as Lease from "../Lease.js"
 import * as Metrics from "../Metrics.js"
 import type { Outcome, Runnable } from "../Protocol.js"
 import type { Store } from "../Store.js"
@@ -56,6 +57,9 @@ export interface Env<R> {
   readonly busyMarginMs: number
   readonly receiveErrorDelayMs: number
   readonly storeErrorDelayMs: number
+  /** The keep-alive (`WorkerOptions.keepAliveMs`): the longest lease a claim or heartbeat of this worker asks for. */
+  readonly keepAliveMs: number
+  /** The lease of a claim before its handler is known (and a delivery's first visibility): the longest one held. */
   readonly visibilityMs: number
   /** The transport's longest delay (`capabilities.maxDelayMs`), or infinity. */
   readonly maxDelayMs: number
@@ -96,6 +100,15 @@ export interface Env<R> {
   /** Wakes the intake loop when capacity frees up. */
   intakeWaiter: ((resume: Effect.Effect<void>) => void) | undefined
 }
+
+/**
+ * The lease this worker holds for a job of `handler`: the keep-alive, or the handler's attempt worst case when that is
+ * shorter (`Lease.keptLeaseMs`).
+ *
+ * @internal
+ */
+export const leaseFor = <R>(env: Env<R>, handler: Handler.Handler<any, any, R>): number =>
+  Lease.keptLeaseMs(handler.leaseMs, env.keepAliveMs)
 
 /**
  * The attempt a fiber works for, for its log lines: set around each handler (and each of the worker's own lines

@@ -25,7 +25,7 @@ import { catchFailure, countThen } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import type { WorkerAdmission } from "./workerAdmission.js"
 import { dispatch } from "./workerAttempt.js"
-import { claimTag, deferItem, type Env, room } from "./workerEnv.js"
+import { claimTag, deferItem, type Env, leaseFor, room } from "./workerEnv.js"
 import { type Held, hold } from "./workerLease.js"
 import type { WorkerLimits } from "./workerLimits.js"
 import { retryStore } from "./workerStore.js"
@@ -120,9 +120,11 @@ const reportClaims = <R>(
   )
 }
 
-/** The lease a job's own handler asks for (renewals use it), or the worker's largest when it has none here. */
-const leaseOf = <R>(env: Env<R>, type: string, version: number): number =>
-  env.registry.get(type, version)?.leaseMs ?? env.visibilityMs
+/** The lease held for a job of its own handler (renewals use it), or the worker's longest when it has none here. */
+const leaseOf = <R>(env: Env<R>, type: string, version: number): number => {
+  const handler = env.registry.get(type, version)
+  return handler === undefined ? env.visibilityMs : leaseFor(env, handler)
+}
 
 /**
  * One round of the Store-selected intake: claim up to `want` due jobs of the `types` given; whether the store had
@@ -264,7 +266,7 @@ const candidatesOf = <R>(
       replies.defers.push(deferItem(env, delivery, 0))
     } else if (seen.has(delivery.jobId)) {
       // Two deliveries of one job in one receive: the first one's claim decides; this one returns after its lease.
-      replies.defers.push(deferItem(env, delivery, handler.leaseMs + env.busyMarginMs))
+      replies.defers.push(deferItem(env, delivery, leaseFor(env, handler) + env.busyMarginMs))
     } else {
       seen.add(delivery.jobId)
       candidates.push({ delivery, handler })
@@ -338,7 +340,7 @@ const claimDeliveries = <R>(
   const items: Array<ClaimItem> = candidates.map(({ delivery, handler }) => ({
     jobId: delivery.jobId,
     owner: tag,
-    leaseMs: handler.leaseMs,
+    leaseMs: leaseFor(env, handler),
     estimateCents: typeof handler.estimateCents === "number" ? handler.estimateCents : undefined
   }))
   // Each try notes its send time: a lease runs from the send of the try that was granted it, never from the reply
@@ -377,7 +379,8 @@ const claimDeliveries = <R>(
           break
         case "Busy":
           // Granted by an earlier try whose reply was lost: which one is unknown, so the lease runs from the first send.
-          if (result.job.leaseOwner === tag) take(env, hold(result.job, handler.leaseMs, sent.first, delivery), taken)
+          if (result.job.leaseOwner === tag)
+            take(env, hold(result.job, leaseFor(env, handler), sent.first, delivery), taken)
           else replies.defers.push(deferItem(env, delivery, result.until - now + env.busyMarginMs))
           break
         case "NotDue":
@@ -385,7 +388,7 @@ const claimDeliveries = <R>(
           break
         case "Claimed":
           if (result.takeover) takeovers += 1
-          take(env, hold(result.job, handler.leaseMs, sent.last, delivery), taken)
+          take(env, hold(result.job, leaseFor(env, handler), sent.last, delivery), taken)
           break
       }
     }

@@ -3,7 +3,8 @@
  * `Protocol.claimTransition`). A due queued job or an expired lease is claimed with a new token and a new attempt
  * row; a live lease is `Busy` up to and including its last millisecond; a job not yet due is `NotDue`; a job the
  * claim finds cancelled, past its deadline or out of attempts is settled instead (`Settled`); an unknown id is
- * `NotFound`. `claimNext` picks due queued jobs itself, in priority, then run-after, then insertion order.
+ * `NotFound`. `claimNext` picks itself, in `Protocol.claimNextOrder`: running jobs whose lease ended first (taken
+ * over directly, with no sweep in between), then due queued jobs in priority, then run-after, then insertion order.
  *
  * @internal
  */
@@ -316,10 +317,77 @@ const settlingTests = ({ it, fixture }: Area): void => {
   )
 }
 
+/** claimNext and leases that ended: a holder unheard from for its whole keep-alive is taken over by the next pick. */
+const lapsedTests = ({ it, fixture }: Area): void => {
+  it.effect("claimNext takes over a lease that ended, before queued jobs, with no sweep; the old token is fenced", () =>
+    Effect.gen(function* () {
+      const { store, queue, now, advance, submit, claimed, heartbeat, settle, get, attempts } = yield* fixture
+      const lapsed = yield* submit({ priority: 0 })
+      const live = yield* submit({ priority: 0 })
+      const queued = yield* submit({ priority: 9 })
+      yield* claimed(lapsed.id, "dead", 2_000)
+      yield* claimed(live.id, "alive", LEASE)
+      yield* advance(2_000)
+      const edge = yield* store.claimNext({ queue, max: 1, owner: "worker-n", leaseMs: LEASE, now: yield* now })
+      yield* advance(1)
+      const at = yield* now
+
+      const reply = yield* store.claimNext({ queue, max: 2, owner: "worker-n", leaseMs: LEASE, now: at })
+
+      // At its last millisecond the lease still held: the queued job went first.
+      expect(edge.results.map((r) => r.job.id)).toEqual([queued.id])
+      expect(reply.results.map((r) => [r._tag, r.job.id, r._tag === "Claimed" && r.takeover])).toEqual([
+        ["Claimed", lapsed.id, true]
+      ])
+      expect(reply.results[0]!.job).toMatchObject({
+        state: "running",
+        attempts: 2,
+        leaseToken: 2,
+        leaseOwner: "worker-n",
+        leaseUntil: at + LEASE
+      })
+      const rows = yield* attempts(lapsed.id)
+      expect(rows.map((a) => [a.token, a.worker, a.outcome, a.errorClass, a.endedAt])).toEqual([
+        [1, "dead", "expired", "lease_expired", at],
+        [2, "worker-n", "running", null, null]
+      ])
+      expect(yield* get(live.id)).toMatchObject({ leaseToken: 1, leaseOwner: "alive" })
+      // The holder that went unheard can never write again.
+      expect((yield* heartbeat({ jobId: lapsed.id, token: 1, leaseMs: LEASE }))._tag).toBe("LeaseLost")
+      expect((yield* settle(lapsed.id, 1, { _tag: "Complete", result: "late" }))._tag).toBe("LeaseLost")
+      expect(yield* get(lapsed.id)).toMatchObject({ state: "running", leaseToken: 2, result: null })
+    })
+  )
+
+  it.effect("claimNext passes over a lapsed lease of a (type, version) it was not asked for", () =>
+    Effect.gen(function* () {
+      const { store, queue, now, advance, submit, claimed, get } = yield* fixture
+      const other = yield* submit({ type: "kind.b", version: 1 })
+      const mine = yield* submit({ type: "kind.a", version: 1 })
+      const before = yield* claimed(other.id, "dead", 1_000)
+      yield* claimed(mine.id, "dead", 1_000)
+      yield* advance(1_001)
+
+      const reply = yield* store.claimNext({
+        queue,
+        max: 5,
+        owner: "w",
+        leaseMs: LEASE,
+        now: yield* now,
+        types: [{ type: "kind.a", version: 1 }]
+      })
+
+      expect(reply.results.map((r) => [r._tag, r.job.id])).toEqual([["Claimed", mine.id]])
+      expect(yield* get(other.id)).toEqual(before)
+    })
+  )
+}
+
 /** Registers the claim tests. @internal */
 export const claimTests = (area: Area): void => {
   describe("claim", () => {
     leaseTests(area)
     settlingTests(area)
+    lapsedTests(area)
   })
 }
