@@ -1,7 +1,7 @@
 /**
  * One 429 pauses the fleet. Four worker processes share one provider resource on the real Postgres (and on the real
  * Redis); the local fake provider answers the first call with a 429 and `retry-after: 2`, and every later call after
- * 150 ms. Read from the fake provider's own records: no call reaches it from any worker for 2 s after the 429, then
+ * 1 s. Read from the fake provider's own records: no call reaches it from any worker for 2 s after the 429, then
  * exactly one (the half-open probe) alone until it answered, then the rest; every job succeeded on its one attempt
  * (`maxAttempts: 1`, so an attempt spent on the 429 or on a wait would have failed it).
  */
@@ -24,7 +24,12 @@ const JOBS = 16
 
 afterAll(stopAll)
 
-/** The fake provider's answers: the first request 429 with retry-after 2 s, every later one 200 after 150 ms. */
+/**
+ * The fake provider's answers: the first request 429 with retry-after 2 s, every later one 200 after 1 s. A call
+ * outlasts a worker's recheck (1 s), so once the pause is over the workers that did not make the probe still find
+ * jobs left when they next look: with short calls, the probe's worker (4 slots) could run all 16 jobs before any
+ * other worker looked again, and the test would no longer show the whole fleet held back.
+ */
 const scripted = (provider: FakeProvider): void =>
   provider.reply((_request, index) =>
     index === 0
@@ -34,7 +39,7 @@ const scripted = (provider: FakeProvider): void =>
           headers: { "retry-after": "2" },
           body: { error: { type: "rate_limit_error", message: "rate limited" } }
         }
-      : { kind: "json", status: 200, body: { ok: true }, delayMs: 150 }
+      : { kind: "json", status: 200, body: { ok: true }, delayMs: 1_000 }
   )
 
 const until = async (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000) => {
