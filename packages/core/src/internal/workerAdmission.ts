@@ -186,6 +186,7 @@ export const make = (options: {
   if (limited.length === 0) return undefined
   const resourceOf = new Map<string, string>()
   for (const handler of limited) resourceOf.set(`${handler.type}@${handler.version}`, handler.resource!)
+  const resources = [...new Set(resourceOf.values())]
   const known = new Map<string, Known>()
   const rechecks = { recheckMs: options.recheckMs, pausedRecheckMs: options.pausedRecheckMs }
 
@@ -254,7 +255,7 @@ export const make = (options: {
     stale: (now, held) => {
       const pending = pendingOf(held)
       const stale: Array<string> = []
-      for (const resource of new Set(resourceOf.values())) {
+      for (const resource of resources) {
         const k = known.get(resource)
         if (k === undefined || (pending.get(resource) ?? 0) > 0 || now < k.waitUntil) continue
         if (now >= k.at + rechecks.recheckMs && openingOf(k, now, 0, rechecks).probe === true) stale.push(resource)
