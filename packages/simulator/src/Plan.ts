@@ -189,12 +189,29 @@ export const heldLeaseMs = (plan: Pick<Plan, "callTimeoutMs" | "handler" | "keep
 /**
  * How a plan's keep-alive is drawn, relative to the handler's worst case: the Worker's default (6 s, whatever the
  * worst case), a quarter or half of it (the lease is renewed many times in one attempt), the worst case itself (the
- * keep-alive ends with the attempt), or twice it (the worst case bounds the lease). Shrinks toward the default.
+ * keep-alive ends with the attempt), or twice it (the worst case bounds the lease). Plans draw the first three twice
+ * as often as the last two, and shrink toward the default.
  *
  * @since 0.9.0
  * @category models
  */
 export const keepAliveShares = ["default", "quarter", "half", "worstCase", "twice"] as const
+
+/**
+ * The shares as plans draw them: the default, a quarter and half (the keep-alive regime: mostly a lease shorter than
+ * the worst case, renewed and taken over mid-attempt) twice as often as once and twice the worst case (the lease a
+ * worker held before keep-alives). Shrinks toward the default.
+ */
+const keepAliveDraws: ReadonlyArray<(typeof keepAliveShares)[number]> = [
+  "default",
+  "default",
+  "quarter",
+  "quarter",
+  "half",
+  "half",
+  "worstCase",
+  "twice"
+]
 
 /**
  * The keep-alive in ms a share gives for a plan's handler (at least 3 ms, the Worker's lower bound).
@@ -509,10 +526,12 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
   // Limits are drawn after everything else, so every other field is what the seed drew before they existed. A
   // no-relay world has none: a throttled job takes a receive without an attempt, which its redrive policy forbids.
   // The keep-alive is drawn after the limits, for the same reason.
-  return fc.tuple(drawn, LimitsPlan.arbitrary, fc.constantFrom(...keepAliveShares)).map(([p, limits, share]) => {
-    const withLimits = limits === null || p.relay === false ? p : { ...p, limits }
-    return { ...withLimits, keepAliveMs: keepAliveFor(p, share) }
-  })
+  return fc
+    .tuple(drawn, LimitsPlan.arbitrary, fc.constantFrom<(typeof keepAliveShares)[number]>(...keepAliveDraws))
+    .map(([p, limits, share]) => {
+      const withLimits = limits === null || p.relay === false ? p : { ...p, limits }
+      return { ...withLimits, keepAliveMs: keepAliveFor(p, share) }
+    })
 }
 
 /**
