@@ -20,6 +20,9 @@
  *   (`Batch.chargeVerdict`), decided in the same atomic write against the batch's spend as it is then.
  * - Every accepted write to a job record moves `updatedAt` strictly forward (`Protocol.bump`). The one write outside
  *   the record is the sweep's republish mark, which never moves `updatedAt`.
+ * - One verb is optional: `cycle`, a worker's settlements, heartbeats, charges and next claim in one atomic write at
+ *   one store time, answering what the four verbs would answer in that order (`CycleOptions`). The conformance
+ *   suite and the model-based property check it on every store that offers it.
  *
  * @since 0.1.0
  */
@@ -114,6 +117,68 @@ export interface Fenced {
   readonly token: number
   readonly currentToken: number | null
   readonly state: JobState | null
+}
+
+/**
+ * What `claimNext` is asked for: up to `max` jobs of `queue`, claimed by `owner` for `leaseMs`, of the listed
+ * `types` only when given, picked across tenants by `Fairness.pick` when `fair` is given.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export interface ClaimNextOptions {
+  readonly queue: string
+  readonly max: number
+  readonly owner: string
+  readonly leaseMs: number
+  readonly types?: ReadonlyArray<Runnable> | undefined
+  readonly fair?: FairOptions | undefined
+}
+
+/**
+ * One result of `claimNext`: only the jobs it wrote, `Claimed` or `Settled`.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export type ClaimNextResult = Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>
+
+/**
+ * The parts of one `cycle`, each optional (an absent part is an empty one; without `claimNext` nothing is claimed):
+ * the settlements, heartbeats and charges a worker has queued since its last tick, and the claim of its next jobs.
+ *
+ * Invariant: the four parts are applied at one store time (the reply's `now`) in one atomic write, in this order,
+ * settle, heartbeat, charge, claimNext, each part's items in their order; the results equal those of `settle`,
+ * `heartbeat`, `charge` and `claimNext` called one after another at that time with the same parts, and so does
+ * what the store holds afterwards (a job released by the settle part is there for the claim part to take; a
+ * heartbeat after a settle of the same job is `LeaseLost`). A part that its verb would refuse as a whole (a charge
+ * amount `Protocol.chargeProblem` rejects, a `fair` that `Fairness.problem` rejects) fails the whole cycle with
+ * `StoreError` (`Constraint`) and writes none of the parts. As with every verb, another `StoreError` leaves any
+ * subset applied, and a cycle is safe to repeat as sent, because each of its parts is.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export interface CycleOptions extends WriteOptions {
+  readonly settle?: ReadonlyArray<SettleItem> | undefined
+  readonly heartbeat?: ReadonlyArray<HeartbeatItem> | undefined
+  readonly charge?: ReadonlyArray<ChargeItem> | undefined
+  readonly claimNext?: ClaimNextOptions | undefined
+}
+
+/**
+ * What one `cycle` did: the store time all its parts used, and each part's results in item order (empty for an
+ * absent part).
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export interface CycleReply {
+  readonly now: number
+  readonly settle: ReadonlyArray<SettleResult>
+  readonly heartbeat: ReadonlyArray<HeartbeatResult>
+  readonly charge: ReadonlyArray<ChargeResult>
+  readonly claimNext: ReadonlyArray<ClaimNextResult>
 }
 
 /**
@@ -307,16 +372,7 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
      * queue is updated in the same atomic write as the claims; a `fair` that `Fairness.problem` rejects fails with
      * `StoreError` (`Constraint`) and writes nothing. Without `fair` nothing about the order or the writes changes.
      */
-    readonly claimNext: (
-      options: WriteOptions & {
-        readonly queue: string
-        readonly max: number
-        readonly owner: string
-        readonly leaseMs: number
-        readonly types?: ReadonlyArray<Runnable> | undefined
-        readonly fair?: FairOptions | undefined
-      }
-    ) => Effect.Effect<Reply<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>>, StoreError>
+    readonly claimNext: (options: WriteOptions & ClaimNextOptions) => Effect.Effect<Reply<ClaimNextResult>, StoreError>
     /** Fenced. `Protocol.heartbeatTransition` per item. */
     readonly heartbeat: (
       options: WriteOptions & { readonly items: ReadonlyArray<HeartbeatItem> }
@@ -362,6 +418,13 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
     readonly sweep: (options: SweepOptions) => Effect.Effect<SweepResult, StoreError>
     /** Store time now (epoch ms), for callers that must compare against lease, deadline or run-after times. */
     readonly now: Effect.Effect<number, StoreError>
+    /**
+     * Optional: one worker tick in one atomic write (see `CycleOptions`). A store that offers it answers exactly what
+     * `settle`, `heartbeat`, `charge` and `claimNext`, called one after another at one store time with the same
+     * parts, would answer together; a caller without it makes those calls itself. A wrapper that changes any of
+     * the four verbs must wrap `cycle` too, or leave it out.
+     */
+    readonly cycle?: ((options: CycleOptions) => Effect.Effect<CycleReply, StoreError>) | undefined
   }
 >() {}
 
@@ -427,6 +490,7 @@ export type WriteVerb =
   | "cancel"
   | "replay"
   | "sweep"
+  | "cycle"
 
 /**
  * `makeMemory` with options (see `MemoryOptions`).
