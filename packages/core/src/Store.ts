@@ -154,7 +154,10 @@ export type ClaimNextResult = Extract<ClaimResult, { readonly _tag: "Claimed" | 
  * heartbeat after a settle of the same job is `LeaseLost`). A part that its verb would refuse as a whole (a charge
  * amount `Protocol.chargeProblem` rejects, a `fair` that `Fairness.problem` rejects) fails the whole cycle with
  * `StoreError` (`Constraint`) and writes none of the parts. As with every verb, another `StoreError` leaves any
- * subset applied, and a cycle is safe to repeat as sent, because each of its parts is.
+ * subset applied, and a cycle is safe to repeat as sent, because each of its parts is. A store that keeps queues
+ * apart (Redis: one Cluster slot per queue) may apply each queue's share of the parts as one atomic write, all at
+ * the one store time: items of different queues name different jobs and the claim picks only its own queue's, so
+ * the answers are the same.
  *
  * @since 0.9.0
  * @category models
@@ -439,7 +442,8 @@ export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
 /**
  * A fresh, empty in-memory Store, Query and BatchStore over the same maps, built from `Protocol.ts` and `Batch.ts`
  * and nothing else (every job write on a batch item writes its batch in the same step). Each
- * item is one synchronous step, so writes are atomic among fibers. Store time is the `Clock` in scope when the
+ * item is one synchronous step, so writes are atomic among fibers; a `cycle` is one synchronous step for all its
+ * parts, made of the four verbs' own bodies. Store time is the `Clock` in scope when the
  * store is made (or an explicit `now`), never the caller's clock. Nothing is persisted: for tests, examples and the
  * simulator. `peek` reads one job record synchronously exactly as the store holds it (undefined when there is
  * none), for harnesses that record ground truth around each call.
