@@ -10,27 +10,12 @@
 -- @include protocol
 -- @include records
 -- @include fenced
+-- @include settling
 
 deferIndexes()
 local now = storeNow(ARGV[1])
 local retentionMs = optNumber(ARGV[2])
 local out = { fmt(now) }
-for a = 3, #ARGV, 8 do
-  local job = load(ARGV[a])
-  local token = tonumber(ARGV[a + 1])
-  if job == nil or not holds(job, token) then
-    out[#out + 1] = lost(job)
-  else
-    local outcome = {
-      kind = ARGV[a + 2],
-      result = ARGV[a + 3],
-      delayMs = optNumber(ARGV[a + 4]),
-      errorClass = optString(ARGV[a + 5]),
-      error = optString(ARGV[a + 6]),
-      reason = ARGV[a + 7]
-    }
-    out[#out + 1] = { "Settled", jobReply(apply(job, now, settleTransition(job, now, outcome), retentionMs)) }
-  end
-end
+settleItems(now, retentionMs, 3, #ARGV, out)
 publishWrites()
 return out
