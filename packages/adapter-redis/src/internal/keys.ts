@@ -31,6 +31,12 @@
  *   batch lives in the slot of its items' queue, which all its items and callbacks share (the queue is given when
  *   the batch is opened), so every script that writes an item writes its batch too; an item's record holds its
  *   batch id (`bt`). A batch id has a route like a job id.
+ * - `Q n`: job counts per (state, type), kept by every script that creates, moves or deletes a job (`Query.count`
+ *   with a type reads them instead of walking the records): `<state>:enc(type)` (every tenant), and the cells of
+ *   that total, `<state>:enc(type)n` (no tenant) and `<state>:enc(type)t enc(tenant)` (no space). A field at 0 is
+ *   deleted. The meta hash's field `nc` says the counts cover the whole queue (set by the first insert of a new
+ *   queue, or by the Sweeper's recount of a queue stored before they were kept); each sweep checks them against
+ *   the state sets and recounts a state whose counts disagree (`lua/sweep.lua`).
  * - `Q rk`: request keys (tenant and key to job id); `Q ev`: the sharded pub/sub channel of the queue's writes.
  * - Fair claims (`includes/fairness.lua`), kept only in a queue whose meta hash has the field `fx` (set by its first
  *   fair claim, which builds them from `x:s:queued`): `x:ft`, the set of tenant codes with queued jobs (`n` for no
@@ -99,7 +105,8 @@ export const suffix = {
   fairService: "fs",
   batch: "b:",
   batchItems: "bi:",
-  batchKeys: "bk"
+  batchKeys: "bk",
+  counts: "n"
 } as const
 
 /**

@@ -5,8 +5,10 @@
 -- Returns: min(the number of matching jobs, up to).
 -- Index: as `list`: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`), the five of them without a
 --        state, or the jobs of one request key (`x:k:<key>`). Filtered by state and tenant only, the answer is the
---        ZCARD of those sets, O(1) whatever the backlog; with a type, an error class, a request key or an input hash,
---        each record is checked as `list` checks it, and the walk stops at `up to` matches.
+--        ZCARD of those sets, O(1) whatever the backlog; by type as well (and no other filter), it is the sum of the
+--        queue's counts (`n`, see keys.ts) for the states asked, O(1) too, once the counts cover the queue (the
+--        meta hash's `nc`); with an error class, a request key or an input hash, or a type before the counts cover
+--        the queue, each record is checked as `list` checks it, and the walk stops at `up to` matches.
 -- Atomic: one script reads one instant of the queue.
 -- @include base
 
@@ -20,14 +22,15 @@ local inputHash = optString(ARGV[7])
 
 local PAGE = 200
 
+local states = { "queued", "running", "succeeded", "failed", "abandoned" }
+if state ~= nil then
+  states = { state }
+end
+
 local keys = {}
 if requestKey ~= nil then
   keys[1] = base .. K.keyed .. enc(requestKey)
 else
-  local states = { "queued", "running", "succeeded", "failed", "abandoned" }
-  if state ~= nil then
-    states = { state }
-  end
   for _, s in ipairs(states) do
     if tenant ~= nil then
       keys[#keys + 1] = base .. K.tenantState .. s .. ":" .. enc(tenant)
@@ -38,6 +41,20 @@ else
 end
 
 local count = 0
+if jobType ~= nil and errorClass == nil and requestKey == nil and inputHash == nil
+  and redis.call("HGET", KEYS[1], "nc") == "1" then
+  local fields = {}
+  for i, s in ipairs(states) do
+    fields[i] = s .. ":" .. enc(jobType)
+    if tenant ~= nil then
+      fields[i] = fields[i] .. "t" .. enc(tenant)
+    end
+  end
+  for _, n in ipairs(redis.call("HMGET", base .. K.counts, unpack(fields))) do
+    count = count + (tonumber(n) or 0)
+  end
+  return math.min(count, upTo)
+end
 if jobType == nil and errorClass == nil and requestKey == nil and inputHash == nil then
   for _, key in ipairs(keys) do
     count = count + redis.call("ZCARD", key)

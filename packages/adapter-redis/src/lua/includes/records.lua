@@ -146,6 +146,50 @@ local function moveSums(old, new)
   end
 end
 
+-- The job counts per (state, type) (`Q n`, see keys.ts), as deltas per field: a script sends each touched field
+-- once, at its end (`flushCounts`), since no script reads a count it writes. A job's type and tenant never change,
+-- so only a change of state (or an insert or a delete) moves it.
+local countDeltas = {}
+local countsTouched = false
+
+local function countJob(job, d)
+  local total = job.state .. ":" .. enc(job.type)
+  local cell = total .. "n"
+  if job.tenant ~= nil then
+    cell = total .. "t" .. enc(job.tenant)
+  end
+  countDeltas[total] = (countDeltas[total] or 0) + d
+  countDeltas[cell] = (countDeltas[cell] or 0) + d
+  countsTouched = true
+end
+
+local function moveCounts(old, new)
+  if old ~= nil and new ~= nil and old.state == new.state then
+    return
+  end
+  if old ~= nil then
+    countJob(old, -1)
+  end
+  if new ~= nil then
+    countJob(new, 1)
+  end
+end
+
+-- Sends the gathered count deltas: one HINCRBY per field that moved, and a field that reached 0 is deleted.
+local function flushCounts()
+  if not countsTouched then
+    return
+  end
+  local key = base .. K.counts
+  for field, d in pairs(countDeltas) do
+    if d ~= 0 and redis.call("HINCRBY", key, field, d) == 0 then
+      redis.call("HDEL", key, field)
+    end
+  end
+  countDeltas = {}
+  countsTouched = false
+end
+
 -- Sorted-set writes a script gathers instead of sending them per job (`deferIndexes`), nil when it sends them at
 -- once. `zadds[key][member]` is a score and `zrems[key][member]` true; a later move of a member replaces an earlier
 -- one of the same key, so the flush leaves every set as the writes in order would. `prioMoves` and `waitMoves` are
@@ -446,6 +490,11 @@ local function save(old, new, names)
   movePriorities(old, new)
   moveWaiting(old, new)
   moveSums(old, new)
+  moveCounts(old, new)
+  -- The first job of a new queue: its counts start complete (see keys.ts, `nc`).
+  if old == nil and new.seq == 1 then
+    redis.call("HSET", KEYS[1], "nc", "1")
+  end
 end
 
 -- Every job a script wrote, for the one event message it publishes at the end.
@@ -619,11 +668,12 @@ batchWrite = function(old, new)
   storeBatch(b)
 end
 
--- Sends the index writes a script gathered (`flushIndexes`), then publishes what it wrote on the queue's sharded
--- channel: "q" (something is queued) or "w", then the ids. Watchers re-read the records; receivers look for
--- deliveries.
+-- Sends the index writes and count deltas a script gathered (`flushIndexes`, `flushCounts`), then publishes what
+-- it wrote on the queue's sharded channel: "q" (something is queued) or "w", then the ids. Watchers re-read the
+-- records; receivers look for deliveries.
 local function publishWrites()
   flushIndexes()
+  flushCounts()
   if #written == 0 then
     return
   end
@@ -791,6 +841,7 @@ local function removeJob(job)
   movePriorities(job, nil)
   moveWaiting(job, nil)
   moveSums(job, nil)
+  moveCounts(job, nil)
   -- Its ended attempts leave the error-class cost sums.
   local spent = spendByToken(job.id)
   for _, token in ipairs(redis.call("HKEYS", attemptsKey(job.id))) do
