@@ -39,7 +39,7 @@ const truth = async (redis: Redis): Promise<Record<string, number>> => {
       const [type, tenant] = await redis.hmget(`${base}j:${member.slice(12)}`, "ty", "tn")
       const total = `${state}:${enc(type!)}`
       add(total)
-      add(tenant === null ? `${total}n` : `${total}t${enc(tenant)}`)
+      add(tenant == null ? `${total}n` : `${total}t${enc(tenant)}`)
     }
   }
   return out
@@ -67,7 +67,7 @@ const submitJobs = (n: number, from: number) =>
     client.submitMany(
       Array.from({ length: n }, (_, k) => ({
         queue,
-        type: types[(from + k) % 2]!,
+        type: types[(from + k) % 2] ?? "even",
         input: { i: from + k },
         tenant: tenants[(from + k) % 3]
       }))

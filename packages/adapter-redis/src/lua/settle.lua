@@ -4,7 +4,8 @@
 --       (complete | retry | fail | abandon | release | throttle), result JSON (complete), delay ms (retry, throttle),
 --       error class (opt),
 --       error (opt), abandon reason (abandon; "" otherwise). Optional strings are "-" or "+text".
--- Returns: { now, results... }, each { "Settled", job } | { "LeaseLost", currentToken | false, state | false }.
+-- Returns: { now, results... }, each { "Settled", job } | { "LeaseLost", currentToken | false, state | false }. A
+--          completed job's result is the one its item sent: the reply's result slot is then 1 (see jobReply).
 -- Atomic: the fence, the record, the attempt row and the indexes change in one script.
 -- @include base
 -- @include protocol
@@ -29,7 +30,9 @@ for a = 3, #ARGV, 8 do
       error = optString(ARGV[a + 6]),
       reason = ARGV[a + 7]
     }
-    out[#out + 1] = { "Settled", jobReply(apply(job, now, settleTransition(job, now, outcome), retentionMs)) }
+    local tr = settleTransition(job, now, outcome)
+    local new = apply(job, now, tr, retentionMs)
+    out[#out + 1] = { "Settled", jobReply(new, tr.result ~= nil and tr.result == outcome.result) }
   end
 end
 publishWrites()

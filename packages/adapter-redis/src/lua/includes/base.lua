@@ -167,8 +167,9 @@ local function storeFields(old, new, names)
 end
 
 -- The reply form of a job: its id, the fields of REPLY (text or false for null), then input and result (JSON
--- text, or false when absent or expired).
-local function jobReply(job)
+-- text, or false when absent or expired). With `sentResult`, the result is the one the caller sent in this script:
+-- its slot is 1 and the caller fills it in, so a result crosses the wire once.
+local function jobReply(job, sentResult)
   local out = { job.id }
   for i, name in ipairs(REPLY) do
     local value = job[name]
@@ -179,6 +180,11 @@ local function jobReply(job)
     else
       out[i + 1] = value
     end
+  end
+  if sentResult then
+    out[#REPLY + 2] = redis.call("HGET", dataKey(job.id), "i")
+    out[#REPLY + 3] = 1
+    return out
   end
   local data = redis.call("HMGET", dataKey(job.id), "i", "r")
   out[#REPLY + 2] = data[1]

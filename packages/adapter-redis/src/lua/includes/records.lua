@@ -198,9 +198,9 @@ local deferred = nil
 
 -- Makes this script gather its sorted-set writes and the emptiness checks that follow them, for `flushIndexes`
 -- to send as one variadic ZADD and one ZREM per key, and one check per touched priority or pair. Only for a
--- script that reads no index it writes before the flush (claim, claimNext, claimNextFair, heartbeat, settle). A
--- script stopped by an error (a defect: Redis keeps what a script wrote before it failed) leaves these moves
--- unsent for every job it wrote, where before it left them unsent for the job it was writing.
+-- script that reads no index it writes before the flush (submit, claim, claimNext, claimNextFair, heartbeat,
+-- settle). A script stopped by an error (a defect: Redis keeps what a script wrote before it failed) leaves these
+-- moves unsent for every job it wrote, where before it left them unsent for the job it was writing.
 local function deferIndexes()
   deferred = { zadds = {}, zrems = {}, prioMoves = {}, waitMoves = {} }
 end
