@@ -146,21 +146,26 @@ local function moveSums(old, new)
   end
 end
 
--- The job counts per (state, type) (`Q n`, see keys.ts), as deltas per field: a script sends each touched field
--- once, at its end (`flushCounts`), since no script reads a count it writes. A job's type and tenant never change,
--- so only a change of state (or an insert or a delete) moves it.
-local countDeltas = {}
-local countsTouched = false
+-- The job counts per (state, type) (`Q n`, see keys.ts), as deltas by state, type and tenant (false for none): a
+-- script sends each touched field once, at its end (`flushCounts`), since no script reads a count it writes. A
+-- job's type and tenant never change, so only a change of state (or an insert or a delete) moves it. The field
+-- names are built at the flush, once per script and cell, not once per job.
+local countDeltas = nil
 
 local function countJob(job, d)
-  local total = job.state .. ":" .. enc(job.type)
-  local cell = total .. "n"
-  if job.tenant ~= nil then
-    cell = total .. "t" .. enc(job.tenant)
+  countDeltas = countDeltas or {}
+  local byType = countDeltas[job.state]
+  if byType == nil then
+    byType = {}
+    countDeltas[job.state] = byType
   end
-  countDeltas[total] = (countDeltas[total] or 0) + d
-  countDeltas[cell] = (countDeltas[cell] or 0) + d
-  countsTouched = true
+  local byTenant = byType[job.type]
+  if byTenant == nil then
+    byTenant = {}
+    byType[job.type] = byTenant
+  end
+  local t = job.tenant or false
+  byTenant[t] = (byTenant[t] or 0) + d
 end
 
 local function moveCounts(old, new)
@@ -177,17 +182,31 @@ end
 
 -- Sends the gathered count deltas: one HINCRBY per field that moved, and a field that reached 0 is deleted.
 local function flushCounts()
-  if not countsTouched then
+  if countDeltas == nil then
     return
   end
   local key = base .. K.counts
-  for field, d in pairs(countDeltas) do
+  local function send(field, d)
     if d ~= 0 and redis.call("HINCRBY", key, field, d) == 0 then
       redis.call("HDEL", key, field)
     end
   end
-  countDeltas = {}
-  countsTouched = false
+  for state, byType in pairs(countDeltas) do
+    for jobType, byTenant in pairs(byType) do
+      local total = state .. ":" .. enc(jobType)
+      local sum = 0
+      for t, d in pairs(byTenant) do
+        sum = sum + d
+        if t == false then
+          send(total .. "n", d)
+        else
+          send(total .. "t" .. enc(t), d)
+        end
+      end
+      send(total, sum)
+    end
+  end
+  countDeltas = nil
 end
 
 -- Sorted-set writes a script gathers instead of sending them per job (`deferIndexes`), nil when it sends them at
