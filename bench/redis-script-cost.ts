@@ -3,8 +3,9 @@
  * depend on timing: N no-op jobs submitted in bulk (500 per call), then rounds of `Store.claimNext` (up to 100
  * jobs), one `Store.heartbeat` of every claimed job and one `Store.settle` completing them, until nothing is left.
  * Every round is the same, so the command counts per job are exact; the server microseconds are what `INFO
- * commandstats` reports (noisy on a busy machine, but free of the worker's timing). The commands are printed
- * twice: those of the submits, and those of the claim, heartbeat and settle rounds.
+ * commandstats` reports (noisy on a busy machine, but free of the worker's timing), and the server process's CPU
+ * time (`INFO cpu`, which a busy machine inflates less, though it includes the statistics reads themselves). The
+ * commands are printed twice: those of the submits, and those of the claim, heartbeat and settle rounds.
  *
  *   node scripts/bundled.mjs bench/redis-script-cost.ts [N] [port]      (N = 5000, port = 7120)
  *
@@ -40,6 +41,14 @@ const commandStats = async (redis: Redis): Promise<Stats> =>
       })
   )
 
+/** The server process's CPU time so far (user and system), in microseconds: unlike `usec`, not inflated when the
+ * machine is busy and the server waits for a core. */
+const cpuUsec = async (redis: Redis): Promise<number> => {
+  const info = await redis.info("cpu")
+  const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, "m").exec(info)?.[1] ?? 0)
+  return Math.round((field("used_cpu_user") + field("used_cpu_sys")) * 1e6)
+}
+
 const scriptUsec = (stats: Stats): number => (stats.evalsha?.usec ?? 0) + (stats.eval?.usec ?? 0)
 
 const startServer = async () => {
@@ -72,6 +81,7 @@ const run = (redis: Redis) =>
     const client = yield* Client.make
     const store = yield* Store.Store
     yield* Effect.promise(() => redis.config("RESETSTAT"))
+    const cpuStart = yield* Effect.promise(() => cpuUsec(redis))
     const measured = <A>(verb: keyof typeof perVerb, effect: Effect.Effect<A, unknown>) =>
       Effect.gen(function* () {
         const before = scriptUsec(yield* Effect.promise(() => commandStats(redis)))
@@ -90,6 +100,7 @@ const run = (redis: Redis) =>
       )
     }
     const afterSubmit = yield* Effect.promise(() => commandStats(redis))
+    const cpuSubmitted = yield* Effect.promise(() => cpuUsec(redis))
     let done = 0
     while (true) {
       const claimed = yield* measured(
@@ -108,14 +119,15 @@ const run = (redis: Redis) =>
       done += settled.results.filter((r) => r._tag === "Settled").length
     }
     if (done !== N) throw new Error(`settled ${done} of ${N} jobs`)
-    return afterSubmit
+    const cpuEnd = yield* Effect.promise(() => cpuUsec(redis))
+    return { afterSubmit, cpu: { submit: cpuSubmitted - cpuStart, rounds: cpuEnd - cpuSubmitted } }
   }).pipe(Effect.provide(RedisStore.layer({ url, prefix: "cost", checkServer: false })), Effect.scoped)
 
 const main = async () => {
   const server = await startServer()
   const redis = new Redis(url)
   try {
-    const afterSubmit = await Effect.runPromise(run(redis))
+    const { afterSubmit, cpu } = await Effect.runPromise(run(redis))
     const end = await commandStats(redis)
     const since = (from: Stats): Stats =>
       Object.fromEntries(
@@ -151,6 +163,9 @@ const main = async () => {
       console.log(`  ${verb.padEnd(9)} ${s.calls} scripts, ${per(s.usec)} us of server time per job`)
     }
     console.log(`  claim, heartbeat and settle scripts: ${per(scriptUsec(rounds))} us per job`)
+    console.log(
+      `  server CPU (user + system) per job: submit ${per(cpu.submit)} us, claim, heartbeat and settle ${per(cpu.rounds)} us`
+    )
     for (const [title, stats] of [
       ["submit", afterSubmit],
       ["claimNext, heartbeat and settle", rounds]
@@ -163,6 +178,7 @@ const main = async () => {
       JSON.stringify({
         n: N,
         scriptUsPerJob: per(scriptUsec(rounds)),
+        serverCpuUsPerJob: { submit: per(cpu.submit), rounds: per(cpu.rounds) },
         perVerbUsPerJob: Object.fromEntries(Object.entries(perVerb).map(([v, s]) => [v, per(s.usec)])),
         submitCommandsPerJob: Object.fromEntries(inner(afterSubmit).map(([name, s]) => [name, per(s.calls)])),
         commandsPerJob: Object.fromEntries(inner(rounds).map(([name, s]) => [name, per(s.calls)])),
