@@ -1,4 +1,5 @@
-// `node bench/pg-writes.mjs [--n N]`: what one W1 job writes on the Postgres server, counted rather than timed.
+// `node bench/pg-writes.mjs [--n N] [--schema-sql FILE]`: what one W1 job writes on the Postgres server, counted
+// rather than timed.
 // N no-op jobs (default 5,000) are bulk-submitted and then processed by the real worker at concurrency 16 (prefetch
 // 500), with the same adapter file the peer harness runs (bench/slowcall.mjs), on a database of its own
 // (SLOWCALL_WRITES_DB, default `wt_writes`) recreated for the run. Autovacuum is off on the machines, so the counts
@@ -14,6 +15,11 @@
 // - the distinct claimNext statement texts the worker prepared, and the plans the server made for them on the worker's
 //   connections (pg_prepared_statements: generic and custom plans).
 // Needs a superuser connection (pg_walinspect) on ANCHORS_PG_URL (default postgres://postgres@127.0.0.1:5432).
+//
+// `--schema-sql FILE` runs FILE (every `__SCHEMA__` replaced by the quoted schema, as the migrator does) once the
+// migrations have run and before any job is written: a candidate schema's write cost is then counted with the real
+// statements. bench/pg-writes/ holds the candidates measured for HOT transitions (docs/guide/benchmarks.md).
+import { readFileSync } from "node:fs"
 import pgModule from "pg"
 import { PREFETCH } from "./common.mjs"
 import create from "./slowcall.mjs"
@@ -22,6 +28,8 @@ const pg = pgModule.default ?? pgModule
 const args = process.argv.slice(2)
 const at = args.indexOf("--n")
 const N = at >= 0 ? Number(args[at + 1]) : 5_000
+const sqlAt = args.indexOf("--schema-sql")
+const schemaSql = sqlAt >= 0 ? readFileSync(args[sqlAt + 1], "utf8").replaceAll("__SCHEMA__", '"slowcall"') : undefined
 const DB = process.env.SLOWCALL_WRITES_DB || "wt_writes"
 const BASE = process.env.ANCHORS_PG_URL || "postgres://postgres@127.0.0.1:5432"
 
@@ -51,6 +59,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const adapter = create({ db: DB })
 await adapter.setup({ fresh: true, role: "worker" })
 await admin.connect()
+if (schemaSql !== undefined) await admin.query(schemaSql)
 await admin.query("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
 const dbOid = (await admin.query("SELECT oid FROM pg_database WHERE datname = current_database()")).rows[0].oid
 
