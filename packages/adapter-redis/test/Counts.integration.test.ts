@@ -3,13 +3,16 @@
  * reads instead of walking the records when it is asked for a type: they follow every script that creates, moves
  * or deletes jobs (many per script), and the sweep repairs them when they drift (a count written wrong, a field
  * lost) and builds them for a queue stored before they were kept. The test reads the hash itself against the state
- * sets and the records, and asks `Query.count` for the figures a dashboard asks for.
+ * sets and the records, and asks `Query.count` for the figures a dashboard asks for. Running jobs are in the lease
+ * set alone (no state set moves when a job is claimed or settled), so their listings, pages and counts are read from
+ * it: the second test pages through them.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Client from "@slowcall/core/Client"
 import type { JobId, JobState } from "@slowcall/core/Job"
 import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
+import { randomBytes } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
 import * as RedisStore from "../src/RedisStore.js"
@@ -35,7 +38,9 @@ const truth = async (redis: Redis): Promise<Record<string, number>> => {
     out[field] = (out[field] ?? 0) + 1
   }
   for (const state of states) {
-    for (const member of await redis.zrange(`${base}x:s:${state}`, 0, -1)) {
+    // The running jobs are in the lease set alone.
+    const set = state === "running" ? `${base}x:l` : `${base}x:s:${state}`
+    for (const member of await redis.zrange(set, 0, -1)) {
       const [type, tenant] = await redis.hmget(`${base}j:${member.slice(12)}`, "ty", "tn")
       const total = `${state}:${enc(type!)}`
       add(total)
@@ -159,6 +164,69 @@ describe("Redis job counts", () => {
         expect(yield* Effect.promise(() => redis.hget(`${base}m`, "nc"))).toBe("1")
         yield* check
         yield* countsAgree
+      }).pipe(Effect.provide(layer)),
+    60_000
+  )
+
+  it.scopedLive(
+    "running jobs are listed from the lease set, page by page, in either order, per tenant and across queues",
+    () =>
+      Effect.gen(function* () {
+        const store = yield* Store.Store
+        const query = yield* Query.Query
+        const hex = (n: number) => randomBytes(n).toString("hex")
+        const id = () => `${hex(4)}-${hex(2)}-7${hex(2).slice(1)}-8${hex(2).slice(1)}-${hex(6)}` as JobId
+        const at = (yield* store.now) - 10_000
+        const items = (q: string, n: number) =>
+          Array.from({ length: n }, (_, k) => ({
+            id: id(),
+            queue: q,
+            tenant: k % 2 === 0 ? null : "a",
+            type: types[k % 2] ?? "even",
+            version: 1,
+            inputHash: `h${k}`,
+            input: { k },
+            maxAttempts: 3
+          }))
+        // Equal createdAt within a queue and across the two: ties go by insertion, then by queue name.
+        yield* store.submit({ items: [...items("ra", 12), ...items("rb", 12)], now: at })
+        yield* store.submit({ items: items("ra", 6), now: at + 1 })
+        const claimed = new Map<string, { readonly queue: string; readonly tenant: string | null }>()
+        for (const [q, max] of [
+          ["ra", 14],
+          ["rb", 7]
+        ] as const) {
+          const reply = yield* store.claimNext({ queue: q, max, owner: "w", leaseMs: 600_000, now: at + 2 })
+          for (const r of reply.results) {
+            if (r._tag === "Claimed") claimed.set(r.job.id, { queue: r.job.queue, tenant: r.job.tenant })
+          }
+        }
+        expect(claimed.size).toBe(21)
+        for (const q of ["ra", undefined]) {
+          for (const tenant of [undefined, "a"]) {
+            for (const order of ["newest", "oldest"] as const) {
+              const full = yield* query.list({ queue: q, state: "running", tenant, order, limit: null })
+              const expected = [...claimed].flatMap(([jobId, job]) =>
+                (q === undefined || job.queue === q) && (tenant === undefined || job.tenant === tenant) ? [jobId] : []
+              )
+              expect(expected.length).toBeGreaterThan(0)
+              expect(new Set(full.map((j) => j.id))).toEqual(new Set(expected))
+              expect(full.length).toBe(expected.length)
+              const times = full.map((j) => j.createdAt)
+              expect(times).toEqual([...times].sort((a, b) => (order === "newest" ? b - a : a - b)))
+              expect(yield* query.count({ queue: q, state: "running", tenant, upTo: 1_000 })).toBe(full.length)
+              const paged: Array<string> = []
+              let after: JobId | undefined
+              while (true) {
+                const page = yield* query.list({ queue: q, state: "running", tenant, order, limit: 2, after })
+                if (page.length === 0) break
+                paged.push(...page.map((j) => j.id))
+                after = page[page.length - 1]!.id
+              }
+              expect(paged).toEqual(full.map((j) => j.id))
+            }
+          }
+        }
       }).pipe(Effect.provide(layer)),
     60_000
   )

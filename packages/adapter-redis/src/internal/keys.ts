@@ -8,7 +8,9 @@
  * - `Q j:<id>`: the job record (a hash of short fields, `jobFields`); `Q d:<id>`: its input and result (the part
  *   that expires after the retention); `Q a:<id>`: attempt rows by token; `Q c:<id>`: ledger rows by call id.
  * - Sorted sets over members `<12-digit insertion counter><id>` (equal scores keep insertion order):
- *   `x:s:<state>` and `x:ts:<state>:enc(tenant)` by createdAt (a listing of every state merges the five);
+ *   `x:s:<state>` and `x:ts:<state>:enc(tenant)` by createdAt, for every state but running (a running job is in
+ *   the lease set `x:l` alone, so a claim and its settle move one set; its readers sort the lease set's jobs by
+ *   createdAt; a listing of every state merges the five);
  *   `x:r:<priority>` (queued jobs by runAfter) with `x:p` (the priorities that have queued jobs), and per tenant
  *   `x:tr:<priority>:enc(tenant)` with `x:tp:enc(tenant)`; `x:v:<priority>` (queued jobs by the time a transport
  *   may deliver them); `x:l` (running jobs by lease end); `x:dq` (queued jobs by deadline); `x:tt` (queued jobs by

@@ -8,9 +8,10 @@
 --        moving updatedAt. The members carry the insertion counter, so sorting them sorts by insertion.
 -- Counts: then the queue's counts per (state, type) (`n`, see keys.ts) are checked against the state sets: per
 --        state, the totals and the cells each add up to ZCARD(`x:s:<state>`), each type's cells to its total, and
---        each tenant's cells to ZCARD(`x:ts:<state>:<tenant>`). A state that fails a check (a count written wrong,
---        or lost) is recounted from its set, one read of the record's type and tenant per job in that state; a
---        queue stored before the counts were kept is recounted whole once, then marked (`nc` in the meta hash).
+--        each tenant's cells to ZCARD(`x:ts:<state>:<tenant>`) (the running jobs: the lease set `x:l`, and no
+--        check per tenant). A state that fails a check (a count written wrong, or lost) is recounted from its set,
+--        one read of the record's type and tenant per job in that state; a queue stored before the counts were
+--        kept is recounted whole once, then marked (`nc` in the meta hash).
 -- Atomic: candidates are read and written in one script; no claim or settle lands in between.
 -- @include base
 -- @include protocol
@@ -156,9 +157,18 @@ if #junk > 0 then
   redis.call("HDEL", countsKey, unpack(junk))
 end
 
--- Whether the counts of state `st` agree with its sets.
+-- The set that holds the jobs of state `st`: its state set, or for the running jobs the lease set.
+local function setOf(st)
+  if st == "running" then
+    return base .. K.lease
+  end
+  return base .. K.state .. st
+end
+
+-- Whether the counts of state `st` agree with its sets (per tenant, except for the running jobs, which have no
+-- set per tenant: their cells are checked against their types' totals only).
 local function agrees(st)
-  local size = redis.call("ZCARD", base .. K.state .. st)
+  local size = redis.call("ZCARD", setOf(st))
   if totals[st] ~= size or cells[st] ~= size then
     return false
   end
@@ -173,7 +183,7 @@ local function agrees(st)
     end
   end
   for t, n in pairs(tenantCells[st]) do
-    if redis.call("ZCARD", base .. K.tenantState .. st .. ":" .. enc(t)) ~= n then
+    if st ~= "running" and redis.call("ZCARD", base .. K.tenantState .. st .. ":" .. enc(t)) ~= n then
       return false
     end
   end
@@ -183,7 +193,7 @@ end
 -- The counts of state `st` rebuilt from its set: every job's type and tenant, in pages.
 local function recount(st)
   local fresh = {}
-  local key = base .. K.state .. st
+  local key = setOf(st)
   local PAGE = 1000
   local rank = 0
   while true do
@@ -227,5 +237,7 @@ end
 if not complete then
   redis.call("HSET", KEYS[1], "nc", "1")
 end
+-- The running jobs' state set of earlier versions (running jobs are in the lease set alone now): no reader left.
+redis.call("UNLINK", base .. K.state .. "running")
 
 return { fmt(now), requeued, expiredFailed, abandoned, stale }

@@ -36,15 +36,18 @@ local function fairIndexed()
   return fairKept
 end
 
--- Where a job belongs: index key -> score.
+-- Where a job belongs: index key -> score. A running job is in the lease set only (no state set: a claim and its
+-- settle move a job in and out of the lease set and nothing else; see `runningJobs` for its readers).
 local function entries(job)
   local e = {}
   local t = job.tenant
   local created = job.createdAt
   local state = job.state
-  e[base .. K.state .. state] = created
-  if t ~= nil then
-    e[base .. K.tenantState .. state .. ":" .. enc(t)] = created
+  if state ~= "running" then
+    e[base .. K.state .. state] = created
+    if t ~= nil then
+      e[base .. K.tenantState .. state .. ":" .. enc(t)] = created
+    end
   end
   if job.requestKey ~= nil then
     e[base .. K.keyed .. enc(job.requestKey)] = created
