@@ -22,7 +22,8 @@
 //                pub/sub channel when nothing is due. The lease it holds is the keep-alive (the harness's `leaseMs`,
 //                else the Worker's 6 s default), renewed every third of it, so no live attempt is taken over and a
 //                dead worker's is, by the next claimNext; the handler makes no model call, so it writes no charge.
-//                PREFETCH (SLOWCALL_BENCH_PREFETCH, default 500) is the one setting changed from the defaults.
+//                PREFETCH (SLOWCALL_BENCH_PREFETCH, default 500) is the one setting changed from the defaults
+//                (0 under `npm run bench:compare` for W5-W7, as in bench/slowcall.mjs).
 // - pending:     Query.stats({ queue }): queued + running, from the per-state sorted sets (ZCARD).
 // The workspace code is imported from a bundle of bench/lib.ts (scripts/bundle.mjs: compiled once, cached by content),
 // as a user's build would ship it; the measured process never compiles TypeScript.

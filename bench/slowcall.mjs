@@ -22,7 +22,8 @@
 //                the same way.
 // - pending:     count of `queued` and `running` jobs.
 // PREFETCH (SLOWCALL_BENCH_PREFETCH, default 500, Graphile's own localQueue size in its batched preset) is the one
-// setting changed from the Worker's defaults. The workspace code is imported from a bundle of bench/lib.ts
+// setting changed from the Worker's defaults; `npm run bench:compare` sets it to 0 (the default) for the slow-call
+// workloads W5-W7, where a local queue only keeps jobs from the other workers. The workspace code is imported from a bundle of bench/lib.ts
 // (scripts/bundle.mjs: compiled once, cached by content), as a user's build would ship it.
 import { pathToFileURL } from "node:url"
 import { bundleOf } from "../scripts/bundle.mjs"

@@ -70,11 +70,16 @@ const logFile = join(resultsDir, `run-${stamp}.log`)
 const tablesFile = join(resultsDir, `tables-${stamp}.md`)
 const compareFile = join(resultsDir, `compare-${stamp}.json`)
 
-/** Runs `node file args` in the repository root; its stderr is shown and kept in the run's log. */
-const runNode = (file, fileArgs, log) =>
+/** Runs `node file args` in the repository root (with `env` added); its stderr is shown and kept in the run's log. */
+const runNode = (file, fileArgs, log, env = {}) =>
   new Promise((done) => {
-    console.error(`node ${[file, ...fileArgs].map((arg) => (arg === "" ? "''" : arg)).join(" ")}`)
-    const child = spawn(process.execPath, [file, ...fileArgs], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+    const shown = Object.entries(env).map(([key, value]) => `${key}=${value} `)
+    console.error(`${shown.join("")}node ${[file, ...fileArgs].map((arg) => (arg === "" ? "''" : arg)).join(" ")}`)
+    const child = spawn(process.execPath, [file, ...fileArgs], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env }
+    })
     let stdout = ""
     child.stdout.on("data", (chunk) => {
       stdout += chunk
@@ -86,28 +91,74 @@ const runNode = (file, fileArgs, log) =>
     child.on("close", (status) => done({ status: status ?? 1, stdout }))
   })
 
-// One harness run per peer, merged into one results file: a peer whose run fails (a peer's own client crashing on a
-// connection the harness terminated, say) is run once more, and never takes the others' figures with it.
+// The workloads of this run, as the harness will read them (its default: W1-W4).
+const workloadsAt = args.findIndex((a) => a === "--workloads" || a.startsWith("--workloads="))
+const workloads = (
+  workloadsAt < 0
+    ? "w1,w2,w3,w4"
+    : args[workloadsAt].startsWith("--workloads=")
+      ? args[workloadsAt].slice("--workloads=".length)
+      : (args[workloadsAt + 1] ?? "")
+)
+  .split(",")
+  .filter(Boolean)
+if (workloadsAt >= 0) args.splice(workloadsAt, args[workloadsAt].startsWith("--workloads=") ? 1 : 2)
+const SLOW_CALLS = new Set(["w5", "w6", "w6b", "w7"])
+
+/**
+ * The harness runs of one peer: one for every workload, except for slowcall's adapters, whose slow-call workloads
+ * (W5-W7) run apart with the Worker's default `prefetch` of 0. The prefetch of 500 (bench/common.mjs, Graphile's
+ * batched local queue) is what short no-op jobs at high rates want (W1-W4); with calls of seconds it only keeps jobs
+ * from the other workers: in W6 the victim then holds all 200 jobs, the survivor starts none, and the kill lands
+ * while the victim's first calls end. A `SLOWCALL_BENCH_PREFETCH` in the environment applies to every workload.
+ */
+const runsOf = (name) => {
+  const ours = name === PG || name === REDIS
+  if (!ours || process.env.SLOWCALL_BENCH_PREFETCH !== undefined) return [{ workloads, env: {} }]
+  const fast = workloads.filter((w) => !SLOW_CALLS.has(w))
+  const slow = workloads.filter((w) => SLOW_CALLS.has(w))
+  return [
+    ...(fast.length > 0 ? [{ workloads: fast, env: {} }] : []),
+    ...(slow.length > 0 ? [{ workloads: slow, env: { SLOWCALL_BENCH_PREFETCH: "0" } }] : [])
+  ]
+}
+
+/** A peer's results of two harness runs: each workload's rows from the run that measured it. */
+const mergePeer = (before, after) => {
+  if (before === undefined) return after
+  const out = { ...before, skipped: { ...before.skipped, ...after.skipped } }
+  for (const [key, value] of Object.entries(after)) {
+    if (/^w\d/.test(key) && Array.isArray(value) && value.length > 0) out[key] = value
+  }
+  return out
+}
+
+// One harness run per peer (two for slowcall's adapters, see `runsOf`), merged into one results file: a run that
+// fails (a peer's own client crashing on a connection the harness terminated, say) is run once more, and never takes
+// the others' figures with it.
 const log = createWriteStream(logFile)
 let merged
 for (const name of peers) {
-  const part = join(resultsDir, `run-${stamp}-${name.replace(/[^a-z0-9-]+/gi, "_")}.json`)
-  let status = 1
-  for (let attempt = 1; attempt <= 2 && status !== 0; attempt++) {
-    status = (await runNode(join(harness, "run.mjs"), [...args, "--peers", name, "--out", part], log)).status
-    if (status !== 0) console.error(`run.mjs for ${name} exited with ${status}${attempt === 1 ? ": once more" : ""}`)
+  for (const [i, run] of runsOf(name).entries()) {
+    const part = join(resultsDir, `run-${stamp}-${name.replace(/[^a-z0-9-]+/gi, "_")}-${i}.json`)
+    const runArgs = [...args, "--workloads", run.workloads.join(","), "--peers", name, "--out", part]
+    let status = 1
+    for (let attempt = 1; attempt <= 2 && status !== 0; attempt++) {
+      status = (await runNode(join(harness, "run.mjs"), runArgs, log, run.env)).status
+      if (status !== 0) console.error(`run.mjs for ${name} exited with ${status}${attempt === 1 ? ": once more" : ""}`)
+    }
+    if (status !== 0 || !existsSync(part)) {
+      log.end()
+      process.exit(status || 1)
+    }
+    const result = JSON.parse(readFileSync(part, "utf8"))
+    if (merged === undefined) merged = { ...result, peers: {}, suiteSeconds: 0 }
+    for (const [peer, rows] of Object.entries(result.peers)) merged.peers[peer] = mergePeer(merged.peers[peer], rows)
+    merged.finishedAt = result.finishedAt
+    merged.suiteSeconds += result.suiteSeconds ?? 0
+    merged.machine = { ...merged.machine, loadavgEnd: result.machine?.loadavgEnd }
+    rmSync(part, { force: true })
   }
-  if (status !== 0 || !existsSync(part)) {
-    log.end()
-    process.exit(status || 1)
-  }
-  const result = JSON.parse(readFileSync(part, "utf8"))
-  if (merged === undefined) merged = { ...result, peers: {}, suiteSeconds: 0 }
-  Object.assign(merged.peers, result.peers)
-  merged.finishedAt = result.finishedAt
-  merged.suiteSeconds += result.suiteSeconds ?? 0
-  merged.machine = { ...merged.machine, loadavgEnd: result.machine?.loadavgEnd }
-  rmSync(part, { force: true })
 }
 writeFileSync(runFile, `${JSON.stringify(merged, null, 2)}\n`)
 const report = spawnSync(process.execPath, [join(harness, "report.mjs"), runFile], { encoding: "utf8" })

@@ -43,7 +43,7 @@ const clusterLayer = (prefix: string) =>
 StoreConformance({
   name: "redis cluster",
   layer: clusterLayer("conf"),
-  capabilities: { concurrent: true, sharedState: true, batches: true }
+  capabilities: { concurrent: true, sharedState: true, batches: true, cycle: true }
 })
 
 // Purges on a Cluster: the script runs in the queue's slot, the purged jobs' routes are deleted on their own nodes.

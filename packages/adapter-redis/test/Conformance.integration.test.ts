@@ -18,7 +18,7 @@ import { storeLayer, uniquePrefix } from "./support.js"
 StoreConformance({
   name: "redis server",
   layer: storeLayer(uniquePrefix("conf")),
-  capabilities: { concurrent: true, sharedState: true, batches: true }
+  capabilities: { concurrent: true, sharedState: true, batches: true, cycle: true }
 })
 
 const factory = makeJobFactory()

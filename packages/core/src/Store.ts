@@ -20,6 +20,9 @@
  *   (`Batch.chargeVerdict`), decided in the same atomic write against the batch's spend as it is then.
  * - Every accepted write to a job record moves `updatedAt` strictly forward (`Protocol.bump`). The one write outside
  *   the record is the sweep's republish mark, which never moves `updatedAt`.
+ * - One verb is optional: `cycle`, a worker's settlements, heartbeats, charges and next claim in one atomic write at
+ *   one store time, answering what the four verbs would answer in that order (`CycleOptions`). The conformance
+ *   suite and the model-based property check it on every store that offers it.
  *
  * @since 0.1.0
  */
@@ -114,6 +117,71 @@ export interface Fenced {
   readonly token: number
   readonly currentToken: number | null
   readonly state: JobState | null
+}
+
+/**
+ * What `claimNext` is asked for: up to `max` jobs of `queue`, claimed by `owner` for `leaseMs`, of the listed
+ * `types` only when given, picked across tenants by `Fairness.pick` when `fair` is given.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export interface ClaimNextOptions {
+  readonly queue: string
+  readonly max: number
+  readonly owner: string
+  readonly leaseMs: number
+  readonly types?: ReadonlyArray<Runnable> | undefined
+  readonly fair?: FairOptions | undefined
+}
+
+/**
+ * One result of `claimNext`: only the jobs it wrote, `Claimed` or `Settled`.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export type ClaimNextResult = Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>
+
+/**
+ * The parts of one `cycle`, each optional (an absent part is an empty one; without `claimNext` nothing is claimed):
+ * the settlements, heartbeats and charges a worker has queued since its last tick, and the claim of its next jobs.
+ *
+ * Invariant: the four parts are applied at one store time (the reply's `now`) in one atomic write, in this order,
+ * settle, heartbeat, charge, claimNext, each part's items in their order; the results equal those of `settle`,
+ * `heartbeat`, `charge` and `claimNext` called one after another at that time with the same parts, and so does
+ * what the store holds afterwards (a job released by the settle part is there for the claim part to take; a
+ * heartbeat after a settle of the same job is `LeaseLost`). A part that its verb would refuse as a whole (a charge
+ * amount `Protocol.chargeProblem` rejects, a `fair` that `Fairness.problem` rejects) fails the whole cycle with
+ * `StoreError` (`Constraint`) and writes none of the parts. As with every verb, another `StoreError` leaves any
+ * subset applied, and a cycle is safe to repeat as sent, because each of its parts is. A store that keeps queues
+ * apart (Redis: one Cluster slot per queue) may apply each queue's share of the parts as one atomic write, all at
+ * the one store time: items of different queues name different jobs and the claim picks only its own queue's, so
+ * the answers are the same.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export interface CycleOptions extends WriteOptions {
+  readonly settle?: ReadonlyArray<SettleItem> | undefined
+  readonly heartbeat?: ReadonlyArray<HeartbeatItem> | undefined
+  readonly charge?: ReadonlyArray<ChargeItem> | undefined
+  readonly claimNext?: ClaimNextOptions | undefined
+}
+
+/**
+ * What one `cycle` did: the store time all its parts used, and each part's results in item order (empty for an
+ * absent part).
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export interface CycleReply {
+  readonly now: number
+  readonly settle: ReadonlyArray<SettleResult>
+  readonly heartbeat: ReadonlyArray<HeartbeatResult>
+  readonly charge: ReadonlyArray<ChargeResult>
+  readonly claimNext: ReadonlyArray<ClaimNextResult>
 }
 
 /**
@@ -307,16 +375,7 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
      * queue is updated in the same atomic write as the claims; a `fair` that `Fairness.problem` rejects fails with
      * `StoreError` (`Constraint`) and writes nothing. Without `fair` nothing about the order or the writes changes.
      */
-    readonly claimNext: (
-      options: WriteOptions & {
-        readonly queue: string
-        readonly max: number
-        readonly owner: string
-        readonly leaseMs: number
-        readonly types?: ReadonlyArray<Runnable> | undefined
-        readonly fair?: FairOptions | undefined
-      }
-    ) => Effect.Effect<Reply<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>>, StoreError>
+    readonly claimNext: (options: WriteOptions & ClaimNextOptions) => Effect.Effect<Reply<ClaimNextResult>, StoreError>
     /** Fenced. `Protocol.heartbeatTransition` per item. */
     readonly heartbeat: (
       options: WriteOptions & { readonly items: ReadonlyArray<HeartbeatItem> }
@@ -362,6 +421,13 @@ export class Store extends Context.Tag("@slowcall/core/Store")<
     readonly sweep: (options: SweepOptions) => Effect.Effect<SweepResult, StoreError>
     /** Store time now (epoch ms), for callers that must compare against lease, deadline or run-after times. */
     readonly now: Effect.Effect<number, StoreError>
+    /**
+     * Optional: one worker tick in one atomic write (see `CycleOptions`). A store that offers it answers exactly what
+     * `settle`, `heartbeat`, `charge` and `claimNext`, called one after another at one store time with the same
+     * parts, would answer together; a caller without it makes those calls itself. A wrapper that changes any of
+     * the four verbs must wrap `cycle` too, or leave it out.
+     */
+    readonly cycle?: ((options: CycleOptions) => Effect.Effect<CycleReply, StoreError>) | undefined
   }
 >() {}
 
@@ -376,7 +442,8 @@ export type SubmitError = IdempotencyKeyReused | InvalidInput | StoreError
 /**
  * A fresh, empty in-memory Store, Query and BatchStore over the same maps, built from `Protocol.ts` and `Batch.ts`
  * and nothing else (every job write on a batch item writes its batch in the same step). Each
- * item is one synchronous step, so writes are atomic among fibers. Store time is the `Clock` in scope when the
+ * item is one synchronous step, so writes are atomic among fibers; a `cycle` is one synchronous step for all its
+ * parts, made of the four verbs' own bodies. Store time is the `Clock` in scope when the
  * store is made (or an explicit `now`), never the caller's clock. Nothing is persisted: for tests, examples and the
  * simulator. `peek` reads one job record synchronously exactly as the store holds it (undefined when there is
  * none), for harnesses that record ground truth around each call.
@@ -427,6 +494,7 @@ export type WriteVerb =
   | "cancel"
   | "replay"
   | "sweep"
+  | "cycle"
 
 /**
  * `makeMemory` with options (see `MemoryOptions`).

@@ -11,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 StoreConformance({
   name: "memory",
   layer: Store.layerMemory,
-  capabilities: { concurrent: true, sharedState: false, batches: true }
+  capabilities: { concurrent: true, sharedState: false, batches: true, cycle: true }
 })
 
 // One store behind every build of the layer, made outside the tests: like a database, it shares its jobs between
@@ -26,7 +26,7 @@ StoreConformance({
       Context.add(BatchStore, shared.batches)
     )
   ),
-  capabilities: { concurrent: true, sharedState: true, batches: true }
+  capabilities: { concurrent: true, sharedState: true, batches: true, cycle: true }
 })
 
 TransportConformance({

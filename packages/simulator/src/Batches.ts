@@ -246,8 +246,24 @@ export class BatchWorld {
         ),
       cancel: (options) => around(store.cancel(options)),
       replay: (options) => around(store.replay(options)),
-      sweep: (options) => around(store.sweep(options))
+      sweep: (options) => around(store.sweep(options)),
+      // A cycle is its settle and claim parts at once: observed as both, or not offered when the store has none.
+      cycle: store.cycle === undefined ? undefined : this.cycle(store.cycle)
     }
+  }
+
+  /** `cycle` observed as `settle` and `claimNext` are: the settle part's window first, the claim part's claims. */
+  private cycle(cycle: NonNullable<Store.Store["Type"]["cycle"]>): NonNullable<Store.Store["Type"]["cycle"]> {
+    return (options) =>
+      this.checkpointed(
+        Effect.suspend(() => {
+          this.finishWindow(options.settle ?? [])
+          return Effect.map(cycle(options), (reply) => {
+            this.claimed(reply.claimNext)
+            return reply
+          })
+        })
+      )
   }
 
   /**

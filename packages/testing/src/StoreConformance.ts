@@ -18,6 +18,7 @@ import { batchRecordTests } from "./internal/storeConformance/batchRecords.js"
 import { chargeTests } from "./internal/storeConformance/charges.js"
 import { claimTests } from "./internal/storeConformance/claim.js"
 import { concurrencyTests } from "./internal/storeConformance/concurrency.js"
+import { cycleTests } from "./internal/storeConformance/cycle.js"
 import { fairnessTests } from "./internal/storeConformance/fairness.js"
 import { fencingTests } from "./internal/storeConformance/fencing.js"
 import { type Area, makeFixture } from "./internal/storeConformance/fixture.js"
@@ -49,6 +50,12 @@ export interface StoreCapabilities {
    * whole, batch idempotency, counts and cost, callbacks once, batch budget, cancel and replay).
    */
   readonly batches?: boolean | undefined
+  /**
+   * The Store has the optional `cycle` verb: the cycle tests run then (its answers and writes equal those of the
+   * four verbs in order at one store time, every part at the reply's time, a refused part failing the whole cycle).
+   * Checked both ways: a Store with `cycle` must declare it, one without must not.
+   */
+  readonly cycle?: boolean | undefined
 }
 
 /**
@@ -77,6 +84,7 @@ const areas: ReadonlyArray<(area: Area) => void> = [
   queryTests,
   batchTests,
   batchRecordTests,
+  cycleTests,
   concurrencyTests
 ]
 
@@ -85,7 +93,7 @@ const areas: ReadonlyArray<(area: Area) => void> = [
  * block) under one layer. Covers every Store verb in batch form and the protocol's invariants: one live lease per job,
  * fencing of stale tokens for heartbeats and every settle outcome, strictly increasing tokens, attempts and
  * `updatedAt`, charges counted once, budgets never overspent, idempotent submit, safe replay (also the derived
- * `Query.replay`), sweep, per-item batch results, dead-letter grouping and stats.
+ * `Query.replay`), sweep, per-item batch results, dead-letter grouping and stats, and `cycle` where the Store has it.
  *
  * @since 0.1.0
  * @category testing

@@ -40,6 +40,8 @@ import type {
   ChargeResult,
   ClaimItem,
   ClaimResult,
+  CycleOptions,
+  CycleReply,
   Fenced,
   HeartbeatItem,
   HeartbeatResult,
@@ -207,6 +209,12 @@ export interface StoreModel {
   readonly heartbeat: (items: ReadonlyArray<HeartbeatItem>, now: number) => Reply<HeartbeatResult>
   readonly charge: (items: ReadonlyArray<ChargeItem>, now: number) => Reply<ChargeResult>
   readonly settle: (items: ReadonlyArray<SettleItem>, now: number) => Reply<SettleResult>
+  /**
+   * `Store.cycle`: `settle`, `heartbeat`, `charge` and `claimNext` of this model, one after another at `now`. A
+   * charge amount `Protocol.chargeProblem` rejects or a `fair` `Fairness.problem` rejects throws `StoreError`
+   * (`Constraint`) before any part writes.
+   */
+  readonly cycle: (options: Omit<CycleOptions, "now">, now: number) => CycleReply
   readonly cancel: (items: ReadonlyArray<CancelItem>, now: number) => Reply<CancelResult>
   readonly replay: (
     items: ReadonlyArray<{ readonly jobId: JobId }>,
@@ -727,13 +735,35 @@ const fromRows = (
     return ids
   }
 
+  const writes = jobWrites(rows, row, fairService, batches)
+
+  const cycle: StoreModel["cycle"] = (options, now) => {
+    const chargeProblem = Protocol.chargeProblem(options.charge ?? [])
+    if (chargeProblem !== undefined) {
+      throw new StoreError({ reason: "Constraint", operation: "charge", detail: chargeProblem })
+    }
+    const fair = options.claimNext?.fair
+    const fairProblem = fair === undefined ? undefined : Fairness.problem(fair)
+    if (fairProblem !== undefined) {
+      throw new StoreError({ reason: "Constraint", operation: "claimNext", detail: fairProblem })
+    }
+    return {
+      now,
+      settle: writes.settle(options.settle ?? [], now).results,
+      heartbeat: writes.heartbeat(options.heartbeat ?? [], now).results,
+      charge: writes.charge(options.charge ?? [], now).results,
+      claimNext: options.claimNext === undefined ? [] : writes.claimNext(options.claimNext, now).results
+    }
+  }
+
   return {
     rows,
     row,
     submit,
     purge,
     ...batchVerbs,
-    ...jobWrites(rows, row, fairService, batches),
+    ...writes,
+    cycle,
     fairService,
     replay,
     sweep: (options, now) => sweepRows(batches, rows, options, now),

@@ -1,7 +1,8 @@
 /**
  * The model-based property of the Store: random sequences of Store writes (submits with and without request keys,
  * claims and `claimNext` by several owners, heartbeats, settlements with all five outcomes, charges, cancels,
- * replays by id and by filter, sweeps), the batch verbs and the retention purge where the backend has them, Query
+ * replays by id and by filter, sweeps), `cycle` where the backend has it (its four parts against the model's four
+ * verbs one after another at one time), the batch verbs and the retention purge where the backend has them, Query
  * reads, and steps of store time (small, zero, and onto lease ends,
  * run-after times and deadlines) run on the backend and on `StoreModel`, the reference model built from
  * `Protocol.ts` alone. After every step the replies must be equal, and so must the records: every job of the
@@ -124,6 +125,21 @@ const open = async <R>(options: StorePropertyOptions<R>, batches: boolean): Prom
   }
 }
 
+/** Whether the backend has `Store.cycle`: the shared instance says, or one build made to ask and let go. */
+const offersCycle = async <R>(
+  options: StorePropertyOptions<R>,
+  batches: boolean,
+  shared: Backend | undefined
+): Promise<boolean> => {
+  if (shared !== undefined) return shared.real.store.cycle !== undefined
+  const probe = await open(options, batches)
+  try {
+    return probe.real.store.cycle !== undefined
+  } finally {
+    await probe.dispose()
+  }
+}
+
 /**
  * Runs the property and resolves with the number of runs and the time they took; rejects with fast-check's report
  * (the seed, the path and the shrunk command list, prefixed with the backend's name) when the backend and the model
@@ -143,11 +159,12 @@ export const check = async <R = never>(
   const purge = options.purge !== undefined
   const focused = purge && options.focus === "purge"
   const shared = options.freshPerRun === true ? undefined : await open(options, batches)
+  const cycle = await offersCycle(options, batches, shared)
   let runs = 0
   const started = performance.now()
   const property = fc.asyncProperty(
     focused ? purgePrelude : prelude.map((first) => [first]),
-    fc.commands([commandWith({ batches, purge, focus: options.focus })], {
+    fc.commands([commandWith({ batches, purge, focus: options.focus, cycle })], {
       maxCommands: options.maxCommands ?? (focused ? 40 : 20),
       size: "max",
       ...(options.replayPath === undefined ? {} : { replayPath: options.replayPath })

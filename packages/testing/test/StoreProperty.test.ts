@@ -17,6 +17,34 @@ const mutant = (change: (store: Service, peek: Peek) => Partial<Service>): Layer
     )
   )
 
+type Part = "settle" | "heartbeat" | "charge" | "claimNext"
+
+/** A cycle made of the store's own four verbs at one store time, its parts applied in `order`. */
+const cycleInOrder =
+  (store: Service, order: ReadonlyArray<Part>): NonNullable<Service["cycle"]> =>
+  (options) =>
+    Effect.gen(function* () {
+      const now = options.now ?? (yield* store.now)
+      const parts: Record<Part, ReadonlyArray<unknown>> = { settle: [], heartbeat: [], charge: [], claimNext: [] }
+      for (const part of order) {
+        switch (part) {
+          case "settle":
+            parts.settle = (yield* store.settle({ items: options.settle ?? [], now })).results
+            break
+          case "heartbeat":
+            parts.heartbeat = (yield* store.heartbeat({ items: options.heartbeat ?? [], now })).results
+            break
+          case "charge":
+            parts.charge = (yield* store.charge({ items: options.charge ?? [], now })).results
+            break
+          case "claimNext":
+            parts.claimNext =
+              options.claimNext === undefined ? [] : (yield* store.claimNext({ ...options.claimNext, now })).results
+        }
+      }
+      return { now, ...parts } as Store.CycleReply
+    })
+
 const mutants: ReadonlyArray<readonly [string, Layer.Layer<Store.Store | Query>]> = [
   [
     "a heartbeat under a stale token renews the lease",
@@ -80,6 +108,14 @@ const mutants: ReadonlyArray<readonly [string, Layer.Layer<Store.Store | Query>]
       claimNext: (options) =>
         store.claimNext({ ...options, fair: options.fair && { ...options.fair, weights: undefined } })
     }))
+  ],
+  [
+    "a cycle claims before it settles",
+    mutant((store) => ({ cycle: cycleInOrder(store, ["claimNext", "settle", "heartbeat", "charge"]) }))
+  ],
+  [
+    "a cycle renews leases before it settles",
+    mutant((store) => ({ cycle: cycleInOrder(store, ["heartbeat", "settle", "charge", "claimNext"]) }))
   ]
 ]
 

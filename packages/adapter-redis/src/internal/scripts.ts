@@ -21,6 +21,7 @@ export const names = [
   "heartbeat",
   "charge",
   "settle",
+  "cycle",
   "cancel",
   "replay",
   "sweep",

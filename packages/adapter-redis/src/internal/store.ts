@@ -22,6 +22,8 @@ import type {
   ChargeItem,
   ChargeResult,
   ClaimItem,
+  ClaimNextOptions,
+  ClaimNextResult,
   ClaimResult,
   Fenced,
   HeartbeatItem,
@@ -132,6 +134,105 @@ const outcomeArgs = (outcome: Protocol.Outcome): ReadonlyArray<string> => {
     case "Throttle":
       return ["throttle", "", String(outcome.delayMs), optString("rate_limited"), optString(outcome.error), ""]
   }
+}
+
+/** A `charge` call refused as a whole (`Protocol.chargeProblem`), before anything is sent. */
+const chargeProblem = (items: ReadonlyArray<ChargeItem>): StoreError | undefined => {
+  const problem = Protocol.chargeProblem(items)
+  return problem === undefined
+    ? undefined
+    : new StoreError({ reason: "Constraint", operation: "charge", detail: problem })
+}
+
+/** A `claimNext` call refused as a whole (a `fair` that `Fairness.problem` rejects), before anything is sent. */
+const claimNextProblem = (options: ClaimNextOptions): StoreError | undefined => {
+  const problem = options.fair === undefined ? undefined : Fairness.problem(options.fair)
+  return problem === undefined
+    ? undefined
+    : new StoreError({ reason: "Constraint", operation: "claimNext", detail: problem })
+}
+
+/** A claim's arguments after the retention: `claimNext.lua`'s, or `claimNextFair.lua`'s with `fair`. */
+const claimNextArgs = (
+  options: ClaimNextOptions
+): { readonly script: "claimNext" | "claimNextFair"; readonly args: ReadonlyArray<string> } => {
+  // The `Protocol.runnableBy` filter: "-" for none, else "+" and then one "type@version" per argument.
+  const filter = [
+    options.types === undefined ? "-" : "+",
+    ...(options.types ?? []).map((t) => `${t.type}@${t.version}`)
+  ]
+  const head = [String(Math.max(0, options.max)), options.owner, String(options.leaseMs)]
+  const fair = options.fair
+  if (fair === undefined) return { script: "claimNext", args: [...head, ...filter] }
+  const weights = Object.entries(fair.weights ?? {})
+  return {
+    script: "claimNextFair",
+    args: [
+      ...head,
+      String(fair.defaultWeight ?? Fairness.defaults.defaultWeight),
+      String(Fairness.stepMs(fair)),
+      String(weights.length),
+      ...weights.flatMap(([tenant, weight]) => [tenant, String(weight)]),
+      ...filter
+    ]
+  }
+}
+
+const settleArgs = (items: ReadonlyArray<SettleItem>): Array<string> =>
+  items.flatMap((i) => [i.jobId, String(i.token), ...outcomeArgs(i.outcome)])
+
+const heartbeatArgs = (items: ReadonlyArray<HeartbeatItem>): Array<string> =>
+  items.flatMap((i) => [i.jobId, String(i.token), String(i.leaseMs), optNumber(i.progress)])
+
+const chargeArgs = (items: ReadonlyArray<ChargeItem>): Array<string> =>
+  items.flatMap((i) => [i.jobId, i.callId, String(i.token), String(i.amountCents), i.settled ? "1" : "0"])
+
+const heartbeatResult = (item: HeartbeatItem, r: ReadonlyArray<Raw>): HeartbeatResult =>
+  r[0] === "Renewed"
+    ? {
+        _tag: "Renewed",
+        leaseUntil: Number(r[1] as string),
+        cancelRequested: r[2] === "1",
+        costCents: Number(r[3] as string)
+      }
+    : lost(item.jobId, item.token, r)
+
+const chargeResult = (item: ChargeItem, r: ReadonlyArray<Raw>): ChargeResult => {
+  switch (r[0]) {
+    case "Charged":
+      return { _tag: "Charged", costCents: Number(r[1] as string) }
+    case "BatchBudgetExceeded":
+      return {
+        _tag: "BatchBudgetExceeded",
+        jobId: item.jobId,
+        batchId: r[2] as BatchId,
+        costCents: Number(r[1] as string),
+        batchCostCents: Number(r[3] as string),
+        budgetCents: Number(r[4] as string)
+      }
+    default:
+      return { _tag: "NotFound", jobId: item.jobId }
+  }
+}
+
+/** The answer of a fenced item whose job has no route: there is no such job. */
+const unroutedFenced = (item: { readonly jobId: JobId; readonly token: number }): Fenced => ({
+  _tag: "LeaseLost",
+  jobId: item.jobId,
+  token: item.token,
+  currentToken: null,
+  state: null
+})
+
+/** The answer of a charge whose job has no route. */
+const unroutedCharge = (item: ChargeItem): ChargeResult => ({ _tag: "NotFound", jobId: item.jobId })
+
+/** A cycle's items of one queue, by part (their indexes in the part), and whether the claim part is this queue's. */
+interface Share {
+  readonly settle: Array<number>
+  readonly heartbeat: Array<number>
+  readonly charge: Array<number>
+  claim: boolean
 }
 
 /**
@@ -390,80 +491,32 @@ export const makeStore = (ctx: Context): StoreService => {
         )
     )
 
-  /** claimNext with `fair`: one `claimNextFair` script (a bad `fair` fails before anything is sent). */
-  const claimNextFair = (
-    options: Parameters<StoreService["claimNext"]>[0],
-    fair: Fairness.FairOptions
-  ): ReturnType<StoreService["claimNext"]> => {
-    const problem = Fairness.problem(fair)
-    if (problem !== undefined) {
-      return Effect.fail(new StoreError({ reason: "Constraint", operation: "claimNext", detail: problem }))
-    }
-    const weights = Object.entries(fair.weights ?? {})
+  const settleResult = (queue: string, item: SettleItem, r: ReadonlyArray<Raw>): SettleResult =>
+    r[0] === "Settled"
+      ? {
+          _tag: "Settled",
+          // A completed job's result is the one this item sent (the script does not send it back).
+          job: job(queue, r[1]!, item.outcome._tag === "Complete" ? item.outcome.result : undefined)
+        }
+      : lost(item.jobId, item.token, r)
+
+  /** The claims of a `claimNext` script or a cycle's claim part, in its order. */
+  const claimNextResults = (queue: string, rs: ReadonlyArray<ReadonlyArray<Raw>>): Array<ClaimNextResult> =>
+    rs.map((r) => claimResult(queue, r, r[1]![0] as JobId) as ClaimNextResult)
+
+  /** claimNext, plain or fair: one script (a bad `fair` fails before anything is sent). */
+  const claimNext: StoreService["claimNext"] = (options) => {
+    const problem = claimNextProblem(options)
+    if (problem !== undefined) return Effect.fail(problem)
+    const claim = claimNextArgs(options)
     return Effect.map(
-      script(
-        ctx,
-        "claimNext",
-        "claimNextFair",
-        options.queue,
-        [
-          nowArg(options.now),
-          retention,
-          String(Math.max(0, options.max)),
-          options.owner,
-          String(options.leaseMs),
-          String(fair.defaultWeight ?? Fairness.defaults.defaultWeight),
-          String(Fairness.stepMs(fair)),
-          String(weights.length),
-          ...weights.flatMap(([tenant, weight]) => [tenant, String(weight)]),
-          options.types === undefined ? "-" : "+",
-          ...(options.types ?? []).map((t) => `${t.type}@${t.version}`)
-        ],
-        true
-      ),
+      script(ctx, "claimNext", claim.script, options.queue, [nowArg(options.now), retention, ...claim.args], true),
       (raw) => {
         const reply = split(raw)
-        return {
-          now: reply.now,
-          results: reply.results.map((r) => claimResult(options.queue, r, r[1]![0] as JobId)) as Array<
-            Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>
-          >
-        }
+        return { now: reply.now, results: claimNextResults(options.queue, reply.results) }
       }
     )
   }
-
-  const claimNext: StoreService["claimNext"] = (options) =>
-    options.fair !== undefined
-      ? claimNextFair(options, options.fair)
-      : Effect.map(
-          script(
-            ctx,
-            "claimNext",
-            "claimNext",
-            options.queue,
-            [
-              nowArg(options.now),
-              retention,
-              String(Math.max(0, options.max)),
-              options.owner,
-              String(options.leaseMs),
-              // The `Protocol.runnableBy` filter: "-" for none, else "+" and then one "type@version" per argument.
-              options.types === undefined ? "-" : "+",
-              ...(options.types ?? []).map((t) => `${t.type}@${t.version}`)
-            ],
-            true
-          ),
-          (raw) => {
-            const reply = split(raw)
-            return {
-              now: reply.now,
-              results: reply.results.map((r) => claimResult(options.queue, r, r[1]![0] as JobId)) as Array<
-                Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>
-              >
-            }
-          }
-        )
 
   const heartbeat: StoreService["heartbeat"] = (options) =>
     byQueue<HeartbeatItem, HeartbeatResult>(
@@ -471,131 +524,135 @@ export const makeStore = (ctx: Context): StoreService => {
       "heartbeat",
       options.items,
       options.now,
-      (item) => ({ _tag: "LeaseLost", jobId: item.jobId, token: item.token, currentToken: null, state: null }),
+      unroutedFenced,
       (queue, items, now) =>
         Effect.map(
-          script(
-            ctx,
-            "heartbeat",
-            "heartbeat",
-            queue,
-            [
-              nowArg(now),
-              ...items.flatMap((i) => [i.jobId, String(i.token), String(i.leaseMs), optNumber(i.progress)])
-            ],
-            true
-          ),
+          script(ctx, "heartbeat", "heartbeat", queue, [nowArg(now), ...heartbeatArgs(items)], true),
           (raw) => {
             const reply = split(raw)
-            return {
-              now: reply.now,
-              results: reply.results.map((r, k): HeartbeatResult => {
-                const item = items[k]!
-                return r[0] === "Renewed"
-                  ? {
-                      _tag: "Renewed",
-                      leaseUntil: Number(r[1] as string),
-                      cancelRequested: r[2] === "1",
-                      costCents: Number(r[3] as string)
-                    }
-                  : lost(item.jobId, item.token, r)
-              })
-            }
+            return { now: reply.now, results: reply.results.map((r, k) => heartbeatResult(items[k]!, r)) }
           }
         )
     )
 
   const charge: StoreService["charge"] = (options) => {
-    const problem = Protocol.chargeProblem(options.items)
-    if (problem !== undefined) {
-      return Effect.fail(new StoreError({ reason: "Constraint", operation: "charge", detail: problem }))
-    }
+    const problem = chargeProblem(options.items)
+    if (problem !== undefined) return Effect.fail(problem)
     return byQueue<ChargeItem, ChargeResult>(
       ctx,
       "charge",
       options.items,
       options.now,
-      (item) => ({ _tag: "NotFound", jobId: item.jobId }),
+      unroutedCharge,
       (queue, items, now) =>
-        Effect.map(
-          script(
-            ctx,
-            "charge",
-            "charge",
-            queue,
-            [
-              nowArg(now),
-              ...items.flatMap((i) => [
-                i.jobId,
-                i.callId,
-                String(i.token),
-                String(i.amountCents),
-                i.settled ? "1" : "0"
-              ])
-            ],
-            true
-          ),
-          (raw) => {
-            const reply = split(raw)
-            return {
-              now: reply.now,
-              results: reply.results.map((r, k): ChargeResult => {
-                switch (r[0]) {
-                  case "Charged":
-                    return { _tag: "Charged", costCents: Number(r[1] as string) }
-                  case "BatchBudgetExceeded":
-                    return {
-                      _tag: "BatchBudgetExceeded",
-                      jobId: items[k]!.jobId,
-                      batchId: r[2] as BatchId,
-                      costCents: Number(r[1] as string),
-                      batchCostCents: Number(r[3] as string),
-                      budgetCents: Number(r[4] as string)
-                    }
-                  default:
-                    return { _tag: "NotFound", jobId: items[k]!.jobId }
-                }
-              })
-            }
-          }
-        )
+        Effect.map(script(ctx, "charge", "charge", queue, [nowArg(now), ...chargeArgs(items)], true), (raw) => {
+          const reply = split(raw)
+          return { now: reply.now, results: reply.results.map((r, k) => chargeResult(items[k]!, r)) }
+        })
     )
   }
 
   const settle: StoreService["settle"] = (options) =>
-    byQueue<SettleItem, SettleResult>(
-      ctx,
-      "settle",
-      options.items,
-      options.now,
-      (item) => ({ _tag: "LeaseLost", jobId: item.jobId, token: item.token, currentToken: null, state: null }),
-      (queue, items, now) =>
-        Effect.map(
-          script(
-            ctx,
-            "settle",
-            "settle",
-            queue,
-            [nowArg(now), retention, ...items.flatMap((i) => [i.jobId, String(i.token), ...outcomeArgs(i.outcome)])],
-            true
-          ),
-          (raw) => {
-            const reply = split(raw)
-            return {
-              now: reply.now,
-              results: reply.results.map((r, k): SettleResult => {
-                const item = items[k]!
-                return r[0] === "Settled"
-                  ? {
-                      _tag: "Settled",
-                      job: job(queue, r[1]!, item.outcome._tag === "Complete" ? item.outcome.result : undefined)
-                    }
-                  : lost(item.jobId, item.token, r)
-              })
-            }
-          }
-        )
+    byQueue<SettleItem, SettleResult>(ctx, "settle", options.items, options.now, unroutedFenced, (queue, items, now) =>
+      Effect.map(
+        script(ctx, "settle", "settle", queue, [nowArg(now), retention, ...settleArgs(items)], true),
+        (raw) => {
+          const reply = split(raw)
+          return { now: reply.now, results: reply.results.map((r, k) => settleResult(queue, items[k]!, r)) }
+        }
+      )
     )
+
+  /**
+   * cycle: the parts' items grouped by queue (their routes), with the claim part on its own queue, and one `cycle`
+   * script per queue at one store time (the caller's `now`, else the first script's server time, which the others
+   * are given). Items of different queues name different jobs and a claim picks only its own queue's jobs, so the
+   * scripts side by side give every item what the four verbs one after another would. An item whose job has no
+   * route gets its "no such job" answer without a script. A refused part fails before anything is sent.
+   */
+  const cycle: NonNullable<StoreService["cycle"]> = (options) => {
+    const settles = options.settle ?? []
+    const renewals = options.heartbeat ?? []
+    const charges = options.charge ?? []
+    const claim = options.claimNext
+    const problem = chargeProblem(charges) ?? (claim === undefined ? undefined : claimNextProblem(claim))
+    if (problem !== undefined) return Effect.fail(problem)
+    return Effect.gen(function* () {
+      const ids = [...settles, ...renewals, ...charges].map((item) => item.jobId)
+      const routes = ids.length === 0 ? new Map<string, string>() : yield* ctx.routes.resolve("cycle", ids)
+      const settled: Array<SettleResult> = settles.map(unroutedFenced)
+      const renewed: Array<HeartbeatResult> = renewals.map(unroutedFenced)
+      const charged: Array<ChargeResult> = charges.map(unroutedCharge)
+      let claimed: ReadonlyArray<ClaimNextResult> = []
+      const shares = new Map<string, Share>()
+      const shareOf = (queue: string): Share => {
+        let share = shares.get(queue)
+        if (share === undefined) {
+          share = { settle: [], heartbeat: [], charge: [], claim: false }
+          shares.set(queue, share)
+        }
+        return share
+      }
+      const route = (items: ReadonlyArray<{ readonly jobId: JobId }>, part: "settle" | "heartbeat" | "charge") =>
+        items.forEach((item, i) => {
+          const queue = routes.get(item.jobId)
+          if (queue !== undefined) shareOf(queue)[part].push(i)
+        })
+      route(settles, "settle")
+      route(renewals, "heartbeat")
+      route(charges, "charge")
+      if (claim !== undefined) shareOf(claim.queue).claim = true
+      const runShare = (queue: string, share: Share, now: number | undefined) => {
+        const mine = {
+          settle: share.settle.map((i) => settles[i]!),
+          heartbeat: share.heartbeat.map((i) => renewals[i]!),
+          charge: share.charge.map((i) => charges[i]!)
+        }
+        const claimArgs = share.claim && claim !== undefined ? claimNextArgs(claim) : undefined
+        const args = [
+          nowArg(now),
+          retention,
+          String(mine.settle.length),
+          String(mine.heartbeat.length),
+          String(mine.charge.length),
+          claimArgs === undefined ? "-" : claimArgs.script === "claimNext" ? "plain" : "fair",
+          ...settleArgs(mine.settle),
+          ...heartbeatArgs(mine.heartbeat),
+          ...chargeArgs(mine.charge),
+          ...(claimArgs?.args ?? [])
+        ]
+        return Effect.map(script(ctx, "cycle", "cycle", queue, args, true), (raw) => {
+          const reply = split(raw)
+          let k = 0
+          share.settle.forEach((i) => {
+            settled[i] = settleResult(queue, settles[i]!, reply.results[k++]!)
+          })
+          share.heartbeat.forEach((i) => {
+            renewed[i] = heartbeatResult(renewals[i]!, reply.results[k++]!)
+          })
+          share.charge.forEach((i) => {
+            charged[i] = chargeResult(charges[i]!, reply.results[k++]!)
+          })
+          if (claimArgs !== undefined) claimed = claimNextResults(queue, reply.results.slice(k))
+          return reply.now
+        })
+      }
+      const entries = [...shares]
+      let now = options.now
+      if (entries.length === 0) now ??= yield* serverNow(ctx, "cycle")
+      else {
+        const [first, ...rest] = entries
+        if (now === undefined) now = yield* runShare(first![0], first![1], undefined)
+        else rest.unshift(first!)
+        const at = now
+        yield* Effect.forEach(rest, ([queue, share]) => runShare(queue, share, at), {
+          concurrency: "unbounded",
+          discard: true
+        })
+      }
+      return { now: now!, settle: settled, heartbeat: renewed, charge: charged, claimNext: claimed }
+    })
+  }
 
   const cancel: StoreService["cancel"] = (options) =>
     byQueue<CancelItem, CancelResult>(
@@ -738,6 +795,7 @@ export const makeStore = (ctx: Context): StoreService => {
     cancel,
     replay,
     sweep,
-    now: serverNow(ctx)
+    now: serverNow(ctx),
+    cycle
   } satisfies StoreService
 }

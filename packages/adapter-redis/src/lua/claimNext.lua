@@ -14,67 +14,11 @@
 -- @include protocol
 -- @include records
 -- @include claiming
+-- @include picking
 
 deferIndexes()
 local now = storeNow(ARGV[1])
-local retentionMs = optNumber(ARGV[2])
-local max = tonumber(ARGV[3])
-local owner = ARGV[4]
-local leaseMs = tonumber(ARGV[5])
-local runnable = nil
-if ARGV[6] == "+" then
-  runnable = {}
-  for i = 7, #ARGV do
-    runnable[ARGV[i]] = true
-  end
-end
-
--- Protocol.runnableBy, on the record's type and version fields.
-local function runs(id)
-  if runnable == nil then
-    return true
-  end
-  local tv = redis.call("HMGET", jobKey(id), "ty", "v")
-  return runnable[tostring(tv[1]) .. "@" .. tostring(tonumber(tv[2]))] == true
-end
-
-local picked = {}
-if max > 0 and (runnable == nil or next(runnable) ~= nil) then
-  local lapsed = redis.call("ZRANGEBYSCORE", base .. K.lease, "-inf", "(" .. fmt(now))
-  table.sort(lapsed)
-  for _, member in ipairs(lapsed) do
-    local id = idOfMember(member)
-    if #picked < max and runs(id) then
-      picked[#picked + 1] = id
-    end
-  end
-  local prios = redis.call("ZREVRANGE", base .. K.prios, 0, -1)
-  for _, p in ipairs(prios) do
-    local offset = 0
-    while #picked < max do
-      local need = max - #picked
-      local page = runnable == nil and need or math.max(need, 64)
-      local members = redis.call("ZRANGEBYSCORE", base .. K.ready .. p, "-inf", fmt(now), "LIMIT", offset, page)
-      for _, member in ipairs(members) do
-        local id = idOfMember(member)
-        if #picked < max and runs(id) then
-          picked[#picked + 1] = id
-        end
-      end
-      if #members < page then
-        break
-      end
-      offset = offset + page
-    end
-    if #picked >= max then
-      break
-    end
-  end
-end
-
 local out = { fmt(now) }
-for _, id in ipairs(picked) do
-  out[#out + 1] = claimRow(load(id), now, owner, leaseMs, nil, retentionMs)
-end
+claimNextItems(now, optNumber(ARGV[2]), 3, out)
 publishWrites()
 return out

@@ -11,29 +11,12 @@
 -- @include protocol
 -- @include records
 -- @include fenced
+-- @include settling
 
 deferIndexes()
 local now = storeNow(ARGV[1])
 local retentionMs = optNumber(ARGV[2])
 local out = { fmt(now) }
-for a = 3, #ARGV, 8 do
-  local job = load(ARGV[a])
-  local token = tonumber(ARGV[a + 1])
-  if job == nil or not holds(job, token) then
-    out[#out + 1] = lost(job)
-  else
-    local outcome = {
-      kind = ARGV[a + 2],
-      result = ARGV[a + 3],
-      delayMs = optNumber(ARGV[a + 4]),
-      errorClass = optString(ARGV[a + 5]),
-      error = optString(ARGV[a + 6]),
-      reason = ARGV[a + 7]
-    }
-    local tr = settleTransition(job, now, outcome)
-    local new = apply(job, now, tr, retentionMs)
-    out[#out + 1] = { "Settled", jobReply(new, tr.result ~= nil and tr.result == outcome.result) }
-  end
-end
+settleItems(now, retentionMs, 3, #ARGV, out)
 publishWrites()
 return out

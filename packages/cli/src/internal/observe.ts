@@ -8,7 +8,7 @@
  */
 import type { Job } from "@slowcall/core/Job"
 import type { Outcome } from "@slowcall/core/Protocol"
-import { Store, type SweepResult } from "@slowcall/core/Store"
+import { type SettleItem, type SettleResult, Store, type SweepResult } from "@slowcall/core/Store"
 import { Effect, Layer } from "effect"
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
@@ -86,21 +86,30 @@ const sweptLines = (result: SweepResult): Effect.Effect<void> => {
  *
  * @internal
  */
-export const observe = (store: Store["Type"]): Store["Type"] => ({
-  ...store,
-  settle: (options) =>
-    Effect.tap(store.settle(options), (reply) =>
-      Effect.forEach(
-        reply.results,
-        (result, i) => {
-          const item = options.items[i]
-          return result._tag === "Settled" && item !== undefined ? settledLine(result.job, item.outcome) : Effect.void
-        },
-        { discard: true }
-      )
-    ),
-  sweep: (options) => Effect.tap(store.sweep(options), sweptLines)
-})
+export const observe = (store: Store["Type"]): Store["Type"] => {
+  const cycle = store.cycle
+  return {
+    ...store,
+    settle: (options) => Effect.tap(store.settle(options), (reply) => settledLines(options.items, reply.results)),
+    sweep: (options) => Effect.tap(store.sweep(options), sweptLines),
+    // A cycle's settle part is logged as a settle call is.
+    cycle:
+      cycle === undefined
+        ? undefined
+        : (options) => Effect.tap(cycle(options), (reply) => settledLines(options.settle ?? [], reply.settle))
+  }
+}
+
+/** The log entries of the settlements that ended an attempt badly, item by item. */
+const settledLines = (items: ReadonlyArray<SettleItem>, results: ReadonlyArray<SettleResult>): Effect.Effect<void> =>
+  Effect.forEach(
+    results,
+    (result, i) => {
+      const item = items[i]
+      return result._tag === "Settled" && item !== undefined ? settledLine(result.job, item.outcome) : Effect.void
+    },
+    { discard: true }
+  )
 
 /**
  * The Store of the context, observed: provide it to the worker and the sweeper of a serving process.

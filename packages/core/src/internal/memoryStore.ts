@@ -25,13 +25,19 @@ import {
 } from "../Query.js"
 import type {
   CancelResult,
+  ChargeItem,
   ChargeResult,
+  ClaimNextOptions,
+  ClaimNextResult,
   ClaimResult,
+  CycleReply,
   Fenced,
+  HeartbeatItem,
   HeartbeatResult,
   MemoryOptions,
   ReplayItemResult,
   Reply,
+  SettleItem,
   SettleResult,
   Store,
   SubmitOutcome,
@@ -74,6 +80,22 @@ const lost = (jobId: JobId, token: number, row: Row | undefined): Fenced => ({
   currentToken: row === undefined ? null : row.job.leaseToken,
   state: row === undefined ? null : row.job.state
 })
+
+/** A `charge` call the store refuses as a whole (`Protocol.chargeProblem`), before any write. */
+const chargeProblem = (items: ReadonlyArray<ChargeItem>): StoreError | undefined => {
+  const problem = Protocol.chargeProblem(items)
+  return problem === undefined
+    ? undefined
+    : new StoreError({ reason: "Constraint", operation: "charge", detail: problem })
+}
+
+/** A `claimNext` call the store refuses as a whole (a `fair` that `Fairness.problem` rejects), before any write. */
+const claimNextProblem = (options: ClaimNextOptions): StoreError | undefined => {
+  const problem = options.fair === undefined ? undefined : Fairness.problem(options.fair)
+  return problem === undefined
+    ? undefined
+    : new StoreError({ reason: "Constraint", operation: "claimNext", detail: problem })
+}
 
 /** @internal */
 export interface Made {
@@ -232,43 +254,102 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       .filter((row) => row.job.queue === queue && Protocol.isClaimable(row.job, now))
       .sort(Protocol.claimNextOrder)
 
-  /** `claimNext` with `fair`: the picks of `Fairness.pick`, claimed in pick order, and the tenants' new service. */
-  const claimNextFair = (
-    options: Parameters<Store["Type"]["claimNext"]>[0],
-    fair: Fairness.FairOptions
-  ): ReturnType<Store["Type"]["claimNext"]> => {
-    const problem = Fairness.problem(fair)
-    if (problem !== undefined) {
-      return Effect.fail(new StoreError({ reason: "Constraint", operation: "claimNext", detail: problem }))
-    }
-    return write("claimNext", () => {
-      const now = storeNow(options.now)
-      const serviceKey = (tenant: string | null) => JSON.stringify([options.queue, tenant])
-      const candidates = dueInQueue(options.queue, now)
-        .filter((row) => Protocol.runnableBy(row.job, options.types))
-        .map((row) => ({
-          row,
-          tenant: row.job.tenant,
-          priority: row.job.priority,
-          runAfter: row.job.runAfter,
-          seq: row.seq
-        }))
-      const { picks, services } = Fairness.pick({
-        candidates,
-        service: (tenant) => fairService.get(serviceKey(tenant)),
-        fair,
-        now,
-        max: options.max
-      })
-      for (const [tenant, service] of services) fairService.set(serviceKey(tenant), service)
-      const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
-      for (const candidate of picks) {
-        const result = claimOne(candidate.row, now, options)
-        if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
-      }
-      return { now, results }
+  /** `claimNext` with `fair` at `now`: the picks of `Fairness.pick`, claimed in pick order, and the tenants' new service. */
+  const claimNextFairAt = (
+    options: ClaimNextOptions,
+    fair: Fairness.FairOptions,
+    now: number
+  ): Array<ClaimNextResult> => {
+    const serviceKey = (tenant: string | null) => JSON.stringify([options.queue, tenant])
+    const candidates = dueInQueue(options.queue, now)
+      .filter((row) => Protocol.runnableBy(row.job, options.types))
+      .map((row) => ({
+        row,
+        tenant: row.job.tenant,
+        priority: row.job.priority,
+        runAfter: row.job.runAfter,
+        seq: row.seq
+      }))
+    const { picks, services } = Fairness.pick({
+      candidates,
+      service: (tenant) => fairService.get(serviceKey(tenant)),
+      fair,
+      now,
+      max: options.max
     })
+    for (const [tenant, service] of services) fairService.set(serviceKey(tenant), service)
+    const results: Array<ClaimNextResult> = []
+    for (const candidate of picks) {
+      const result = claimOne(candidate.row, now, options)
+      if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
+    }
+    return results
   }
+
+  /*
+   * The bodies of the verbs a `cycle` composes: each applies its items at `now` in one synchronous step. The verbs
+   * and `cycle` both call them, so the rules are written once.
+   */
+
+  /** `claimNext` at `now`; `claimNextProblem` has passed. */
+  const claimNextAt = (options: ClaimNextOptions, now: number): Array<ClaimNextResult> => {
+    if (options.fair !== undefined) return claimNextFairAt(options, options.fair, now)
+    const results: Array<ClaimNextResult> = []
+    for (const row of claimableInQueue(options.queue, now)) {
+      if (results.length >= options.max) break
+      if (!Protocol.runnableBy(row.job, options.types)) continue
+      const result = claimOne(row, now, options)
+      if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
+    }
+    return results
+  }
+
+  const heartbeatAt = (items: ReadonlyArray<HeartbeatItem>, now: number): Array<HeartbeatResult> =>
+    items.map((item): HeartbeatResult => {
+      const row = rows.get(item.jobId)
+      if (row === undefined || !Protocol.holds(row.job, item.token)) return lost(item.jobId, item.token, row)
+      const job = apply(row, now, Protocol.heartbeatTransition(row.job, now, item))
+      return {
+        _tag: "Renewed",
+        leaseUntil: job.leaseUntil!,
+        cancelRequested: job.cancelRequestedAt !== null,
+        costCents: job.costCents
+      }
+    })
+
+  /** `charge` at `now`; `chargeProblem` has passed. */
+  const chargeAt = (items: ReadonlyArray<ChargeItem>, now: number): Array<ChargeResult> =>
+    items.map((item): ChargeResult => {
+      const row = rows.get(item.jobId)
+      if (row === undefined) return { _tag: "NotFound", jobId: item.jobId }
+      const existing = row.charges.get(item.callId)
+      const batch = batchOf.get(item.jobId)?.batch
+      if (batch !== undefined && Batch.chargeVerdict(batch, existing, item) === "Refuse") {
+        return {
+          _tag: "BatchBudgetExceeded",
+          jobId: item.jobId,
+          batchId: batch.id,
+          costCents: row.job.costCents,
+          batchCostCents: batch.costCents,
+          budgetCents: batch.budgetCents ?? 0
+        }
+      }
+      const step = Protocol.chargeStep(existing, item, now)
+      if (step !== undefined) {
+        row.charges.set(item.callId, step.row)
+        const before = row.job
+        row.job = Protocol.charged(row.job, step.deltaCents, now)
+        itemWritten(before, row.job)
+      }
+      return { _tag: "Charged", costCents: row.job.costCents }
+    })
+
+  const settleAt = (items: ReadonlyArray<SettleItem>, now: number): Array<SettleResult> =>
+    items.map((item): SettleResult => {
+      const row = rows.get(item.jobId)
+      if (row === undefined || !Protocol.holds(row.job, item.token)) return lost(item.jobId, item.token, row)
+      return { _tag: "Settled", job: apply(row, now, Protocol.settleTransition(row.job, now, item.outcome)) }
+    })
 
   const store: Store["Type"] = {
     now: Effect.sync(() => clock.unsafeCurrentTimeMillis()),
@@ -303,83 +384,47 @@ const build = (clock: Clock.Clock, options: MemoryOptions): Made => {
       }),
 
     claimNext: (options) => {
-      const fair = options.fair
-      if (fair !== undefined) return claimNextFair(options, fair)
+      const problem = claimNextProblem(options)
+      if (problem !== undefined) return Effect.fail(problem)
       return write("claimNext", () => {
         const now = storeNow(options.now)
-        const results: Array<Extract<ClaimResult, { readonly _tag: "Claimed" | "Settled" }>> = []
-        for (const row of claimableInQueue(options.queue, now)) {
-          if (results.length >= options.max) break
-          if (!Protocol.runnableBy(row.job, options.types)) continue
-          const result = claimOne(row, now, options)
-          if (result._tag === "Claimed" || result._tag === "Settled") results.push(result)
-        }
-        return { now, results }
+        return { now, results: claimNextAt(options, now) }
       })
     },
 
     heartbeat: (options) =>
       write("heartbeat", () => {
         const now = storeNow(options.now)
-        const results = options.items.map((item): HeartbeatResult => {
-          const row = rows.get(item.jobId)
-          if (row === undefined || !Protocol.holds(row.job, item.token)) return lost(item.jobId, item.token, row)
-          const job = apply(row, now, Protocol.heartbeatTransition(row.job, now, item))
-          return {
-            _tag: "Renewed",
-            leaseUntil: job.leaseUntil!,
-            cancelRequested: job.cancelRequestedAt !== null,
-            costCents: job.costCents
-          }
-        })
-        return { now, results }
+        return { now, results: heartbeatAt(options.items, now) }
       }),
 
     charge: (options) => {
-      const problem = Protocol.chargeProblem(options.items)
-      if (problem !== undefined) {
-        return Effect.fail(new StoreError({ reason: "Constraint", operation: "charge", detail: problem }))
-      }
+      const problem = chargeProblem(options.items)
+      if (problem !== undefined) return Effect.fail(problem)
       return write("charge", () => {
         const now = storeNow(options.now)
-        const results = options.items.map((item): ChargeResult => {
-          const row = rows.get(item.jobId)
-          if (row === undefined) return { _tag: "NotFound", jobId: item.jobId }
-          const existing = row.charges.get(item.callId)
-          const batch = batchOf.get(item.jobId)?.batch
-          if (batch !== undefined && Batch.chargeVerdict(batch, existing, item) === "Refuse") {
-            return {
-              _tag: "BatchBudgetExceeded",
-              jobId: item.jobId,
-              batchId: batch.id,
-              costCents: row.job.costCents,
-              batchCostCents: batch.costCents,
-              budgetCents: batch.budgetCents ?? 0
-            }
-          }
-          const step = Protocol.chargeStep(existing, item, now)
-          if (step !== undefined) {
-            row.charges.set(item.callId, step.row)
-            const before = row.job
-            row.job = Protocol.charged(row.job, step.deltaCents, now)
-            itemWritten(before, row.job)
-          }
-          return { _tag: "Charged", costCents: row.job.costCents }
-        })
-        return { now, results }
+        return { now, results: chargeAt(options.items, now) }
       })
     },
 
     settle: (options) =>
       write("settle", () => {
         const now = storeNow(options.now)
-        const results = options.items.map((item): SettleResult => {
-          const row = rows.get(item.jobId)
-          if (row === undefined || !Protocol.holds(row.job, item.token)) return lost(item.jobId, item.token, row)
-          return { _tag: "Settled", job: apply(row, now, Protocol.settleTransition(row.job, now, item.outcome)) }
-        })
-        return { now, results }
+        return { now, results: settleAt(options.items, now) }
       }),
+
+    cycle: (options) => {
+      const claim = options.claimNext
+      const problem = chargeProblem(options.charge ?? []) ?? (claim === undefined ? undefined : claimNextProblem(claim))
+      if (problem !== undefined) return Effect.fail(problem)
+      return write("cycle", (): CycleReply => {
+        const now = storeNow(options.now)
+        const settle = settleAt(options.settle ?? [], now)
+        const heartbeat = heartbeatAt(options.heartbeat ?? [], now)
+        const charge = chargeAt(options.charge ?? [], now)
+        return { now, settle, heartbeat, charge, claimNext: claim === undefined ? [] : claimNextAt(claim, now) }
+      })
+    },
 
     cancel: (options) =>
       write("cancel", () => {

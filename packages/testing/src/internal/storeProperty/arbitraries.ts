@@ -240,6 +240,73 @@ export const purgeCommand: { readonly weight: number; readonly arbitrary: fc.Arb
   )
 }
 
+/** A `claimNext` as data. */
+const claimNextSpec: fc.Arbitrary<Specs["ClaimNext"]> = fc.record({
+  owner: fc.nat({ max: 2 }),
+  max: fc.integer({ min: 1, max: 4 }),
+  leaseMs,
+  // No filter most of the time; else the types it may pick (possibly none of the submitted ones).
+  types: fc.option(fc.subarray([0, 1]), { nil: null, freq: 2 }),
+  // Fair two times in three: small weights so one pick moves a tenant past another, half-lives from one
+  // decay step per millisecond to almost no decay within a sequence.
+  fair: fc.option(
+    fc.record({
+      weights: fc.tuple(fc.constantFrom(null, 0.5, 3, 3), fc.constantFrom(null, 2, 2)),
+      defaultWeight: fc.constantFrom(null, 1, 0.25),
+      halfLifeMs: fc.constantFrom(null, 16, 16, 1_000, 4_000)
+    }),
+    { nil: null, freq: 3 }
+  )
+})
+
+/** One heartbeat item as data. */
+const heartbeatSpec: fc.Arbitrary<Specs["Heartbeat"][number]> = fc.record({
+  job: runningJob,
+  token,
+  leaseMs,
+  progress: fc.constantFrom(null, 0.5, 1.5)
+})
+
+/** One settle item as data. */
+const settleSpec: fc.Arbitrary<Specs["Settle"][number]> = fc.record({ job: runningJob, token, outcome })
+
+/** One charge item as data. */
+const chargeSpec: fc.Arbitrary<Specs["Charge"][number]> = fc.record({
+  job: runningJob,
+  call: fc.nat({ max: 2 }),
+  token,
+  amountCents: fc.constantFrom(0, 1, 2.5, 4),
+  settled: fc.boolean()
+})
+
+/** A part of a cycle: often empty, else one or two items (which may name the same job). */
+const part = <A>(item: fc.Arbitrary<A>): fc.Arbitrary<ReadonlyArray<A>> =>
+  fc.oneof(
+    { weight: 1, arbitrary: fc.constant([]) },
+    { weight: 2, arbitrary: fc.array(item, { minLength: 1, maxLength: 2 }) }
+  )
+
+/**
+ * The cycle command, for a backend that has `Store.cycle`: each of its four parts drawn as the verb's own command
+ * draws it, each but the claim often empty. Every token is resolved before the cycle runs, so a settle and a
+ * heartbeat or charge of the same job in one cycle meet (the heartbeat finds the lease gone, the charge lands on
+ * the settled job), and a job the settle part released or retried at once is there for the claim part to take.
+ *
+ * @internal
+ */
+export const cycleCommand: { readonly weight: number; readonly arbitrary: fc.Arbitrary<Step> } = {
+  weight: 5,
+  arbitrary: step(
+    "Cycle",
+    fc.record({
+      settle: part(settleSpec),
+      heartbeat: part(heartbeatSpec),
+      charge: part(chargeSpec),
+      claimNext: fc.option(claimNextSpec, { nil: null, freq: 4 })
+    })
+  )
+}
+
 /** A command arbitrary with its kind and its weight in the mix. */
 interface Weighted {
   readonly kind: keyof Specs
@@ -267,55 +334,10 @@ const jobCommands: ReadonlyArray<Weighted> = [
       )
     )
   },
-  {
-    kind: "ClaimNext",
-    weight: 4,
-    arbitrary: step(
-      "ClaimNext",
-      fc.record({
-        owner: fc.nat({ max: 2 }),
-        max: fc.integer({ min: 1, max: 4 }),
-        leaseMs,
-        // No filter most of the time; else the types it may pick (possibly none of the submitted ones).
-        types: fc.option(fc.subarray([0, 1]), { nil: null, freq: 2 }),
-        // Fair two times in three: small weights so one pick moves a tenant past another, half-lives from one
-        // decay step per millisecond to almost no decay within a sequence.
-        fair: fc.option(
-          fc.record({
-            weights: fc.tuple(fc.constantFrom(null, 0.5, 3, 3), fc.constantFrom(null, 2, 2)),
-            defaultWeight: fc.constantFrom(null, 1, 0.25),
-            halfLifeMs: fc.constantFrom(null, 16, 16, 1_000, 4_000)
-          }),
-          { nil: null, freq: 3 }
-        )
-      })
-    )
-  },
-  {
-    kind: "Heartbeat",
-    weight: 3,
-    arbitrary: step(
-      "Heartbeat",
-      batch(fc.record({ job: runningJob, token, leaseMs, progress: fc.constantFrom(null, 0.5, 1.5) }))
-    )
-  },
-  { kind: "Settle", weight: 6, arbitrary: step("Settle", batch(fc.record({ job: runningJob, token, outcome }))) },
-  {
-    kind: "Charge",
-    weight: 4,
-    arbitrary: step(
-      "Charge",
-      batch(
-        fc.record({
-          job: runningJob,
-          call: fc.nat({ max: 2 }),
-          token,
-          amountCents: fc.constantFrom(0, 1, 2.5, 4),
-          settled: fc.boolean()
-        })
-      )
-    )
-  },
+  { kind: "ClaimNext", weight: 4, arbitrary: step("ClaimNext", claimNextSpec) },
+  { kind: "Heartbeat", weight: 3, arbitrary: step("Heartbeat", batch(heartbeatSpec)) },
+  { kind: "Settle", weight: 6, arbitrary: step("Settle", batch(settleSpec)) },
+  { kind: "Charge", weight: 4, arbitrary: step("Charge", batch(chargeSpec)) },
   {
     kind: "Cancel",
     weight: 2,
@@ -486,8 +508,8 @@ const purgeFocus: ReadonlyArray<{ readonly weight: number; readonly arbitrary: f
 ]
 
 /**
- * Every command of the property, weighted towards the writes that move jobs through their lives; with `batches`,
- * the batch commands too, and with `purge` the purge command. With `focus: "purge"` (and `purge`), the job commands
+ * Every command of the property, weighted towards the writes that move jobs through their lives; with `cycle`, the
+ * cycle command; with `batches`, the batch commands too, and with `purge` the purge command. With `focus: "purge"` (and `purge`), the job commands
  * and purges are the mix of `purgeFocus` instead.
  *
  * @internal
@@ -496,12 +518,14 @@ export const commandWith = (options: {
   readonly batches: boolean
   readonly purge?: boolean
   readonly focus?: "purge" | undefined
+  readonly cycle?: boolean | undefined
 }): fc.Arbitrary<Step> => {
   const batches = options.batches ? batchCommands : []
-  if (options.purge !== true) return fc.oneof(...jobCommands, ...batches)
+  const cycle = options.cycle === true ? [cycleCommand] : []
+  if (options.purge !== true) return fc.oneof(...jobCommands, ...cycle, ...batches)
   return options.focus === "purge"
     ? fc.oneof(...purgeFocus, ...batches)
-    : fc.oneof(...jobCommands, ...batches, purgeCommand)
+    : fc.oneof(...jobCommands, ...cycle, ...batches, purgeCommand)
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The commands of the model-based property: one per Store verb (in batch form), the derived `Query.replay`, the
+ * The commands of the model-based property: one per Store verb (in batch form; `cycle` where the backend has it), the derived `Query.replay`, the
  * Query reads, the batch verbs and the retention purge where the backend has them, and two that move store time (by a step, or onto a job's lease end, run-after or deadline, give or
  * take a millisecond). Each command is plain data (what the shrunk counterexample prints); running it resolves that
  * data against the world into concrete items, sends the same items at the same `now` to the backend and to the
@@ -131,6 +131,13 @@ export interface Specs {
     readonly amountCents: number
     readonly settled: boolean
   }>
+  /** `Store.cycle`: each part as its verb's command carries it (`claimNext` null: no claim). */
+  readonly Cycle: {
+    readonly settle: Specs["Settle"]
+    readonly heartbeat: Specs["Heartbeat"]
+    readonly charge: Specs["Charge"]
+    readonly claimNext: Specs["ClaimNext"] | null
+  }
   readonly Cancel: ReadonlyArray<{ readonly job: JobRef; readonly tenant: "own" | "other" | "none" }>
   readonly Replay: { readonly jobs: ReadonlyArray<JobRef>; readonly filter: FilterSpec | null }
   readonly ReplayWhere: {
@@ -332,6 +339,48 @@ const callbackOf = async (world: World, kind: Batch.CallbackKind): Promise<Batch
   maxAttempts: 1
 })
 
+/** The options of a `claimNext` a spec describes, on the run's queue. */
+const claimNextOf = (world: World, spec: Specs["ClaimNext"]) => ({
+  queue: world.queue,
+  max: spec.max,
+  owner: `owner-${spec.owner}`,
+  leaseMs: spec.leaseMs,
+  types: spec.types === null ? undefined : spec.types.map((n) => ({ type: `prop.${n}`, version: 1 })),
+  fair: spec.fair === null ? undefined : fairOf(world, spec.fair)
+})
+
+/** The heartbeat items specs describe; `unknown` stands for a reference to no job. */
+const heartbeatItemsOf = (world: World, specs: Specs["Heartbeat"], unknown: JobId) =>
+  specs.map((spec) => {
+    const jobId = resolveJob(world, spec.job, unknown)
+    return {
+      jobId,
+      token: resolveToken(world, jobId, spec.token),
+      leaseMs: spec.leaseMs,
+      progress: spec.progress ?? undefined
+    }
+  })
+
+/** The settle items specs describe; `unknown` stands for a reference to no job. */
+const settleItemsOf = (world: World, specs: Specs["Settle"], unknown: JobId) =>
+  specs.map((spec) => {
+    const jobId = resolveJob(world, spec.job, unknown)
+    return { jobId, token: resolveToken(world, jobId, spec.token), outcome: outcomeOf(spec.outcome) }
+  })
+
+/** The charge items specs describe; `unknown` stands for a reference to no job. */
+const chargeItemsOf = (world: World, specs: Specs["Charge"], unknown: JobId) =>
+  specs.map((spec) => {
+    const jobId = resolveJob(world, spec.job, unknown)
+    return {
+      jobId,
+      callId: `call-${spec.call}`,
+      token: resolveToken(world, jobId, spec.token),
+      amountCents: spec.amountCents,
+      settled: spec.settled
+    }
+  })
+
 const execs: { readonly [K in Kind]: Exec<K> } = {
   Submit: async (world, real, specs) => {
     const items = []
@@ -356,37 +405,17 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     )
   },
   ClaimNext: async (world, real, spec) => {
-    const options = {
-      queue: world.queue,
-      max: spec.max,
-      owner: `owner-${spec.owner}`,
-      leaseMs: spec.leaseMs,
-      types: spec.types === null ? undefined : spec.types.map((n) => ({ type: `prop.${n}`, version: 1 })),
-      fair: spec.fair === null ? undefined : fairOf(world, spec.fair)
-    }
+    const options = claimNextOf(world, spec)
     const reply = await real.run(real.store.claimNext({ ...options, now: world.clock }))
     same("claimNext reply", reply, world.model.claimNext(options, world.clock))
   },
   Heartbeat: async (world, real, specs) => {
-    const unknown = await unknownId(world)
-    const items = specs.map((spec) => {
-      const jobId = resolveJob(world, spec.job, unknown)
-      return {
-        jobId,
-        token: resolveToken(world, jobId, spec.token),
-        leaseMs: spec.leaseMs,
-        progress: spec.progress ?? undefined
-      }
-    })
+    const items = heartbeatItemsOf(world, specs, await unknownId(world))
     const reply = await real.run(real.store.heartbeat({ items, now: world.clock }))
     same("heartbeat reply", reply, world.model.heartbeat(items, world.clock))
   },
   Settle: async (world, real, specs) => {
-    const unknown = await unknownId(world)
-    const items = specs.map((spec) => {
-      const jobId = resolveJob(world, spec.job, unknown)
-      return { jobId, token: resolveToken(world, jobId, spec.token), outcome: outcomeOf(spec.outcome) }
-    })
+    const items = settleItemsOf(world, specs, await unknownId(world))
     same(
       "settle reply",
       await real.run(real.store.settle({ items, now: world.clock })),
@@ -394,21 +423,28 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
     )
   },
   Charge: async (world, real, specs) => {
-    const unknown = await unknownId(world)
-    const items = specs.map((spec) => {
-      const jobId = resolveJob(world, spec.job, unknown)
-      return {
-        jobId,
-        callId: `call-${spec.call}`,
-        token: resolveToken(world, jobId, spec.token),
-        amountCents: spec.amountCents,
-        settled: spec.settled
-      }
-    })
+    const items = chargeItemsOf(world, specs, await unknownId(world))
     same(
       "charge reply",
       await real.run(real.store.charge({ items, now: world.clock })),
       world.model.charge(items, world.clock)
+    )
+  },
+  Cycle: async (world, real, spec) => {
+    const cycle = real.store.cycle
+    if (cycle === undefined) throw new Error("a cycle command ran on a backend without cycle")
+    const unknown = await unknownId(world)
+    // Every part resolved against the world as it is before the cycle, as a worker sends what it queued.
+    const options = {
+      settle: settleItemsOf(world, spec.settle, unknown),
+      heartbeat: heartbeatItemsOf(world, spec.heartbeat, unknown),
+      charge: chargeItemsOf(world, spec.charge, unknown),
+      claimNext: spec.claimNext === null ? undefined : claimNextOf(world, spec.claimNext)
+    }
+    same(
+      "cycle reply",
+      await real.run(cycle({ ...options, now: world.clock })),
+      world.model.cycle(options, world.clock)
     )
   },
   Cancel: async (world, real, specs) => {
@@ -654,12 +690,24 @@ const execs: { readonly [K in Kind]: Exec<K> } = {
   }
 }
 
-/** The job references a command's data holds (in its items, or its `job`/`jobs` fields). */
+/** The job references a command's data holds (in its items, its `job`/`jobs` fields, or a cycle's parts). */
 const refsOf = (spec: unknown): ReadonlyArray<JobRef> => {
   const parts: ReadonlyArray<unknown> = Array.isArray(spec) ? spec : [spec]
   return parts.flatMap((part) => {
-    const { job, jobs } = part as { readonly job?: JobRef; readonly jobs?: ReadonlyArray<JobRef> | null }
-    return [...(job === undefined ? [] : [job]), ...(jobs ?? [])]
+    const { charge, heartbeat, job, jobs, settle } = part as {
+      readonly job?: JobRef
+      readonly jobs?: ReadonlyArray<JobRef> | null
+      readonly settle?: ReadonlyArray<unknown>
+      readonly heartbeat?: ReadonlyArray<unknown>
+      readonly charge?: ReadonlyArray<unknown>
+    }
+    return [
+      ...(job === undefined ? [] : [job]),
+      ...(jobs ?? []),
+      ...refsOf(settle ?? []),
+      ...refsOf(heartbeat ?? []),
+      ...refsOf(charge ?? [])
+    ]
   })
 }
 
@@ -671,6 +719,7 @@ const writes: ReadonlySet<Kind> = new Set<Kind>([
   "Heartbeat",
   "Settle",
   "Charge",
+  "Cycle",
   "Cancel",
   "Replay",
   "ReplayWhere",
