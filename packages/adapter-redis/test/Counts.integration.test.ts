@@ -7,12 +7,13 @@
  * set alone (no state set moves when a job is claimed or settled), so their listings, pages and counts are read from
  * it: the second test pages through them.
  */
+
+import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import * as Client from "@slowcall/core/Client"
 import type { JobId, JobState } from "@slowcall/core/Job"
 import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
-import { randomBytes } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
 import * as RedisStore from "../src/RedisStore.js"
