@@ -11,7 +11,7 @@ import type { AbandonReason, Attempt, AttemptOutcome, Charge, Job, JobId, JobSta
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import { replyFields } from "./keys.js"
 
-/** A raw script reply value. */
+/** A raw script reply value (a Lua `true` arrives as the number 1; only `jobReply`'s result slot sends one). */
 export type Raw = string | null | ReadonlyArray<Raw>
 
 /** An optional string argument: "-" for null, "+" and the text otherwise. */
@@ -38,11 +38,12 @@ const INDEX = Object.fromEntries(replyFields.map((name, i) => [name, i + 1])) as
 >
 
 /**
- * A job reply as a `Job` of `queue`.
+ * A job reply as a `Job` of `queue`. `sentResult` is the result the caller sent with the write that replied: a reply
+ * whose result slot is 1 (`jobReply` in `lua/includes/base.lua`) carries that result, not its text.
  *
  * @internal
  */
-export const toJob = (queue: string, raw: Raw): Job => {
+export const toJob = (queue: string, raw: Raw, sentResult?: Json | null): Job => {
   const r = raw as ReadonlyArray<Raw>
   const at = (name: (typeof replyFields)[number]) => r[INDEX[name]]
   const num = (name: (typeof replyFields)[number]) => Number(at(name) as string)
@@ -74,7 +75,10 @@ export const toJob = (queue: string, raw: Raw): Job => {
     errorClass: text(at("errorClass")) as ErrorClass | null,
     lastError: text(at("lastError")),
     progress: num("progress"),
-    result: json(r[replyFields.length + 2]),
+    result:
+      sentResult !== undefined && (r[replyFields.length + 2] as unknown) === 1
+        ? sentResult
+        : json(r[replyFields.length + 2]),
     cancelRequestedAt: opt("cancelRequestedAt"),
     traceId: text(at("traceId")),
     createdAt: num("createdAt"),

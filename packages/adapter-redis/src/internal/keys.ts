@@ -8,7 +8,9 @@
  * - `Q j:<id>`: the job record (a hash of short fields, `jobFields`); `Q d:<id>`: its input and result (the part
  *   that expires after the retention); `Q a:<id>`: attempt rows by token; `Q c:<id>`: ledger rows by call id.
  * - Sorted sets over members `<12-digit insertion counter><id>` (equal scores keep insertion order):
- *   `x:s:<state>` and `x:ts:<state>:enc(tenant)` by createdAt (a listing of every state merges the five);
+ *   `x:s:<state>` and `x:ts:<state>:enc(tenant)` by createdAt, for every state but running (a running job is in
+ *   the lease set `x:l` alone, so a claim and its settle move one set; its readers sort the lease set's jobs by
+ *   createdAt; a listing of every state merges the five);
  *   `x:r:<priority>` (queued jobs by runAfter) with `x:p` (the priorities that have queued jobs), and per tenant
  *   `x:tr:<priority>:enc(tenant)` with `x:tp:enc(tenant)`; `x:v:<priority>` (queued jobs by the time a transport
  *   may deliver them); `x:l` (running jobs by lease end); `x:dq` (queued jobs by deadline); `x:tt` (queued jobs by
@@ -31,6 +33,12 @@
  *   batch lives in the slot of its items' queue, which all its items and callbacks share (the queue is given when
  *   the batch is opened), so every script that writes an item writes its batch too; an item's record holds its
  *   batch id (`bt`). A batch id has a route like a job id.
+ * - `Q n`: job counts per (state, type), kept by every script that creates, moves or deletes a job (`Query.count`
+ *   with a type reads them instead of walking the records): `<state>:enc(type)` (every tenant), and the cells of
+ *   that total, `<state>:enc(type)n` (no tenant) and `<state>:enc(type)t enc(tenant)` (no space). A field at 0 is
+ *   deleted. The meta hash's field `nc` says the counts cover the whole queue (set by the first insert of a new
+ *   queue, or by the Sweeper's recount of a queue stored before they were kept); each sweep checks them against
+ *   the state sets and recounts a state whose counts disagree (`lua/sweep.lua`).
  * - `Q rk`: request keys (tenant and key to job id); `Q ev`: the sharded pub/sub channel of the queue's writes.
  * - Fair claims (`includes/fairness.lua`), kept only in a queue whose meta hash has the field `fx` (set by its first
  *   fair claim, which builds them from `x:s:queued`): `x:ft`, the set of tenant codes with queued jobs (`n` for no
@@ -99,7 +107,8 @@ export const suffix = {
   fairService: "fs",
   batch: "b:",
   batchItems: "bi:",
-  batchKeys: "bk"
+  batchKeys: "bk",
+  counts: "n"
 } as const
 
 /**

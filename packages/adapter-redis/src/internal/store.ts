@@ -13,7 +13,7 @@
 import type { BatchId } from "@slowcall/core/Batch"
 import { StoreError } from "@slowcall/core/Errors"
 import * as Fairness from "@slowcall/core/Fairness"
-import type { Job, JobId, JobState } from "@slowcall/core/Job"
+import type { Job, JobId, JobState, Json } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Protocol from "@slowcall/core/Protocol"
 import type {
@@ -242,10 +242,19 @@ interface Share {
  */
 export const makeStore = (ctx: Context): StoreService => {
   const retention = optNumber(ctx.retentionMs)
-  const job = (queue: string, raw: Raw): Job => {
-    const decoded = toJob(queue, raw)
+  const job = (queue: string, raw: Raw, sentResult?: Json | null): Job => {
+    const decoded = toJob(queue, raw, sentResult)
     ctx.routes.learn(decoded.id, queue)
     return decoded
+  }
+
+  /**
+   * A job the submit script created: `Protocol.newJob` of the item at the script's store time, which is what the
+   * script stored (`lua/includes/protocol.lua`, `newJob`), so the reply need not carry the record or its input back.
+   */
+  const createdJob = (queue: string, item: SubmitItem, now: number): Job => {
+    ctx.routes.learn(item.id, queue)
+    return Protocol.newJob(item, now)
   }
 
   /** The submit script's arguments for some items of one queue. */
@@ -277,7 +286,7 @@ export const makeStore = (ctx: Context): StoreService => {
       results: reply.results.map((r, k): SubmitOutcome => {
         const item = items[k]!
         return r[0] === "Created"
-          ? { _tag: "Created", job: job(queue, r[1]!) }
+          ? { _tag: "Created", job: createdJob(queue, item, reply.now) }
           : r[0] === "Existing"
             ? { _tag: "Existing", job: job(queue, r[1]!) }
             : { _tag: "KeyReused", requestKey: item.requestKey!, existingJobId: r[1] as JobId }
@@ -483,7 +492,13 @@ export const makeStore = (ctx: Context): StoreService => {
     )
 
   const settleResult = (queue: string, item: SettleItem, r: ReadonlyArray<Raw>): SettleResult =>
-    r[0] === "Settled" ? { _tag: "Settled", job: job(queue, r[1]!) } : lost(item.jobId, item.token, r)
+    r[0] === "Settled"
+      ? {
+          _tag: "Settled",
+          // A completed job's result is the one this item sent (the script does not send it back).
+          job: job(queue, r[1]!, item.outcome._tag === "Complete" ? item.outcome.result : undefined)
+        }
+      : lost(item.jobId, item.token, r)
 
   /** The claims of a `claimNext` script or a cycle's claim part, in its order. */
   const claimNextResults = (queue: string, rs: ReadonlyArray<ReadonlyArray<Raw>>): Array<ClaimNextResult> =>

@@ -3,10 +3,13 @@
 -- KEYS[1]: the queue's meta hash; every other key is built from its prefix (one slot).
 -- ARGV: tenant, state, type, error class, request key (each "-" or "+text"), up to, input hash ("-" or "+text").
 -- Returns: min(the number of matching jobs, up to).
--- Index: as `list`: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`), the five of them without a
---        state, or the jobs of one request key (`x:k:<key>`). Filtered by state and tenant only, the answer is the
---        ZCARD of those sets, O(1) whatever the backlog; with a type, an error class, a request key or an input hash,
---        each record is checked as `list` checks it, and the walk stops at `up to` matches.
+-- Index: as `list`: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`; the running ones in the lease
+--        set `x:l`), the five of them without a state, or the jobs of one request key (`x:k:<key>`). Filtered by
+--        state and tenant only, the answer is the ZCARD of those sets, O(1) whatever the backlog (a tenant's running
+--        jobs are counted by reading each running job's tenant); by type as well (and no other filter), it is the sum of the
+--        queue's counts (`n`, see keys.ts) for the states asked, O(1) too, once the counts cover the queue (the
+--        meta hash's `nc`); with an error class, a request key or an input hash, or a type before the counts cover
+--        the queue, each record is checked as `list` checks it, and the walk stops at `up to` matches.
 -- Atomic: one script reads one instant of the queue.
 -- @include base
 
@@ -20,16 +23,19 @@ local inputHash = optString(ARGV[7])
 
 local PAGE = 200
 
+local states = { "queued", "running", "succeeded", "failed", "abandoned" }
+if state ~= nil then
+  states = { state }
+end
+
 local keys = {}
 if requestKey ~= nil then
   keys[1] = base .. K.keyed .. enc(requestKey)
 else
-  local states = { "queued", "running", "succeeded", "failed", "abandoned" }
-  if state ~= nil then
-    states = { state }
-  end
   for _, s in ipairs(states) do
-    if tenant ~= nil then
+    if s == "running" then
+      keys[#keys + 1] = base .. K.lease
+    elseif tenant ~= nil then
       keys[#keys + 1] = base .. K.tenantState .. s .. ":" .. enc(tenant)
     else
       keys[#keys + 1] = base .. K.state .. s
@@ -38,9 +44,27 @@ else
 end
 
 local count = 0
+if jobType ~= nil and errorClass == nil and requestKey == nil and inputHash == nil
+  and redis.call("HGET", KEYS[1], "nc") == "1" then
+  local fields = {}
+  for i, s in ipairs(states) do
+    fields[i] = s .. ":" .. enc(jobType)
+    if tenant ~= nil then
+      fields[i] = fields[i] .. "t" .. enc(tenant)
+    end
+  end
+  for _, n in ipairs(redis.call("HMGET", base .. K.counts, unpack(fields))) do
+    count = count + (tonumber(n) or 0)
+  end
+  return math.min(count, upTo)
+end
 if jobType == nil and errorClass == nil and requestKey == nil and inputHash == nil then
   for _, key in ipairs(keys) do
-    count = count + redis.call("ZCARD", key)
+    if key == base .. K.lease then
+      count = count + runningCount(tenant)
+    else
+      count = count + redis.call("ZCARD", key)
+    end
   end
   return math.min(count, upTo)
 end
@@ -52,7 +76,7 @@ for _, key in ipairs(keys) do
     for _, member in ipairs(members) do
       local job = load(idOfMember(member))
       if job ~= nil and (jobType == nil or job.type == jobType) and (errorClass == nil or job.errorClass == errorClass)
-        and (requestKey == nil or ((state == nil or job.state == state) and (tenant == nil or job.tenant == tenant)))
+        and (state == nil or job.state == state) and (tenant == nil or job.tenant == tenant)
         and (inputHash == nil or job.inputHash == inputHash) then
         count = count + 1
         if count >= upTo then

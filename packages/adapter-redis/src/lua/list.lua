@@ -8,7 +8,8 @@
 --       then the input hash ("-" or "+text").
 -- Returns: the matching jobs in createdAt order, insertion order breaking ties, at most limit, after the cursor.
 -- Index: the jobs of one state (`x:s:<state>`, or `x:ts:<state>:<tenant>`) by createdAt, with the insertion
---        counter in the member; without a state, the five of them merged in that same order; with a request
+--        counter in the member, except the running jobs, read whole from the lease set (`x:l`) with each one's
+--        createdAt and sorted (`runningJobs`); without a state, the five of them merged in that same order; with a request
 --        key, the jobs of that key (`x:k:<key>`) alone. Type, error class and input hash (and with a key, state
 --        and tenant) are checked on each record walked. The cursor's place in each source is found by ZCOUNT and a binary
 --        search over its ties, so a page costs O(log^2 n) to find, not a walk from the start.
@@ -63,27 +64,65 @@ local function startRank(key)
   return ranked(key, false)
 end
 
+-- Whether an entry { member, score } comes after the cursor in the listing's direction (the rule `startRank`
+-- applies to a sorted set, for the running jobs, which are read whole).
+local function afterCursor(entry)
+  if afterScore == nil then
+    return true
+  end
+  if entry[2] ~= afterScore then
+    return (entry[2] > afterScore) ~= newest
+  end
+  if afterTies == "high" then
+    return not newest
+  end
+  if afterTies == "low" then
+    return newest
+  end
+  if newest then
+    return entry[1] < afterMember
+  end
+  return entry[1] > afterMember
+end
+
+-- The running jobs as a source already read (see `runningJobs`): those after the cursor, in listing order.
+local function runningSource()
+  local all = runningJobs(tenant)
+  local buffer = {}
+  local from, to, step = 1, #all, 1
+  if newest then
+    from, to, step = #all, 1, -1
+  end
+  for i = from, to, step do
+    if afterCursor(all[i]) then
+      buffer[#buffer + 1] = all[i]
+    end
+  end
+  return { buffer = buffer, at = 1, done = true }
+end
+
 -- One source per state (or the request key's one): its key, a buffer of { member, score } in listing order, and
 -- the next rank to fetch.
-local keys = {}
+local sources = {}
 if requestKey ~= nil then
-  keys[1] = base .. K.keyed .. enc(requestKey)
+  local key = base .. K.keyed .. enc(requestKey)
+  sources[1] = { key = key, buffer = {}, at = 1, rank = startRank(key), done = false }
 else
   local states = { "queued", "running", "succeeded", "failed", "abandoned" }
   if state ~= nil then
     states = { state }
   end
   for _, s in ipairs(states) do
-    if tenant ~= nil then
-      keys[#keys + 1] = base .. K.tenantState .. s .. ":" .. enc(tenant)
+    if s == "running" then
+      sources[#sources + 1] = runningSource()
     else
-      keys[#keys + 1] = base .. K.state .. s
+      local key = base .. K.state .. s
+      if tenant ~= nil then
+        key = base .. K.tenantState .. s .. ":" .. enc(tenant)
+      end
+      sources[#sources + 1] = { key = key, buffer = {}, at = 1, rank = startRank(key), done = false }
     end
   end
-end
-local sources = {}
-for _, key in ipairs(keys) do
-  sources[#sources + 1] = { key = key, buffer = {}, at = 1, rank = startRank(key), done = false }
 end
 
 local function head(source)

@@ -44,4 +44,5 @@ for i = 1, math.min(#picked, math.max(limit, 0)) do
   removeJob(job)
   purged[#purged + 1] = job.id
 end
+flushCounts()
 return purged

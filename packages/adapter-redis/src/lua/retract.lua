@@ -19,4 +19,5 @@ for i = 1, #ARGV do
     out[i] = "0"
   end
 end
+flushCounts()
 return out

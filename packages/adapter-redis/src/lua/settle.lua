@@ -4,7 +4,8 @@
 --       (complete | retry | fail | abandon | release | throttle), result JSON (complete), delay ms (retry, throttle),
 --       error class (opt),
 --       error (opt), abandon reason (abandon; "" otherwise). Optional strings are "-" or "+text".
--- Returns: { now, results... }, each { "Settled", job } | { "LeaseLost", currentToken | false, state | false }.
+-- Returns: { now, results... }, each { "Settled", job } | { "LeaseLost", currentToken | false, state | false }. A
+--          completed job's result is the one its item sent: the reply's result slot is then 1 (see jobReply).
 -- Atomic: the fence, the record, the attempt row and the indexes change in one script.
 -- @include base
 -- @include protocol

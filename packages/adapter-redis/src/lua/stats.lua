@@ -5,8 +5,8 @@
 -- Returns: { now, counts by state (queued, running, succeeded, failed, abandoned), { priority, oldest due
 --          runAfter, ... }, { error class, "count|cost", ... }, failures since, { version, type, due count,
 --          oldest due runAfter, ... }, { tenant (false for none), type, state, cost, jobs, ... } }.
--- Index: ZCARD of `x:s:<state>` (or per tenant); the first due member of `x:r:<priority>` for each priority
---        of `x:p`; the sums of `ea`; ZCOUNT of `x:fa`; per pair of `x:w`, the due count and first due member of
+-- Index: ZCARD of `x:s:<state>` (or per tenant; the running jobs: `runningCount`); the first due member of
+--        `x:r:<priority>` for each priority of `x:p`; the sums of `ea`; ZCOUNT of `x:fa`; per pair of `x:w`, the due count and first due member of
 --        `x:wq:<pair>`; the ledger rows of `x:c` in the window, each read with its job's tenant, type and state
 --        (the spend costs one read per row in the window).
 -- Atomic: one script reads one instant of the queue.
@@ -20,11 +20,15 @@ local spendSince = optNumber(ARGV[4])
 
 local counts = {}
 for i, state in ipairs({ "queued", "running", "succeeded", "failed", "abandoned" }) do
-  local key = base .. K.state .. state
-  if tenant ~= nil then
-    key = base .. K.tenantState .. state .. ":" .. enc(tenant)
+  if state == "running" then
+    counts[i] = tostring(runningCount(tenant))
+  else
+    local key = base .. K.state .. state
+    if tenant ~= nil then
+      key = base .. K.tenantState .. state .. ":" .. enc(tenant)
+    end
+    counts[i] = tostring(redis.call("ZCARD", key))
   end
-  counts[i] = tostring(redis.call("ZCARD", key))
 end
 
 local oldest = {}

@@ -4,13 +4,17 @@
 --       input hash, input (JSON text), input ref (opt), priority, delay ms, deadline (opt), budget (opt),
 --       max attempts, trace id (opt), request fingerprint (opt). Optional strings are "-" or "+text"; optional numbers are "" for null.
 -- Returns: { "constraint", id } when an item's id exists already or repeats in the batch (nothing written);
---          else { now, results... }, each { "Created", job } | { "Existing", job } | { "KeyReused", jobId }.
+--          else { now, results... }, each { "Created" } | { "Existing", job } | { "KeyReused", jobId }. A created
+--          job is Protocol.newJob of its item at `now`, which the caller builds itself from the item it sent: the
+--          reply carries neither the record nor the input back.
 -- Atomic: a script runs alone on its server, so the id check, the request-key lookups and the inserts see no
 --         other writer; items apply in order, so an item sees the request key an earlier item took.
 -- @include base
 -- @include protocol
 -- @include records
 
+-- It reads records and request keys, never an index it writes: its index writes go out once per key at the end.
+deferIndexes()
 local now = storeNow(ARGV[1])
 local count = (#ARGV - 1) / ITEM_ARITY
 
@@ -52,7 +56,7 @@ for _, item in ipairs(items) do
       redis.call("HSET", base .. K.requestKeys, field, job.id)
     end
     touched(job)
-    out[#out + 1] = { "Created", jobReply(job) }
+    out[#out + 1] = { "Created" }
   end
 end
 publishWrites()

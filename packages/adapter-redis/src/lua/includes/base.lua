@@ -109,6 +109,41 @@ local function loadFields(id, shorts)
   return job
 end
 
+-- The running jobs, for the readers of a state: no state set holds them (a running job is in the lease set
+-- `x:l` alone, so a claim and a settle move it in one set), so they are read from the lease set with each job's
+-- createdAt, and its tenant when `tenant` is given (then only that tenant's): linear in the running jobs, which
+-- the fleet's concurrency bounds. Returns { member, createdAt } in ascending (createdAt, member) order.
+local function runningJobs(tenant)
+  local out = {}
+  for _, member in ipairs(redis.call("ZRANGE", base .. K.lease, 0, -1)) do
+    local f = redis.call("HMGET", jobKey(idOfMember(member)), "cr", "tn")
+    if f[1] and (tenant == nil or f[2] == tenant) then
+      out[#out + 1] = { member, tonumber(f[1]) }
+    end
+  end
+  table.sort(out, function(a, b)
+    if a[2] ~= b[2] then
+      return a[2] < b[2]
+    end
+    return a[1] < b[1]
+  end)
+  return out
+end
+
+-- How many jobs are running (of `tenant`, when given): the lease set's size, or a read of each one's tenant.
+local function runningCount(tenant)
+  if tenant == nil then
+    return redis.call("ZCARD", base .. K.lease)
+  end
+  local n = 0
+  for _, member in ipairs(redis.call("ZRANGE", base .. K.lease, 0, -1)) do
+    if redis.call("HGET", jobKey(idOfMember(member)), "tn") == tenant then
+      n = n + 1
+    end
+  end
+  return n
+end
+
 local function copy(job)
   local out = {}
   for k, v in pairs(job) do
@@ -167,8 +202,9 @@ local function storeFields(old, new, names)
 end
 
 -- The reply form of a job: its id, the fields of REPLY (text or false for null), then input and result (JSON
--- text, or false when absent or expired).
-local function jobReply(job)
+-- text, or false when absent or expired). With `sentResult`, the result is the one the caller sent in this script:
+-- its slot is 1 and the caller fills it in, so a result crosses the wire once.
+local function jobReply(job, sentResult)
   local out = { job.id }
   for i, name in ipairs(REPLY) do
     local value = job[name]
@@ -179,6 +215,11 @@ local function jobReply(job)
     else
       out[i + 1] = value
     end
+  end
+  if sentResult then
+    out[#REPLY + 2] = redis.call("HGET", dataKey(job.id), "i")
+    out[#REPLY + 3] = 1
+    return out
   end
   local data = redis.call("HMGET", dataKey(job.id), "i", "r")
   out[#REPLY + 2] = data[1]

@@ -36,15 +36,18 @@ local function fairIndexed()
   return fairKept
 end
 
--- Where a job belongs: index key -> score.
+-- Where a job belongs: index key -> score. A running job is in the lease set only (no state set: a claim and its
+-- settle move a job in and out of the lease set and nothing else; see `runningJobs` for its readers).
 local function entries(job)
   local e = {}
   local t = job.tenant
   local created = job.createdAt
   local state = job.state
-  e[base .. K.state .. state] = created
-  if t ~= nil then
-    e[base .. K.tenantState .. state .. ":" .. enc(t)] = created
+  if state ~= "running" then
+    e[base .. K.state .. state] = created
+    if t ~= nil then
+      e[base .. K.tenantState .. state .. ":" .. enc(t)] = created
+    end
   end
   if job.requestKey ~= nil then
     e[base .. K.keyed .. enc(job.requestKey)] = created
@@ -146,6 +149,69 @@ local function moveSums(old, new)
   end
 end
 
+-- The job counts per (state, type) (`Q n`, see keys.ts), as deltas by state, type and tenant (false for none): a
+-- script sends each touched field once, at its end (`flushCounts`), since no script reads a count it writes. A
+-- job's type and tenant never change, so only a change of state (or an insert or a delete) moves it. The field
+-- names are built at the flush, once per script and cell, not once per job.
+local countDeltas = nil
+
+local function countJob(job, d)
+  countDeltas = countDeltas or {}
+  local byType = countDeltas[job.state]
+  if byType == nil then
+    byType = {}
+    countDeltas[job.state] = byType
+  end
+  local byTenant = byType[job.type]
+  if byTenant == nil then
+    byTenant = {}
+    byType[job.type] = byTenant
+  end
+  local t = job.tenant or false
+  byTenant[t] = (byTenant[t] or 0) + d
+end
+
+local function moveCounts(old, new)
+  if old ~= nil and new ~= nil and old.state == new.state then
+    return
+  end
+  if old ~= nil then
+    countJob(old, -1)
+  end
+  if new ~= nil then
+    countJob(new, 1)
+  end
+end
+
+-- Sends the gathered count deltas: one HINCRBY per field that moved, and a field that reached 0 is deleted.
+local function flushCounts()
+  if countDeltas == nil then
+    return
+  end
+  local key = base .. K.counts
+  local function send(field, d)
+    if d ~= 0 and redis.call("HINCRBY", key, field, d) == 0 then
+      redis.call("HDEL", key, field)
+    end
+  end
+  for state, byType in pairs(countDeltas) do
+    for jobType, byTenant in pairs(byType) do
+      local total = state .. ":" .. enc(jobType)
+      local sum = 0
+      for t, d in pairs(byTenant) do
+        sum = sum + d
+        if t == false then
+          send(total .. "n", d)
+        else
+          send(total .. "t" .. enc(t), d)
+        end
+      end
+      send(total, sum)
+    end
+  end
+  countDeltas = nil
+end
+
 -- Sorted-set writes a script gathers instead of sending them per job (`deferIndexes`), nil when it sends them at
 -- once. `zadds[key][member]` is a score and `zrems[key][member]` true; a later move of a member replaces an earlier
 -- one of the same key, so the flush leaves every set as the writes in order would. `prioMoves` and `waitMoves` are
@@ -154,9 +220,9 @@ local deferred = nil
 
 -- Makes this script gather its sorted-set writes and the emptiness checks that follow them, for `flushIndexes`
 -- to send as one variadic ZADD and one ZREM per key, and one check per touched priority or pair. Only for a
--- script that reads no index it writes before the flush (claim, claimNext, claimNextFair, heartbeat, settle). A
--- script stopped by an error (a defect: Redis keeps what a script wrote before it failed) leaves these moves
--- unsent for every job it wrote, where before it left them unsent for the job it was writing.
+-- script that reads no index it writes before the flush (submit, claim, claimNext, claimNextFair, heartbeat,
+-- settle). A script stopped by an error (a defect: Redis keeps what a script wrote before it failed) leaves these
+-- moves unsent for every job it wrote, where before it left them unsent for the job it was writing.
 local function deferIndexes()
   deferred = { zadds = {}, zrems = {}, prioMoves = {}, waitMoves = {} }
 end
@@ -446,6 +512,11 @@ local function save(old, new, names)
   movePriorities(old, new)
   moveWaiting(old, new)
   moveSums(old, new)
+  moveCounts(old, new)
+  -- The first job of a new queue: its counts start complete (see keys.ts, `nc`).
+  if old == nil and new.seq == 1 then
+    redis.call("HSET", KEYS[1], "nc", "1")
+  end
 end
 
 -- Every job a script wrote, for the one event message it publishes at the end.
@@ -619,11 +690,12 @@ batchWrite = function(old, new)
   storeBatch(b)
 end
 
--- Sends the index writes a script gathered (`flushIndexes`), then publishes what it wrote on the queue's sharded
--- channel: "q" (something is queued) or "w", then the ids. Watchers re-read the records; receivers look for
--- deliveries.
+-- Sends the index writes and count deltas a script gathered (`flushIndexes`, `flushCounts`), then publishes what
+-- it wrote on the queue's sharded channel: "q" (something is queued) or "w", then the ids. Watchers re-read the
+-- records; receivers look for deliveries.
 local function publishWrites()
   flushIndexes()
+  flushCounts()
   if #written == 0 then
     return
   end
@@ -791,6 +863,7 @@ local function removeJob(job)
   movePriorities(job, nil)
   moveWaiting(job, nil)
   moveSums(job, nil)
+  moveCounts(job, nil)
   -- Its ended attempts leave the error-class cost sums.
   local spent = spendByToken(job.id)
   for _, token in ipairs(redis.call("HKEYS", attemptsKey(job.id))) do

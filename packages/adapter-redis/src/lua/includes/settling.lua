@@ -17,7 +17,10 @@ local function settleItems(now, retentionMs, from, to, out)
         error = optString(ARGV[a + 6]),
         reason = ARGV[a + 7]
       }
-      out[#out + 1] = { "Settled", jobReply(apply(job, now, settleTransition(job, now, outcome), retentionMs)) }
+      local tr = settleTransition(job, now, outcome)
+      local new = apply(job, now, tr, retentionMs)
+      -- A completed job's result is the one this item sent: the reply's result slot says so (see jobReply).
+      out[#out + 1] = { "Settled", jobReply(new, tr.result ~= nil and tr.result == outcome.result) }
     end
   end
 end
