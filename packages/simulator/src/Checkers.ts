@@ -227,6 +227,13 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
       case "outage":
         outages.push([e.t, e.t + e.ms])
         break
+      case "late": {
+        // A late answer acts for its whole delay: the process waited on it (a heartbeat's, say) all that time.
+        const list = faultsByWho.get(e.who) ?? []
+        list.push([e.t - e.ms, e.t])
+        faultsByWho.set(e.who, list)
+        break
+      }
       case "life": {
         if (e.what === "crash" || e.what === "shutdown") {
           const byWho = e.what === "crash" ? crashes : shutdowns

@@ -167,6 +167,17 @@ export type Event =
     }
   | { readonly k: "fault"; readonly t: number; readonly id: string; readonly who: string; readonly point: string }
   | {
+      /**
+       * The answer of `who`'s store call at `point` reached it at `t`, `ms` after it was due (F20: a late reply; F15:
+       * a lost reply's timeout): the fault acted on the process for that whole interval, as a pause does.
+       */
+      readonly k: "late"
+      readonly t: number
+      readonly who: string
+      readonly point: string
+      readonly ms: number
+    }
+  | {
       /** A fenced write's reply reached `who` saying its lease under `token` is lost (a `LeaseLost` item). */
       readonly k: "lost"
       readonly t: number
@@ -428,6 +439,11 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.num(e.cents)
       return
     case "outage":
+      h.num(e.ms)
+      return
+    case "late":
+      h.str(e.who)
+      h.str(e.point)
       h.num(e.ms)
       return
     case "msg":

@@ -308,16 +308,21 @@ class Recorder {
       }
       return answer
     }
+    /** `answer` handed over `ms` late, the delay recorded as the fault's acting interval when it ends. */
+    const late = <B>(ms: number, answer: () => Effect.Effect<B, StoreError>) =>
+      this.env.clock.sleepThen(
+        ms,
+        Effect.suspend(() => {
+          const { clock, history } = this.env
+          history.push({ k: "late", t: clock.now, who: this.env.actor.id, point, ms })
+          return gated(answer)
+        })
+      )
     return gated((): Effect.Effect<A, StoreError> => {
       if (fault === "F20" || fault === "LateClaim") {
-        const late = (ms: number) =>
-          this.env.clock.sleepThen(
-            ms,
-            Effect.suspend(() => gated(deliver))
-          )
         return fault === "LateClaim"
-          ? late(this.env.faults.lateClaimMs)
-          : Effect.flatMap(Random.nextIntBetween(100, 3_000), late)
+          ? late(this.env.faults.lateClaimMs, deliver)
+          : Effect.flatMap(Random.nextIntBetween(100, 3_000), (ms) => late(ms, deliver))
       }
       if (!lostReply(fault)) return deliver()
       const error = injected(
@@ -325,12 +330,7 @@ class Recorder {
         point,
         "injected: the write applied but the reply was lost"
       )
-      return fault === "F15"
-        ? this.env.clock.sleepThen(
-            1_000,
-            Effect.suspend(() => gated(() => Effect.fail(error)))
-          )
-        : Effect.fail(error)
+      return fault === "F15" ? late(1_000, () => Effect.fail(error)) : Effect.fail(error)
     })
   }
 
