@@ -123,6 +123,8 @@ export interface StoreConcurrencyResult {
   readonly scenarios: number
   /** Whether the store has `Store.cycle`, so that batches sent cycles. */
   readonly cycle: boolean
+  /** How many of the commands were cycles (0 without `Store.cycle`). */
+  readonly cycles: number
   readonly concurrentSteps: number
   readonly commands: number
   readonly ms: number
@@ -209,7 +211,7 @@ export const check = async (options: StoreConcurrencyOptions): Promise<StoreConc
     throw error
   })
   const clientBackends: Array<Backend> = []
-  const stats: Stats = { concurrentSteps: 0, commands: 0 }
+  const stats: Stats = { concurrentSteps: 0, commands: 0, cycles: 0 }
   let runs = 0
   const started = performance.now()
   try {
@@ -273,6 +275,7 @@ export const check = async (options: StoreConcurrencyOptions): Promise<StoreConc
     cycle,
     concurrentSteps: stats.concurrentSteps,
     commands: stats.commands,
+    cycles: stats.cycles,
     ms: performance.now() - started
   }
 }

@@ -32,7 +32,7 @@ export const StoreConcurrentProperty = (options: StoreConcurrentPropertyOptions)
     async () => {
       const result = await check(options)
       console.info(
-        `[StoreConcurrentProperty: ${options.name}] ${result.runs} sequences${result.cycle ? " (with cycles)" : ""}, ${result.concurrentSteps} concurrent batches, ${result.commands} commands in ${(result.ms / 1000).toFixed(1)} s`
+        `[StoreConcurrentProperty: ${options.name}] ${result.runs} sequences, ${result.concurrentSteps} concurrent batches, ${result.commands} commands${result.cycle ? ` (${result.cycles} cycles)` : ""} in ${(result.ms / 1000).toFixed(1)} s`
       )
       expect(result.runs).toBe(numRuns)
       expect(result.concurrentSteps).toBeGreaterThanOrEqual(

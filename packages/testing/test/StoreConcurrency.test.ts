@@ -193,6 +193,7 @@ describe("StoreConcurrency", () => {
     const result = await check({ name: "memory without cycle", layer: withoutCycle, freshPerRun: true, numRuns: 12 })
 
     expect(result.cycle).toBe(false)
+    expect(result.cycles).toBe(0)
     expect(result.scenarios).toBe(scenarioNames.length)
   })
 
@@ -207,6 +208,7 @@ describe("StoreConcurrency", () => {
 
     expect(result.cycle).toBe(true)
     expect(result.runs).toBe(40)
+    expect(result.cycles).toBeGreaterThan(40)
   })
 
   it("finds a cycle that is the four verbs one after another, which the sequential property lets through", async () => {
