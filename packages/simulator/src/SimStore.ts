@@ -828,7 +828,7 @@ const recordCycle = (
     ...reply.claimNext.map((result) => result.job.id)
   ]
   const last = new Map<JobId, number>()
-  order.forEach((jobId, i) => last.set(jobId, i))
+  for (let i = 0; i < order.length; i++) last.set(order[i]!, i)
   const current = new Map<JobId, Snap | null>()
   let at = 0
   const step = (
