@@ -2,7 +2,7 @@
  * SimStore: a proxy around a real Store (the in-memory one) that records every accepted and rejected write, one
  * event per item, with its token and the job record before and after, and injects faults at named points
  * (`store.claim`, `store.heartbeat`, `store.charge`, `store.settle`, `store.submit`, `store.cancel`, `store.replay`,
- * `store.sweep`, `store.claimNext`): a clean failure before the write (F5), an applied write whose reply is lost (F6
+ * `store.sweep`, `store.claimNext`, and `store.cycle` where the world's store has `cycle`): a clean failure before the write (F5), an applied write whose reply is lost (F6
  * ambiguous, F15 partition, F17 a submit's reply), a slow call (F7), a crash of the calling process after a write (F8,
  * F10, F18), targeted heartbeat failures (F1), a window inside the write between the store's read and its apply in
  * which other processes run (F19, through the memory store's `interleave` option), and an applied write whose
@@ -12,14 +12,16 @@
  * or cannot renew). A lost reply of a batch of
  * several items may follow a write of only its first items, as the Store contract allows. Production code has no
  * switch for any of this: the proxy is the only place faults exist. When a heartbeat's or a settle's reply reaches
- * its caller with a `LeaseLost` item, the proxy records that the caller learned it (a `lost` event).
+ * its caller with a `LeaseLost` item, the proxy records that the caller learned it (a `lost` event). A `cycle` is one
+ * write with one fault decision: refused whole, or applied whole (its reply then answered, lost, late or followed by a
+ * crash as any write's), its items recorded as their verbs' are, in the order the store applied them.
  *
  * @since 0.1.0
  */
 
 import { StoreError } from "@slowcall/core/Errors"
 import type { Job, JobId } from "@slowcall/core/Job"
-import type { SubmitItem } from "@slowcall/core/Protocol"
+import { bump, type SubmitItem } from "@slowcall/core/Protocol"
 import type {
   CancelItem,
   CancelResult,
@@ -27,6 +29,8 @@ import type {
   ChargeResult,
   ClaimItem,
   ClaimResult,
+  CycleOptions,
+  CycleReply,
   HeartbeatItem,
   HeartbeatResult,
   ReplayItemResult,
@@ -75,7 +79,17 @@ export interface SimStoreEnv {
 }
 
 /** A fault point: the verb as the fault log names it (`store.<point>`). */
-type Point = "claim" | "claimNext" | "heartbeat" | "charge" | "settle" | "submit" | "cancel" | "replay" | "sweep"
+type Point =
+  | "claim"
+  | "claimNext"
+  | "heartbeat"
+  | "charge"
+  | "settle"
+  | "submit"
+  | "cancel"
+  | "replay"
+  | "sweep"
+  | "cycle"
 
 const storeFaults: ReadonlyArray<FaultKind> = ["F5", "F6", "F7", "F15", "F19", "F20"]
 const kinds = (...extra: ReadonlyArray<FaultKind>): ReadonlyArray<FaultKind> => [...storeFaults, ...extra]
@@ -96,7 +110,11 @@ const pointKinds = {
   clientSubmit: kinds("F17"),
   cancel: storeFaults,
   replay: storeFaults,
-  sweep: storeFaults
+  sweep: storeFaults,
+  /** A cycle settles, heartbeats, charges and claims in one write: the crashes after any of those writes. */
+  cycle: kinds("F8", "F10", "F18"),
+  /** A cycle of a worker that settles a call's charge: also the outage as it does (F21). */
+  cycleSettlement: kinds("F8", "F10", "F18", "F21")
 } as const
 
 /** Every injected store failure made so far, by reason, operation and detail. */
@@ -586,7 +604,15 @@ interface ItemVerb<I, R> {
   readonly jobIdOf: (item: I) => JobId
   readonly tokenOf: (item: I) => number | null
   readonly detailOf: (item: I) => Detail | undefined
-  readonly recordResult: (rec: Recorder, item: I, before: Snap | null, result: R, start: number) => void
+  /** `after` is the record after the item (default: the store's record now). */
+  readonly recordResult: (
+    rec: Recorder,
+    item: I,
+    before: Snap | null,
+    result: R,
+    start: number,
+    after?: Snap | null
+  ) => void
 }
 
 const noToken = (): null => null
@@ -638,11 +664,11 @@ const heartbeatVerb: ItemVerb<HeartbeatItem, HeartbeatResult> = {
   jobIdOf: (item) => item.jobId,
   tokenOf: (item) => item.token,
   detailOf: noDetail,
-  recordResult: (rec, item, before, result, start) => {
+  recordResult: (rec, item, before, result, start, after = rec.peek(item.jobId)) => {
     const jobId = item.jobId
     const renewed = result._tag === "Renewed"
     const res = renewed ? (result.cancelRequested ? "cancel" : "ok") : result._tag
-    rec.record("heartbeat", start, jobId, item.token, renewed, res, before, rec.peek(jobId))
+    rec.record("heartbeat", start, jobId, item.token, renewed, res, before, after)
   }
 }
 
@@ -661,11 +687,11 @@ const chargeVerb: ItemVerb<ChargeItem, ChargeResult> = {
   jobIdOf: (item) => item.jobId,
   tokenOf: (item) => item.token,
   detailOf: chargeDetail,
-  recordResult: (rec, item, before, result, start) => {
+  recordResult: (rec, item, before, result, start, after = rec.peek(item.jobId)) => {
     const jobId = item.jobId
     const charged = result._tag === "Charged"
     const res = charged ? "ok" : result._tag
-    rec.record("charge", start, jobId, item.token, charged, res, before, rec.peek(jobId), chargeDetail(item))
+    rec.record("charge", start, jobId, item.token, charged, res, before, after, chargeDetail(item))
   }
 }
 
@@ -682,11 +708,11 @@ const settleVerb: ItemVerb<SettleItem, SettleResult> = {
   jobIdOf: (item) => item.jobId,
   tokenOf: (item) => item.token,
   detailOf: settleDetail,
-  recordResult: (rec, item, before, result, start) => {
+  recordResult: (rec, item, before, result, start, after = rec.peek(item.jobId)) => {
     const jobId = item.jobId
     const settled = result._tag === "Settled"
     const res = settled ? result.job.state : result._tag
-    rec.record("settle", start, jobId, item.token, settled, res, before, rec.peek(jobId), settleDetail(item))
+    rec.record("settle", start, jobId, item.token, settled, res, before, after, settleDetail(item))
   }
 }
 
@@ -745,6 +771,192 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
         for (const job of result.requeued) rec.named("sweep", start, job.id, "requeued")
         for (const jobId of result.expiredFailed) rec.named("sweep", start, jobId, "expiredFailed")
         for (const jobId of result.abandoned) rec.named("sweep", start, jobId, "abandoned")
-      })
+      }),
+    // Offered only where the world's store has it, as the Store contract asks of a wrapper.
+    cycle: inner.cycle === undefined ? undefined : cycleOf(rec, inner.cycle)
   }
 }
+
+/** The parts of a cycle as lists (an absent part: empty). */
+const partsOf = (options: CycleOptions) => ({
+  settle: options.settle ?? [],
+  heartbeat: options.heartbeat ?? [],
+  charge: options.charge ?? []
+})
+
+/**
+ * The record after one item of a cycle whose job a later part of the same cycle writes again (the store's record now
+ * shows only the last): from the item's reply and the record before it, by the rules the store applies. A settle's
+ * reply holds its record; a renewal moves the lease end and `updatedAt`; a charge moves the spend and `updatedAt`
+ * (a charge that moved no money is taken as no write: its reply cannot tell the two apart).
+ */
+const between = (
+  rec: Recorder,
+  part: "settle" | "heartbeat" | "charge",
+  before: Snap | null,
+  result: SettleResult | HeartbeatResult | ChargeResult,
+  now: number
+): Snap | null => {
+  if (part === "settle") return result._tag === "Settled" ? rec.env.history.snapOf(result.job) : before
+  if (before === null) return null
+  if (result._tag === "Renewed")
+    return { ...before, leaseUntil: result.leaseUntil, updatedAt: bump(before.updatedAt, now) }
+  if (result._tag === "Charged" && result.costCents !== before.costCents) {
+    return { ...before, costCents: result.costCents, updatedAt: bump(before.updatedAt, now) }
+  }
+  return before
+}
+
+/**
+ * Records an applied cycle's items in the order the store applied them: each settle, heartbeat and charge item as its
+ * verb's proxy records it, then each job the claim part took (as `claimNext`'s are, a `claim`). Each item's record
+ * before is the one the previous item of its job left (the first: `first`, read before the write); its record after
+ * is the store's record now when no later item writes the job, else derived by `between`.
+ */
+const recordCycle = (
+  rec: Recorder,
+  options: CycleOptions,
+  reply: CycleReply,
+  start: number,
+  first: (jobId: JobId) => Snap | null
+): void => {
+  const { settle, heartbeat, charge } = partsOf(options)
+  const order: ReadonlyArray<JobId> = [
+    ...settle.map((item) => item.jobId),
+    ...heartbeat.map((item) => item.jobId),
+    ...charge.map((item) => item.jobId),
+    ...reply.claimNext.map((result) => result.job.id)
+  ]
+  const last = new Map<JobId, number>()
+  for (let i = 0; i < order.length; i++) last.set(order[i]!, i)
+  const current = new Map<JobId, Snap | null>()
+  let at = 0
+  const step = (
+    jobId: JobId,
+    part: "settle" | "heartbeat" | "charge",
+    result: SettleResult | HeartbeatResult | ChargeResult
+  ): { readonly before: Snap | null; readonly after: Snap | null } => {
+    const before = current.has(jobId) ? current.get(jobId)! : first(jobId)
+    const after = last.get(jobId) === at ? rec.peek(jobId) : between(rec, part, before, result, reply.now)
+    current.set(jobId, after)
+    at += 1
+    return { before, after }
+  }
+  settle.forEach((item, i) => {
+    const result = reply.settle[i]!
+    const { before, after } = step(item.jobId, "settle", result)
+    settleVerb.recordResult(rec, item, before, result, start, after)
+  })
+  heartbeat.forEach((item, i) => {
+    const result = reply.heartbeat[i]!
+    const { before, after } = step(item.jobId, "heartbeat", result)
+    heartbeatVerb.recordResult(rec, item, before, result, start, after)
+  })
+  charge.forEach((item, i) => {
+    const result = reply.charge[i]!
+    const { before, after } = step(item.jobId, "charge", result)
+    chargeVerb.recordResult(rec, item, before, result, start, after)
+  })
+  for (const result of reply.claimNext) {
+    const jobId = result.job.id
+    const before = current.has(jobId) ? current.get(jobId)! : (rec.env.history.latest.get(jobId) ?? null)
+    rec.record("claim", start, jobId, null, true, result._tag, before, rec.peek(jobId), {
+      takeover: result._tag === "Claimed" && result.takeover
+    })
+  }
+}
+
+/** Records every item of a cycle that did not apply (refused, or failed at the store), with its record unchanged. */
+const recordUnapplied = (
+  rec: Recorder,
+  options: CycleOptions,
+  start: number,
+  res: string,
+  beforeOf: (jobId: JobId) => Snap | null
+): void => {
+  const { settle, heartbeat, charge } = partsOf(options)
+  const unapplied = <I extends { readonly jobId: JobId }>(verb: ItemVerb<I, unknown>, items: ReadonlyArray<I>) => {
+    for (const item of items) {
+      const before = beforeOf(item.jobId)
+      rec.record(
+        verb.op,
+        start,
+        item.jobId,
+        verb.tokenOf(item),
+        false,
+        res,
+        before,
+        rec.peek(item.jobId),
+        verb.detailOf(item)
+      )
+    }
+  }
+  unapplied(settleVerb as ItemVerb<SettleItem, unknown>, settle)
+  unapplied(heartbeatVerb as ItemVerb<HeartbeatItem, unknown>, heartbeat)
+  unapplied(chargeVerb as ItemVerb<ChargeItem, unknown>, charge)
+}
+
+/** The items of a cycle's fenced parts (settle, heartbeat) that its reply rejected with `LeaseLost`. */
+const learnedOfCycle = (options: CycleOptions, reply: CycleReply): Learned | undefined => {
+  const { settle, heartbeat } = partsOf(options)
+  const learned = [
+    ...settle.flatMap((item, i) => (reply.settle[i]?._tag === "LeaseLost" ? [item] : [])),
+    ...heartbeat.flatMap((item, i) => (reply.heartbeat[i]?._tag === "LeaseLost" ? [item] : []))
+  ].map((item) => ({ jobId: item.jobId, token: item.token }))
+  return learned.length === 0 ? undefined : learned
+}
+
+/**
+ * The proxy's `cycle`: one fault point (`store.cycle`) for the whole write, as every other write verb has one per
+ * call. A refusal (F5, F21, an outage) writes nothing and records every item as not applied; otherwise the whole cycle
+ * applies (after a slow store's delay, or inside a window) and is recorded, and its reply reaches the caller, is lost
+ * (F6, F15), arrives late (F20) or never arrives because the caller crashed (F8, F10, F18).
+ */
+const cycleOf =
+  (rec: Recorder, inner: NonNullable<Store["Type"]["cycle"]>): NonNullable<Store["Type"]["cycle"]> =>
+  (options) =>
+    Effect.suspend(() => {
+      const start = rec.env.clock.now
+      return rec.gated(() => {
+        const env = rec.env
+        const settling = env.actor.incarnation !== null && (options.charge ?? []).some((item) => item.settled)
+        const fault = rec.decide("cycle", settling ? pointKinds.cycleSettlement : pointKinds.cycle)
+        if (refusing(fault)) {
+          recordUnapplied(rec, options, start, "StoreError", (jobId) => rec.peek(jobId))
+          return rec.refuse<CycleReply>("cycle", fault)
+        }
+        const window = opensWindow(fault)
+        const send = (): Effect.Effect<CycleReply, StoreError> => {
+          // Without a window the records before are read as the cycle is sent; with one, the store applies the cycle
+          // to the records the history last saw when it lands.
+          const firsts = new Map<JobId, Snap | null>()
+          if (!window) {
+            const { settle, heartbeat, charge } = partsOf(options)
+            for (const item of [...settle, ...heartbeat, ...charge]) {
+              if (!firsts.has(item.jobId)) firsts.set(item.jobId, rec.peek(item.jobId))
+            }
+          }
+          const first = (jobId: JobId): Snap | null =>
+            firsts.has(jobId) ? firsts.get(jobId)! : (env.history.latest.get(jobId) ?? null)
+          return Effect.tapBoth(inner(options), {
+            onSuccess: (reply) => Effect.sync(() => recordCycle(rec, options, reply, start, first)),
+            onFailure: (error) => Effect.sync(() => recordUnapplied(rec, options, start, tagOf(error), first))
+          })
+        }
+        const applied = window
+          ? Effect.uninterruptible(
+              Effect.flatMap(rec.windowMs(fault), (ms) => {
+                env.openWindow(ms)
+                return send()
+              })
+            )
+          : Effect.suspend(send)
+        return Effect.matchEffect(
+          rec.delayed(fault, () => applied),
+          {
+            onSuccess: (reply) => rec.answer("cycle", fault, Effect.succeed(reply), learnedOfCycle(options, reply)),
+            onFailure: (error) => rec.answer("cycle", fault, Effect.fail(error))
+          }
+        )
+      })
+    })

@@ -354,3 +354,143 @@ describe("SimStore", () => {
     expect(value).toEqual([4_250, 0])
   })
 })
+
+describe("SimStore cycle", () => {
+  const owner = "w0.1/a"
+  /** Both jobs submitted and claimed under token 1, the store time they were claimed at. */
+  const running = (store: Store.Store["Type"]) =>
+    Effect.gen(function* () {
+      yield* store.submit({ items: [item(jobIds[0]!, 0), item(jobIds[1]!, 1)] })
+      const { now } = yield* store.claim({ items: jobIds.map((jobId) => ({ jobId, owner, leaseMs: 5_000 })) })
+      return now
+    })
+  /**
+   * One worker tick: job 0 retried at once (so the claim part takes it back) and renewed (too late: `LeaseLost`), job
+   * 1 renewed and charged; the claim part takes one job.
+   */
+  const tick = {
+    settle: [
+      {
+        jobId: jobIds[0]!,
+        token: 1,
+        outcome: { _tag: "Retry", delayMs: 0, errorClass: "timeout", error: "x" } as const
+      }
+    ],
+    heartbeat: [
+      { jobId: jobIds[0]!, token: 1, leaseMs: 5_000 },
+      { jobId: jobIds[1]!, token: 1, leaseMs: 8_000 }
+    ],
+    charge: [{ jobId: jobIds[1]!, callId: "c1", token: 1, amountCents: 2, settled: false }],
+    claimNext: { queue: "q", max: 1, owner: "w0.1/b", leaseMs: 5_000 }
+  }
+  const renewal = (store: Store.Store["Type"]) =>
+    Effect.either(store.heartbeat({ items: [{ jobId: jobIds[0]!, token: 1, leaseMs: 5_000 }] }))
+
+  it("records a cycle's items as the four verbs called one after another record theirs", () => {
+    // Act: the same tick as one cycle, and as the four verbs at the same store time, each on a fresh store.
+    const cycled = withProxy(planWith([], []), (store) =>
+      Effect.flatMap(running(store), (now) => store.cycle!({ ...tick, now }))
+    )
+    const apart = withProxy(planWith([], []), (store) =>
+      Effect.gen(function* () {
+        const now = yield* running(store)
+        yield* store.settle({ items: tick.settle, now })
+        yield* store.heartbeat({ items: tick.heartbeat, now })
+        yield* store.charge({ items: tick.charge, now })
+        return yield* store.claimNext({ ...tick.claimNext, now })
+      })
+    )
+    // Assert: the same writes, each with the same record before and after (those between two parts of the cycle
+    // derived from its reply), and the caller learns the same lost lease.
+    expect(cycled.writes.map((w) => [w.op, w.jobId, w.ok, w.res])).toEqual([
+      ["submit", jobIds[0], true, "Created"],
+      ["submit", jobIds[1], true, "Created"],
+      ["claim", jobIds[0], true, "Claimed"],
+      ["claim", jobIds[1], true, "Claimed"],
+      ["settle", jobIds[0], true, "queued"],
+      ["heartbeat", jobIds[0], false, "LeaseLost"],
+      ["heartbeat", jobIds[1], true, "ok"],
+      ["charge", jobIds[1], true, "ok"],
+      ["claim", jobIds[0], true, "Claimed"]
+    ])
+    expect(cycled.writes).toEqual(apart.writes)
+    expect(cycled.value.claimNext.map((r) => r.job.leaseOwner)).toEqual(["w0.1/b"])
+    const lost = (events: ReadonlyArray<Event>) =>
+      events.flatMap((e) => (e.k === "lost" ? [[e.who, e.jobId, e.token]] : []))
+    expect(lost(cycled.events)).toEqual([["w0.1", jobIds[0], 1]])
+    expect(lost(cycled.events)).toEqual(lost(apart.events))
+  })
+
+  it("F6 at store.cycle: the whole cycle applies and is recorded, and the caller sees an ambiguous failure", () => {
+    // Arrange: the submit and the claim draw no fault; the cycle draws F6; nothing after it does.
+    const plan = { ...planWith(["F6"], [0, 0, 999]), faultRate: 1 }
+    // Act
+    const { value, writes, events } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        const now = yield* running(store)
+        const cycle = yield* Effect.either(store.cycle!({ ...tick, now }))
+        return { cycle, after: yield* renewal(store) }
+      })
+    )
+    // Assert: the caller saw a failure, the store took the job back from token 1 all the same.
+    expect(Either.isLeft(value.cycle) && value.cycle.left.reason).toBe("Ambiguous")
+    expect(Either.isRight(value.after) && value.after.right.results[0]?._tag).toBe("LeaseLost")
+    expect(events.filter((e) => e.k === "fault").map((e) => e.k === "fault" && [e.id, e.point])).toEqual([
+      ["F6", "store.cycle"]
+    ])
+    expect(writes.slice(4, 9).map((w) => [w.op, w.jobId, w.ok, w.res])).toEqual([
+      ["settle", jobIds[0], true, "queued"],
+      ["heartbeat", jobIds[0], false, "LeaseLost"],
+      ["heartbeat", jobIds[1], true, "ok"],
+      ["charge", jobIds[1], true, "ok"],
+      ["claim", jobIds[0], true, "Claimed"]
+    ])
+    // The reply never reached the caller, so it learned that its lease on job 0 was gone only from its own renewal.
+    expect(events.flatMap((e) => (e.k === "lost" ? [e.op] : []))).toEqual(["heartbeat"])
+  })
+
+  it("F5 at store.cycle: no part applies, and every item is recorded as refused", () => {
+    const plan = { ...planWith(["F5"], [0, 0, 999]), faultRate: 1 }
+    const { value, writes, events } = withProxy(plan, (store) =>
+      Effect.gen(function* () {
+        const now = yield* running(store)
+        const cycle = yield* Effect.either(store.cycle!({ ...tick, now }))
+        return { cycle, after: yield* renewal(store) }
+      })
+    )
+    expect(Either.isLeft(value.cycle) && value.cycle.left.reason).toBe("Connection")
+    // Job 0 is still running under token 1: the settle part did not apply, nor did the claim part.
+    expect(Either.isRight(value.after) && value.after.right.results[0]?._tag).toBe("Renewed")
+    expect(events.filter((e) => e.k === "fault").map((e) => e.k === "fault" && [e.id, e.point])).toEqual([
+      ["F5", "store.cycle"]
+    ])
+    expect(writes.slice(4).map((w) => [w.op, w.jobId, w.ok, w.res, w.before?.state, w.after?.state])).toEqual([
+      ["settle", jobIds[0], false, "StoreError", "running", "running"],
+      ["heartbeat", jobIds[0], false, "StoreError", "running", "running"],
+      ["heartbeat", jobIds[1], false, "StoreError", "running", "running"],
+      ["charge", jobIds[1], false, "StoreError", "running", "running"],
+      ["heartbeat", jobIds[0], true, "ok", "running", "running"]
+    ])
+  })
+
+  it("is offered only where the world's store has it", () => {
+    const { value } = withProxy(planWith([], []), () => Effect.succeed(undefined))
+    expect(value).toBeUndefined()
+    const clock = new VirtualClock(0)
+    const history = new History()
+    const env = {
+      actor: ofIncarnation(new Incarnation(0, 1, clock, noSkew)),
+      history,
+      faults: new Faults(planWith([], []), history, clock, 4_000),
+      clock,
+      crash: () => undefined,
+      peek: () => undefined,
+      openWindow: () => undefined,
+      openStaleWindow: () => undefined,
+      canBeOvertaken: () => false
+    }
+    const inner = Effect.runSync(Store.makeMemory).store
+    expect(SimStore.make({ ...inner, cycle: undefined }, env).cycle).toBeUndefined()
+    expect(SimStore.make(inner, env).cycle).toBeDefined()
+  })
+})

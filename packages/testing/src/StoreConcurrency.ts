@@ -2,7 +2,8 @@
  * The concurrent model-based property of the Store: the sequential property (`StoreProperty`) checks each command
  * alone; this one sends batches of commands from several clients at once, aimed at one job and one request key
  * (many claims of one job, settles and heartbeats under the same and other tokens, charges under distinct call ids
- * and under one call id, submits with one key, replays of one job, `claimNext` racing claims, sweeps racing settles),
+ * and under one call id, submits with one key, replays of one job, `claimNext` racing claims, sweeps racing settles,
+ * and, where the store has `Store.cycle`, cycles racing claims of the jobs they release),
  * records when each command was invoked and when its reply came back (real time), and checks the history for
  * linearizability against `StoreModel`: some order of each batch's commands, consistent with real time (a command
  * that returned before another was invoked comes first), must give every reply the backend gave and end in the job
@@ -11,6 +12,9 @@
  *
  * Store time: every command of a batch carries the same explicit `now`, so any order of them is a valid replay for
  * the model; time moves between batches.
+ *
+ * A `cycle` is one command: its four parts must fit in one place of the order, as one atomic step of the model
+ * (`StoreModel.cycle`). A store whose cycle lets another command in between its parts has no such order.
  *
  * One relaxation, from the Store contract: a `claimNext` or `sweep` may pass over a job that an overlapping command
  * of the batch named or wrote (a database skips the rows another transaction holds instead of waiting for them).
@@ -29,7 +33,7 @@ import { Query } from "@slowcall/core/Query"
 import { Store } from "@slowcall/core/Store"
 import { Effect, type Layer, ManagedRuntime } from "effect"
 import fc from "fast-check"
-import { batchScenarios, prelude, rounds, scenarios } from "./internal/storeConcurrent/arbitraries.js"
+import { batchScenarios, cycleScenarios, prelude, rounds, scenarios } from "./internal/storeConcurrent/arbitraries.js"
 import { type Command, type ConcurrentWorld, type Round, timeOf } from "./internal/storeConcurrent/commands.js"
 import { type Stats, window } from "./internal/storeConcurrent/history.js"
 import type { SubmitSpec } from "./internal/storeProperty/commands.js"
@@ -44,8 +48,8 @@ import * as StoreModel from "./StoreModel.js"
  * so commands arrive on separate connections. A pool (node-postgres) already gives each command in flight its own
  * connection and needs no `clientLayer`. `freshPerRun` builds `layer` anew for every sequence (cheap in memory).
  *
- * `numRuns` sequences (default 110): the fixed `scenarios` first (all by default, named by `scenarioNames`; one
- * batch each), then random sequences of `minRounds` to `maxRounds` rounds (default 10 to 16), every round ending
+ * `numRuns` sequences (default 110): the fixed `scenarios` first (all by default, named by `scenarioNames`, and
+ * `cycleScenarioNames` when the store has `cycle`; one batch each), then random sequences of `minRounds` to `maxRounds` rounds (default 10 to 16), every round ending
  * with one batch of 2 to 8 commands, so the defaults send at least 1,000 concurrent batches. `seed` and `path`
  * (printed in a failure report) replay a failure's commands; whether the same interleaving comes back is up to the
  * backend's timing. `shrink: false` reports the first failing sequence as it is.
@@ -69,7 +73,10 @@ export interface StoreConcurrencyOptions {
    * with the others.
    */
   readonly batches?: boolean | undefined
-  /** The fixed scenarios to run first (default: all of `scenarioNames`, and of `batchScenarioNames` with `batches`). */
+  /**
+   * The fixed scenarios to run first (default: all of `scenarioNames`, of `batchScenarioNames` with `batches`, and of
+   * `cycleScenarioNames` when the store has `cycle`).
+   */
   readonly scenarios?: ReadonlyArray<string> | undefined
   readonly seed?: number | undefined
   readonly path?: string | undefined
@@ -95,13 +102,29 @@ export const scenarioNames: ReadonlyArray<string> = Object.keys(scenarios)
 export const batchScenarioNames: ReadonlyArray<string> = Object.keys(batchScenarios)
 
 /**
- * What a run did: sequences, batches of two or more commands sent at once, commands in all, and the time taken.
+ * The names of the cycle scenarios ("two cycles settle their jobs and claim next, racing claims of the released
+ * jobs"), run by default when the store has `Store.cycle`; random sequences then send cycles too.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export const cycleScenarioNames: ReadonlyArray<string> = Object.keys(cycleScenarios)
+
+/**
+ * What a run did: sequences, the fixed scenarios among them, batches of two or more commands sent at once, commands
+ * in all, and the time taken.
  *
  * @since 0.3.0
  * @category models
  */
 export interface StoreConcurrencyResult {
   readonly runs: number
+  /** How many of the runs were fixed scenarios (one concurrent batch or more each; a random sequence has `minRounds`). */
+  readonly scenarios: number
+  /** Whether the store has `Store.cycle`, so that batches sent cycles. */
+  readonly cycle: boolean
+  /** How many of the commands were cycles (0 without `Store.cycle`). */
+  readonly cycles: number
   readonly concurrentSteps: number
   readonly commands: number
   readonly ms: number
@@ -138,6 +161,21 @@ const open = async (layer: Layer.Layer<Store | Query, unknown>, batches: boolean
   }
 }
 
+/** Whether the backend has `Store.cycle`: the shared instance says, or one build made to ask and let go. */
+const offersCycle = async (
+  layer: Layer.Layer<Store | Query, unknown>,
+  batches: boolean,
+  shared: Backend | undefined
+): Promise<boolean> => {
+  if (shared !== undefined) return shared.real.store.cycle !== undefined
+  const probe = await open(layer, batches)
+  try {
+    return probe.real.store.cycle !== undefined
+  } finally {
+    await probe.dispose()
+  }
+}
+
 /**
  * Runs the property and resolves with its figures; rejects with fast-check's report (seed, path, the commands) and
  * the batch that no order explains: every command with its client, its invocation and reply instants and its
@@ -153,15 +191,27 @@ export const check = async (options: StoreConcurrencyOptions): Promise<StoreConc
     Effect.forEach(INPUTS, (input) => Effect.map(Effect.orDie(inputHash(input)), (hash) => ({ input, hash })))
   )
   const batches = options.batches === true
-  const chosen = options.scenarios ?? [...scenarioNames, ...(batches ? batchScenarioNames : [])]
-  const examples = chosen.map((name): [ReadonlyArray<SubmitSpec>, ReadonlyArray<Round>] => {
-    const scenario = scenarios[name] ?? batchScenarios[name]
-    if (scenario === undefined) throw new Error(`no scenario named ${JSON.stringify(name)}`)
-    return [scenario[0], scenario[1]]
-  })
   const shared = options.freshPerRun === true ? undefined : await open(options.layer, batches)
+  // Whether batches send cycles, and so which scenarios run, depends on the store; a bad name lets the store go.
+  const { cycle, examples } = await (async () => {
+    const cycle = await offersCycle(options.layer, batches, shared)
+    const chosen = options.scenarios ?? [
+      ...scenarioNames,
+      ...(batches ? batchScenarioNames : []),
+      ...(cycle ? cycleScenarioNames : [])
+    ]
+    const examples = chosen.map((name): [ReadonlyArray<SubmitSpec>, ReadonlyArray<Round>] => {
+      const scenario = scenarios[name] ?? batchScenarios[name] ?? (cycle ? cycleScenarios[name] : undefined)
+      if (scenario === undefined) throw new Error(`no scenario named ${JSON.stringify(name)} for this store`)
+      return [scenario[0], scenario[1]]
+    })
+    return { cycle, examples }
+  })().catch(async (error: unknown) => {
+    await shared?.dispose()
+    throw error
+  })
   const clientBackends: Array<Backend> = []
-  const stats: Stats = { concurrentSteps: 0, commands: 0 }
+  const stats: Stats = { concurrentSteps: 0, commands: 0, cycles: 0 }
   let runs = 0
   const started = performance.now()
   try {
@@ -170,7 +220,7 @@ export const check = async (options: StoreConcurrencyOptions): Promise<StoreConc
     }
     const property = fc.asyncProperty(
       prelude,
-      rounds(options.minRounds ?? 10, options.maxRounds ?? 16),
+      rounds(options.minRounds ?? 10, options.maxRounds ?? 16, cycle),
       async (first, sequence) => {
         const backend = shared ?? (await open(options.layer, batches))
         const clients = clientBackends.length > 0 ? clientBackends.map((b) => b.real) : [backend.real]
@@ -219,5 +269,13 @@ export const check = async (options: StoreConcurrencyOptions): Promise<StoreConc
     for (const client of clientBackends) await client.dispose()
     await shared?.dispose()
   }
-  return { runs, concurrentSteps: stats.concurrentSteps, commands: stats.commands, ms: performance.now() - started }
+  return {
+    runs,
+    scenarios: Math.min(runs, examples.length),
+    cycle,
+    concurrentSteps: stats.concurrentSteps,
+    commands: stats.commands,
+    cycles: stats.cycles,
+    ms: performance.now() - started
+  }
 }

@@ -39,6 +39,7 @@ import type {
   ChargeItem,
   ChargeResult,
   ClaimItem,
+  ClaimNextOptions,
   ClaimResult,
   CycleOptions,
   CycleReply,
@@ -212,9 +213,15 @@ export interface StoreModel {
   /**
    * `Store.cycle`: `settle`, `heartbeat`, `charge` and `claimNext` of this model, one after another at `now`. A
    * charge amount `Protocol.chargeProblem` rejects or a `fair` `Fairness.problem` rejects throws `StoreError`
-   * (`Constraint`) before any part writes.
+   * (`Constraint`) before any part writes. The claim part's `skip` passes over jobs as `claimNext`'s does (a
+   * store's cycle may pass over rows a concurrent writer holds, as its `claimNext` may).
    */
-  readonly cycle: (options: Omit<CycleOptions, "now">, now: number) => CycleReply
+  readonly cycle: (
+    options: Omit<CycleOptions, "now" | "claimNext"> & {
+      readonly claimNext?: (ClaimNextOptions & { readonly skip?: SkipOption }) | undefined
+    },
+    now: number
+  ) => CycleReply
   readonly cancel: (items: ReadonlyArray<CancelItem>, now: number) => Reply<CancelResult>
   readonly replay: (
     items: ReadonlyArray<{ readonly jobId: JobId }>,

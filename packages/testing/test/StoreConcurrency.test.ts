@@ -3,7 +3,7 @@ import { Query } from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import { Context, Effect, Layer } from "effect"
 import { linearize, type Model, type Timed } from "../src/internal/storeConcurrent/linearize.js"
-import { check, scenarioNames } from "../src/StoreConcurrency.js"
+import { check, cycleScenarioNames, scenarioNames } from "../src/StoreConcurrency.js"
 import { check as checkSequential } from "../src/StoreProperty.js"
 
 /** A counter register: `add` replies with the new total, `read` with the total. */
@@ -144,13 +144,106 @@ const mutants: ReadonlyArray<readonly [string, Layer.Layer<Store.Store | Query>]
   ]
 ]
 
+/**
+ * A memory store whose `cycle` is the four verbs called one after another with a round trip between them: each part
+ * right, one cycle at a time right (the sequential property passes it), but not one atomic write.
+ */
+const splitCycle = mutant((store) => ({
+  cycle: (options) =>
+    Effect.gen(function* () {
+      const settle = yield* store.settle({ items: options.settle ?? [], now: options.now })
+      yield* Effect.yieldNow()
+      const heartbeat = yield* store.heartbeat({ items: options.heartbeat ?? [], now: settle.now })
+      yield* Effect.yieldNow()
+      const charge = yield* store.charge({ items: options.charge ?? [], now: settle.now })
+      yield* Effect.yieldNow()
+      const claimNext =
+        options.claimNext === undefined
+          ? []
+          : (yield* store.claimNext({ ...options.claimNext, now: settle.now })).results
+      return {
+        now: settle.now,
+        settle: settle.results,
+        heartbeat: heartbeat.results,
+        charge: charge.results,
+        claimNext
+      }
+    })
+}))
+
+const failureOf = (run: Promise<unknown>): Promise<string | undefined> =>
+  run.then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error.message : String(error))
+  )
+
 describe("StoreConcurrency", () => {
-  it("the memory store is linearizable on a short run, scenarios included", async () => {
+  it("the memory store is linearizable on a short run, scenarios and cycles included", async () => {
     const result = await check({ name: "memory", layer: Store.layerMemory, freshPerRun: true, numRuns: 20 })
 
     expect(result.runs).toBe(20)
-    expect(result.concurrentSteps).toBeGreaterThanOrEqual(scenarioNames.length + (20 - scenarioNames.length) * 10)
+    expect(result.cycle).toBe(true)
+    expect(result.scenarios).toBe(scenarioNames.length + cycleScenarioNames.length)
+    expect(result.concurrentSteps).toBeGreaterThanOrEqual(result.scenarios + (20 - result.scenarios) * 10)
   })
+
+  it("a store without cycle is sent no cycle and runs no cycle scenario", async () => {
+    const withoutCycle = mutant(() => ({ cycle: undefined }))
+
+    const result = await check({ name: "memory without cycle", layer: withoutCycle, freshPerRun: true, numRuns: 12 })
+
+    expect(result.cycle).toBe(false)
+    expect(result.cycles).toBe(0)
+    expect(result.scenarios).toBe(scenarioNames.length)
+  })
+
+  it("the memory store's cycle, with a window inside every write, is linearizable over random cycles", async () => {
+    const layer = Layer.effectContext(
+      Effect.map(Store.makeMemoryWith({ interleave: () => Effect.yieldNow() }), ({ query, store }) =>
+        Context.make(Store.Store, store).pipe(Context.add(Query, query))
+      )
+    )
+
+    const result = await check({ name: "memory with windows", layer, freshPerRun: true, numRuns: 40, scenarios: [] })
+
+    expect(result.cycle).toBe(true)
+    expect(result.runs).toBe(40)
+    expect(result.cycles).toBeGreaterThan(40)
+  })
+
+  it("finds a cycle that is the four verbs one after another, which the sequential property lets through", async () => {
+    const sequential = await checkSequential({
+      name: "split cycle",
+      layer: splitCycle,
+      freshPerRun: true,
+      numRuns: 100,
+      seed: 1
+    })
+    const scenario = await failureOf(
+      check({
+        name: "split cycle",
+        layer: splitCycle,
+        freshPerRun: true,
+        numRuns: 1,
+        scenarios: cycleScenarioNames,
+        shrink: false
+      })
+    )
+
+    expect(sequential.runs).toBe(100)
+    expect(scenario).toContain("StoreConcurrentProperty (split cycle) found a history that no order of its commands")
+    expect(scenario).toContain("Cycle(")
+    expect(scenario).toMatch(/The longest order found|no order ends in what the backend holds/)
+  }, 120_000)
+
+  it("finds the split cycle from random sequences alone, without the cycle scenario", async () => {
+    const random = await failureOf(
+      check({ name: "split cycle", layer: splitCycle, freshPerRun: true, numRuns: 30, seed: 1, scenarios: [] })
+    )
+
+    expect(random).toContain("StoreConcurrentProperty (split cycle) found a history that no order of its commands")
+    expect(random).toContain("Cycle(")
+  }, 120_000)
 
   it("a memory store that opens a window inside every write is still linearizable", async () => {
     const layer = Layer.effectContext(

@@ -3,7 +3,9 @@
  * job, a queued one, a failed one, or one by index) and one request key, with a theme that says which verbs race:
  * many claims of one job; settles, heartbeats and cancels under the same and different tokens; charges under
  * distinct call ids or one call id; submits with one request key; replays of one job; `claimNext` racing claims;
- * sweeps racing settles and heartbeats; or everything at once. Before each batch come up to two commands one at a
+ * sweeps racing settles and heartbeats; or everything at once. Where the backend has `Store.cycle`, cycles (each a
+ * worker's settle, heartbeat, charge and next claim in one atomic write) race claims, settles, charges and other
+ * cycles of the jobs they release, and join the everything-at-once theme. Before each batch come up to two commands one at a
  * time and a step of store time, so that batches meet jobs in every state, leases at their end, and deadlines.
  *
  * @internal
@@ -13,7 +15,7 @@ import fc from "fast-check"
 import { leaseMs, outcome, submitSpec, token } from "../storeProperty/arbitraries.js"
 import type { SubmitSpec } from "../storeProperty/commands.js"
 import type { JobRef } from "../storeProperty/world.js"
-import type { Command, Round, TimeStep } from "./commands.js"
+import type { Command, Part, Round, TimeStep } from "./commands.js"
 
 type Kind = Command["kind"]
 
@@ -40,6 +42,23 @@ const racingSubmit: fc.Arbitrary<SubmitSpec> = fc.record({
 })
 
 const tenantRef = fc.constantFrom("own" as const, "own" as const, "none" as const, "other" as const)
+
+/** A command of kind `K` (as `commandOf(K, ...)` draws it) without its kind, as a cycle carries it. */
+const partOf = <K extends Kind>(command: Command): Part<K> => {
+  const { kind: _, ...part } = command
+  return part as unknown as Part<K>
+}
+
+/** A part of a cycle: often empty, else one or two items of the kind (which may name the same job). */
+const cyclePart = <K extends "Settle" | "Heartbeat" | "Charge">(
+  kind: K,
+  job: fc.Arbitrary<JobRef>,
+  calls: number
+): fc.Arbitrary<ReadonlyArray<Part<K>>> =>
+  fc.oneof(
+    { weight: 1, arbitrary: fc.constant([]) },
+    { weight: 2, arbitrary: fc.array(commandOf(kind, job, calls).map(partOf<K>), { minLength: 1, maxLength: 2 }) }
+  )
 
 /** One command of the given kind; `calls` bounds the call ids of charges (1: one call id for all). */
 const commandOf = (kind: Kind, job: fc.Arbitrary<JobRef>, calls: number): fc.Arbitrary<Command> => {
@@ -93,6 +112,14 @@ const commandOf = (kind: Kind, job: fc.Arbitrary<JobRef>, calls: number): fc.Arb
       })
     case "Get":
       return fc.record({ kind: fc.constant(kind), job, tenant: tenantRef })
+    case "Cycle":
+      return fc.record({
+        kind: fc.constant(kind),
+        settle: cyclePart("Settle", job, calls),
+        heartbeat: cyclePart("Heartbeat", job, calls),
+        charge: cyclePart("Charge", job, calls),
+        claimNext: fc.option(commandOf("ClaimNext", job, calls).map(partOf<"ClaimNext">), { nil: null, freq: 4 })
+      })
     case "BatchOpen":
     case "BatchAdd":
     case "BatchCancel":
@@ -100,47 +127,67 @@ const commandOf = (kind: Kind, job: fc.Arbitrary<JobRef>, calls: number): fc.Arb
   }
 }
 
-/** Which verbs race in a batch, with weights. */
-const themes: ReadonlyArray<{ readonly focus: ReadonlyArray<JobRef>; readonly kinds: Partial<Record<Kind, number>> }> =
-  [
-    { focus: ["queued", "running", 0], kinds: { Claim: 6, ClaimNext: 3, Cancel: 1, Get: 1 } },
-    { focus: ["running", "running2"], kinds: { Settle: 4, Heartbeat: 3, Claim: 2, Cancel: 1, Charge: 1, Get: 1 } },
-    { focus: ["running", "running", 0, "failed"], kinds: { Charge: 8, Settle: 1, Heartbeat: 1, Get: 1 } },
-    { focus: ["queued"], kinds: { Submit: 8, Claim: 1, Cancel: 1, ClaimNext: 1 } },
-    { focus: ["failed"], kinds: { Replay: 5, Claim: 2, Cancel: 1, ClaimNext: 1, Charge: 1 } },
-    { focus: ["running", "queued"], kinds: { Sweep: 3, Settle: 3, Heartbeat: 2, Claim: 2, ClaimNext: 1, Cancel: 1 } },
-    {
-      focus: ["running", "queued", "failed", 0, 1],
-      kinds: {
-        Submit: 1,
-        Claim: 1,
-        ClaimNext: 1,
-        Heartbeat: 1,
-        Settle: 1,
-        Charge: 1,
-        Cancel: 1,
-        Replay: 1,
-        Sweep: 1,
-        Get: 1
-      }
-    }
-  ]
+interface Theme {
+  readonly focus: ReadonlyArray<JobRef>
+  readonly kinds: Partial<Record<Kind, number>>
+}
 
-/** A batch of 2 to 8 commands at one job, in one theme. */
-const batch: fc.Arbitrary<ReadonlyArray<Command>> = fc
-  .record({
-    theme: fc.nat({ max: themes.length - 1 }),
-    pick: fc.nat(),
-    calls: fc.constantFrom(1, 2, 16)
-  })
-  .chain(({ theme, pick, calls }) => {
-    const { focus, kinds } = themes[theme]!
-    const job = near(focus[pick % focus.length]!)
-    const command = fc.oneof(
-      ...Object.entries(kinds).map(([kind, weight]) => ({ weight, arbitrary: commandOf(kind as Kind, job, calls) }))
-    )
-    return fc.array(command, { minLength: 2, maxLength: 8 })
-  })
+/** Which verbs race in a batch, with weights. */
+const themes: ReadonlyArray<Theme> = [
+  { focus: ["queued", "running", 0], kinds: { Claim: 6, ClaimNext: 3, Cancel: 1, Get: 1 } },
+  { focus: ["running", "running2"], kinds: { Settle: 4, Heartbeat: 3, Claim: 2, Cancel: 1, Charge: 1, Get: 1 } },
+  { focus: ["running", "running", 0, "failed"], kinds: { Charge: 8, Settle: 1, Heartbeat: 1, Get: 1 } },
+  { focus: ["queued"], kinds: { Submit: 8, Claim: 1, Cancel: 1, ClaimNext: 1 } },
+  { focus: ["failed"], kinds: { Replay: 5, Claim: 2, Cancel: 1, ClaimNext: 1, Charge: 1 } },
+  { focus: ["running", "queued"], kinds: { Sweep: 3, Settle: 3, Heartbeat: 2, Claim: 2, ClaimNext: 1, Cancel: 1 } },
+  {
+    focus: ["running", "queued", "failed", 0, 1],
+    kinds: {
+      Submit: 1,
+      Claim: 1,
+      ClaimNext: 1,
+      Heartbeat: 1,
+      Settle: 1,
+      Charge: 1,
+      Cancel: 1,
+      Replay: 1,
+      Sweep: 1,
+      Get: 1
+    }
+  }
+]
+
+/**
+ * The themes with `Store.cycle`: cycles of the running jobs racing claims of them, their settles, heartbeats and
+ * charges, `claimNext` and sweeps; and a cycle now and then in the everything-at-once theme.
+ */
+const cycleThemes: ReadonlyArray<Theme> = [
+  ...themes.slice(0, -1),
+  {
+    focus: ["running", "running2", 0],
+    kinds: { Cycle: 5, Claim: 2, ClaimNext: 1, Settle: 1, Heartbeat: 1, Charge: 1, Sweep: 1, Get: 1 }
+  },
+  { ...themes[themes.length - 1]!, kinds: { ...themes[themes.length - 1]!.kinds, Cycle: 1 } }
+]
+
+/** A batch of 2 to 8 commands at one job, in one theme (of `cycleThemes` when the backend has `cycle`). */
+const batch = (cycle: boolean): fc.Arbitrary<ReadonlyArray<Command>> => {
+  const chosen = cycle ? cycleThemes : themes
+  return fc
+    .record({
+      theme: fc.nat({ max: chosen.length - 1 }),
+      pick: fc.nat(),
+      calls: fc.constantFrom(1, 2, 16)
+    })
+    .chain(({ theme, pick, calls }) => {
+      const { focus, kinds } = chosen[theme]!
+      const job = near(focus[pick % focus.length]!)
+      const command = fc.oneof(
+        ...Object.entries(kinds).map(([kind, weight]) => ({ weight, arbitrary: commandOf(kind as Kind, job, calls) }))
+      )
+      return fc.array(command, { minLength: 2, maxLength: 8 })
+    })
+}
 
 /** A command one at a time before a batch: mostly claims, settles and submits that move jobs between states. */
 const single: fc.Arbitrary<Command> = fc.oneof(
@@ -169,14 +216,18 @@ const time: fc.Arbitrary<TimeStep | null> = fc.oneof(
 )
 
 /** One round: up to two commands one at a time, a step of store time, a batch. */
-const round: fc.Arbitrary<Round> = fc.record({ before: fc.array(single, { maxLength: 2 }), time, batch })
+const round = (cycle: boolean): fc.Arbitrary<Round> =>
+  fc.record({ before: fc.array(single, { maxLength: 2 }), time, batch: batch(cycle) })
 
 /** What every sequence starts with: one to four submits, so that the first batch meets jobs. */
 export const prelude: fc.Arbitrary<ReadonlyArray<SubmitSpec>> = fc.array(submitSpec, { minLength: 1, maxLength: 4 })
 
-/** A sequence of `min` to `max` rounds: every round ends with one concurrent batch. */
-export const rounds = (min: number, max: number): fc.Arbitrary<ReadonlyArray<Round>> =>
-  fc.array(round, { minLength: min, maxLength: max })
+/**
+ * A sequence of `min` to `max` rounds: every round ends with one concurrent batch; with `cycle` (the backend has
+ * `Store.cycle`), batches send cycles too. Without it the sequences are the ones drawn before cycles existed.
+ */
+export const rounds = (min: number, max: number, cycle: boolean): fc.Arbitrary<ReadonlyArray<Round>> =>
+  fc.array(round(cycle), { minLength: min, maxLength: max })
 
 const job = (overrides: Partial<SubmitSpec> = {}): SubmitSpec => ({
   tenant: 0,
@@ -245,6 +296,47 @@ export const batchScenarios: Readonly<Record<string, readonly [ReadonlyArray<Sub
           { kind: "Settle", job: 2, token: "current", outcome: { _tag: "Fail", errorClass: "auth" } },
           { kind: "BatchCancel", batch: 0 },
           claim(3, 3)
+        ]
+      }
+    ]
+  ]
+}
+
+/**
+ * The cycle scenarios, for a backend with `Store.cycle`: two workers' cycles at once, each settling its own running
+ * job (a retry at once, a release) with a heartbeat or a charge of it and claiming next, racing claims of both jobs
+ * and another worker's `claimNext`. Whichever cycle comes first, its claim takes back the job its settle released
+ * (the other job is still running), so in every order each job ends with the worker that held it and every other
+ * claim is refused; a store that lets a command in between a cycle's settle and its claim hands a released job to
+ * someone else.
+ *
+ * @internal
+ */
+export const cycleScenarios: Readonly<Record<string, readonly [ReadonlyArray<SubmitSpec>, ReadonlyArray<Round>]>> = {
+  "two cycles settle their jobs and claim next, racing claims of the released jobs": [
+    [job(), job()],
+    [
+      {
+        before: [claim(0, 0), claim(1, 1)],
+        time: null,
+        batch: [
+          {
+            kind: "Cycle",
+            settle: [{ job: 0, token: "current", outcome: { _tag: "Retry", delayMs: 0, errorClass: "timeout" } }],
+            heartbeat: [],
+            charge: [{ job: 0, call: 0, token: "current", amountCents: 1, settled: true }],
+            claimNext: { owner: 0, max: 2, leaseMs: 3_000 }
+          },
+          {
+            kind: "Cycle",
+            settle: [{ job: 1, token: "current", outcome: { _tag: "Release" } }],
+            heartbeat: [{ job: 1, token: "current", leaseMs: 3_000, progress: null }],
+            charge: [],
+            claimNext: { owner: 1, max: 2, leaseMs: 3_000 }
+          },
+          claim(0, 2),
+          claim(1, 3),
+          { kind: "ClaimNext", owner: 4, max: 2, leaseMs: 3_000 }
         ]
       }
     ]

@@ -73,11 +73,25 @@ export type Command =
   | { readonly kind: "Replay"; readonly job: JobRef }
   | { readonly kind: "Sweep"; readonly republishAfterMs: number | null; readonly limit: number | null }
   | { readonly kind: "Get"; readonly job: JobRef; readonly tenant: "own" | "other" | "none" }
+  /**
+   * `Store.cycle` (for a backend that has it): each part as its verb's command carries it, all resolved against the
+   * model before the batch (`claimNext` null: no claim). It must linearize as one step.
+   */
+  | {
+      readonly kind: "Cycle"
+      readonly settle: ReadonlyArray<Part<"Settle">>
+      readonly heartbeat: ReadonlyArray<Part<"Heartbeat">>
+      readonly charge: ReadonlyArray<Part<"Charge">>
+      readonly claimNext: Part<"ClaimNext"> | null
+    }
   /** A batch of `size` items with both callbacks (the n-th batch of the sequence after it). */
   | { readonly kind: "BatchOpen"; readonly size: number }
   /** `count` items added to the n-th batch at its landed items. */
   | { readonly kind: "BatchAdd"; readonly batch: number; readonly count: number }
   | { readonly kind: "BatchCancel"; readonly batch: number }
+
+/** A command of one kind without its kind: a part of a cycle. */
+export type Part<K extends Command["kind"]> = Omit<Extract<Command, { readonly kind: K }>, "kind">
 
 /** How store time moves before a batch: by a step, or onto a job's lease end, run-after or deadline (+-1 ms). */
 export type TimeStep =
@@ -141,6 +155,36 @@ const label = (world: ConcurrentWorld, kind: string, fields: Record<string, unkn
 /** A sweep's answer with `abandoned` as a set: the contract orders it within each of the two phases that fill it. */
 const sweepSet = (result: SweepResult): SweepResult => ({ ...result, abandoned: [...result.abandoned].sort() })
 
+/** The claimNext options a part describes (its queue: the sequence's). */
+const claimNextOptionsOf = (world: ConcurrentWorld, part: Part<"ClaimNext">) => ({
+  queue: world.queue,
+  max: part.max,
+  owner: `owner-${part.owner}`,
+  leaseMs: part.leaseMs,
+  ...(part.fair === true ? { fair: {} } : {})
+})
+
+const heartbeatItemOf = (world: ConcurrentWorld, jobId: JobId, part: Part<"Heartbeat">) => ({
+  jobId,
+  token: resolveToken(world as World, jobId, part.token),
+  leaseMs: part.leaseMs,
+  progress: part.progress ?? undefined
+})
+
+const settleItemOf = (world: ConcurrentWorld, jobId: JobId, part: Part<"Settle">) => ({
+  jobId,
+  token: resolveToken(world as World, jobId, part.token),
+  outcome: outcomeOf(part.outcome)
+})
+
+const chargeItemOf = (world: ConcurrentWorld, jobId: JobId, part: Part<"Charge">) => ({
+  jobId,
+  callId: `call-${part.call}`,
+  token: resolveToken(world as World, jobId, part.token),
+  amountCents: part.amountCents,
+  settled: part.settled
+})
+
 /**
  * Resolves a command against the world as it stands before its batch. `unknown` stands for references that find no
  * job.
@@ -177,13 +221,7 @@ export const resolve = async (world: ConcurrentWorld, command: Command): Promise
       }
     }
     case "ClaimNext": {
-      const options = {
-        queue: world.queue,
-        max: command.max,
-        owner: `owner-${command.owner}`,
-        leaseMs: command.leaseMs,
-        ...(command.fair === true ? { fair: {} } : {})
-      }
+      const options = claimNextOptionsOf(world, command)
       return {
         ...base,
         picks: true,
@@ -200,12 +238,7 @@ export const resolve = async (world: ConcurrentWorld, command: Command): Promise
     }
     case "Heartbeat": {
       const jobId = await jobOf(command.job)
-      const item = {
-        jobId,
-        token: resolveToken(world as World, jobId, command.token),
-        leaseMs: command.leaseMs,
-        progress: command.progress ?? undefined
-      }
+      const item = heartbeatItemOf(world, jobId, command)
       return {
         ...base,
         label: label(world, "Heartbeat", item),
@@ -216,11 +249,7 @@ export const resolve = async (world: ConcurrentWorld, command: Command): Promise
     }
     case "Settle": {
       const jobId = await jobOf(command.job)
-      const item = {
-        jobId,
-        token: resolveToken(world as World, jobId, command.token),
-        outcome: outcomeOf(command.outcome)
-      }
+      const item = settleItemOf(world, jobId, command)
       return {
         ...base,
         label: label(world, "Settle", { jobId, token: item.token, outcome: item.outcome }),
@@ -231,19 +260,45 @@ export const resolve = async (world: ConcurrentWorld, command: Command): Promise
     }
     case "Charge": {
       const jobId = await jobOf(command.job)
-      const item = {
-        jobId,
-        callId: `call-${command.call}`,
-        token: resolveToken(world as World, jobId, command.token),
-        amountCents: command.amountCents,
-        settled: command.settled
-      }
+      const item = chargeItemOf(world, jobId, command)
       return {
         ...base,
         label: label(world, "Charge", item),
         named: [jobId],
         real: (real) => real.run(real.store.charge({ items: [item], now })),
         model: (model) => model.charge([item], now)
+      }
+    }
+    case "Cycle": {
+      const settle: Array<ReturnType<typeof settleItemOf>> = []
+      for (const part of command.settle) settle.push(settleItemOf(world, await jobOf(part.job), part))
+      const heartbeat: Array<ReturnType<typeof heartbeatItemOf>> = []
+      for (const part of command.heartbeat) heartbeat.push(heartbeatItemOf(world, await jobOf(part.job), part))
+      const charge: Array<ReturnType<typeof chargeItemOf>> = []
+      for (const part of command.charge) charge.push(chargeItemOf(world, await jobOf(part.job), part))
+      const claimNext = command.claimNext === null ? undefined : claimNextOptionsOf(world, command.claimNext)
+      const options = { settle, heartbeat, charge, claimNext }
+      return {
+        ...base,
+        // Only the claim part picks its rows; the other parts name theirs.
+        picks: claimNext !== undefined,
+        label: `Cycle(${JSON.stringify({
+          settle: settle.map((item) => ({ job: nameOf(world, item.jobId), token: item.token, outcome: item.outcome })),
+          heartbeat: heartbeat.map((item) => ({ job: nameOf(world, item.jobId), token: item.token })),
+          charge: charge.map((item) => ({ job: nameOf(world, item.jobId), callId: item.callId, token: item.token })),
+          claimNext:
+            claimNext === undefined
+              ? null
+              : { max: claimNext.max, owner: claimNext.owner, ...(claimNext.fair === undefined ? {} : { fair: true }) }
+        })}`,
+        named: [...new Set([...settle, ...heartbeat, ...charge].map((item) => item.jobId))],
+        real: (real) => {
+          const cycle = real.store.cycle
+          if (cycle === undefined) throw new Error("a cycle command ran on a backend without cycle")
+          return real.run(cycle({ ...options, now }))
+        },
+        model: (model, skip) =>
+          model.cycle({ ...options, claimNext: claimNext === undefined ? undefined : { ...claimNext, skip } }, now)
       }
     }
     case "Cancel": {

@@ -19,6 +19,8 @@ import { linearize, type Model, type Timed } from "./linearize.js"
 export interface Stats {
   concurrentSteps: number
   commands: number
+  /** The `cycle` commands among them. */
+  cycles: number
 }
 
 /** One command of a window as it happened. */
@@ -294,6 +296,7 @@ export const window = async (
   const done = await Promise.all(sent)
   const ops: ReadonlyArray<Recorded> = done.map((op, i) => ({ ...op, skip: skipOf(done, i) }))
   stats.commands += ops.length
+  stats.cycles += ops.filter((op) => op.resolved.command.kind === "Cycle").length
   if (ops.length > 1) stats.concurrentSteps += 1
   // The queue's records tell most orders apart; the attempt and ledger rows that an end state changed are read
   // next, for the end states the records left.
