@@ -7,7 +7,15 @@ import { describe, expect, layer } from "@effect/vitest"
 import { makeJobId } from "@slowcall/core/Ids"
 import { Effect } from "effect"
 import * as PgStore from "../src/PgStore.js"
-import { holdServer, only, pgliteStoreLayer, serverStoreLayer, submitOne, submitOptions, uniqueSchema } from "./support.js"
+import {
+  holdServer,
+  only,
+  pgliteStoreLayer,
+  serverStoreLayer,
+  submitOne,
+  submitOptions,
+  uniqueSchema
+} from "./support.js"
 
 holdServer()
 

@@ -3,7 +3,7 @@
  * `batch.ts` for how a batch becomes statements). The rules are the SQL's; this file only shapes parameters and
  * reads replies. Where a reply must be interpreted (why a claim, a fenced write, a cancel or a replay missed), it
  * asks `Protocol` about the row the statement returned, and runs the item again when that row says the write
- * should have applied (a concurrent writer won the row in between).
+ * should have applied (a concurrent writer won the row in between). `cycle` is those verbs over one transaction.
  *
  * @internal
  */
