@@ -7,13 +7,12 @@
 import { expect, it } from "@effect/vitest"
 import { PGlite } from "@electric-sql/pglite"
 import type { TransportError } from "@slowcall/core/Errors"
-import * as Handler from "@slowcall/core/Handler"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Job"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Transport from "@slowcall/core/Transport"
-import * as Worker from "@slowcall/core/Worker"
-import { Context, Effect, Exit, Fiber, Layer, Schedule, Schema, Scope } from "effect"
+import { KeepAliveTakeover } from "@slowcall/testing/KeepAliveTakeover"
+import { Effect, Exit, Fiber, Layer, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe } from "vitest"
 import { makePgDriver, makePgliteDriver } from "../src/internal/driver.js"
@@ -113,16 +112,6 @@ describe("migrations", () => {
       PgStore.make(makePgDriver({ connectionString: DATABASE_URL, max: 1 }), { schema: 'x"; DROP' })
     ).toThrow(/invalid schema name/)
   })
-})
-
-/** A handler for the jobs `jobOptions` makes, whose worst case (a 60 s call, a 66 s lease) dwarfs any keep-alive. */
-const echoHandler = Handler.make({
-  type: "demo.echo",
-  version: 1,
-  input: Schema.Struct({ id: Schema.String }),
-  result: Schema.Struct({ echoed: Schema.String }),
-  attempt: { timeoutMs: 60_000 },
-  run: (input) => Effect.succeed({ echoed: input.id })
 })
 
 const backends = [
@@ -464,47 +453,8 @@ for (const backend of backends) {
     )
   })
 
-  describe(`keep-alive leases under the core Worker: ${backend.name}`, () => {
-    it.live("a lease claimed and never renewed is taken over by a Worker's claimNext once it ends; no sweep runs", () =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const context = yield* Layer.build(backend.layer())
-          const store = Context.get(context, PgStore.PgStore)
-          const queue = `keepalive-${(yield* makeJobId).slice(0, 8)}`
-          const options = yield* jobOptions(queue)
-          yield* submitOne(store, options)
-          // A process claims the job with a 1.5 s keep-alive, then dies: nothing renews it, no Sweeper runs.
-          const dead = only(yield* store.claim({ items: [{ jobId: options.id, owner: "dead/1", leaseMs: 1_500 }] }))
-          if (dead._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${dead._tag}`)
-
-          yield* Worker.make({ queue, handlers: [echoHandler] }).pipe(Effect.provide(context))
-          yield* Effect.repeat(store.get({ jobId: options.id }), {
-            until: (job) => job.state === "succeeded",
-            schedule: Schedule.spaced("100 millis")
-          }).pipe(Effect.timeout("15 seconds"))
-          const done = yield* store.get({ jobId: options.id })
-
-          const attempts = yield* store.attempts({ jobId: options.id })
-          expect(attempts.map((a) => [a.token, a.worker === "dead/1", a.outcome])).toEqual([
-            [1, true, "expired"],
-            [2, false, "succeeded"]
-          ])
-          // Taken over once the keep-alive ended (store time), long before the 66 s worst case the wait above
-          // would have needed to cover.
-          expect(attempts[1]!.startedAt).toBeGreaterThan(dead.job.leaseUntil!)
-          expect(done.leaseToken).toBe(2)
-          // The dead holder's token can never commit.
-          const late = only(
-            yield* store.settle({
-              items: [{ jobId: options.id, token: 1, outcome: { _tag: "Complete", result: { late: true } } }]
-            })
-          )
-          expect(late._tag).toBe("LeaseLost")
-          expect((yield* store.get({ jobId: options.id })).result).toEqual(done.result)
-        })
-      )
-    )
-  })
+  // Layer.suspend: PGlite's database is opened in beforeAll, after the tests are registered.
+  KeepAliveTakeover({ name: backend.name, layer: Layer.suspend(() => backend.layer()) })
 }
 
 describe("store time on the server", () => {

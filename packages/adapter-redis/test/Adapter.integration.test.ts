@@ -9,7 +9,8 @@ import * as Handler from "@slowcall/core/Handler"
 import { makeJobId } from "@slowcall/core/Ids"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Worker from "@slowcall/core/Worker"
-import { Chunk, Context, Effect, Fiber, Layer, Schedule, Schema, Stream } from "effect"
+import { KeepAliveTakeover } from "@slowcall/testing/KeepAliveTakeover"
+import { Chunk, Context, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { Redis } from "ioredis"
 import { describe } from "vitest"
 import * as RedisStore from "../src/RedisStore.js"
@@ -48,6 +49,9 @@ const echo = Handler.make({
   run: (input) => Effect.succeed({ echoed: input.text })
 })
 
+// The Worker's claimNext finds the lapsed lease by polling: nothing publishes when a lease ends.
+KeepAliveTakeover({ name: "redis server", layer: Layer.suspend(() => adapter({ pollMs: 500 })) })
+
 describe("the adapter under the core Worker", () => {
   it.live("a worker waiting on pub/sub (no polling) runs submitted jobs at once; watch follows each to the end", () =>
     Effect.scoped(
@@ -80,51 +84,6 @@ describe("the adapter under the core Worker", () => {
         }
         const attempts = yield* store.attempts({ jobId: submitted[0]!.job.id })
         expect(attempts).toMatchObject([{ token: 1, outcome: "succeeded" }])
-      })
-    )
-  )
-
-  it.live("a lease claimed and never renewed is taken over by a Worker's claimNext once it ends; no sweep runs", () =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const context = yield* Layer.build(adapter({ pollMs: 500 }))
-        const store = Context.get(context, RedisStore.RedisStore)
-        const job = yield* item("keepalive")
-        yield* store.submit({ items: [job] })
-        // A process claims the job with a 1.5 s keep-alive, then dies: nothing renews it, no Sweeper runs.
-        const dead = (yield* store.claim({ items: [{ jobId: job.id, owner: "dead/1", leaseMs: 1_500 }] })).results[0]!
-        if (dead._tag !== "Claimed") return yield* Effect.dieMessage(`not claimed: ${dead._tag}`)
-        // The handler's worst case is a 60 s call (a 66 s lease); the Worker holds its 6 s keep-alive instead.
-        const slowEcho = Handler.make({
-          type: "demo.echo",
-          version: 1,
-          input: Schema.Struct({ id: Schema.String }),
-          result: Schema.Struct({ echoed: Schema.String }),
-          attempt: { timeoutMs: 60_000 },
-          run: (input) => Effect.succeed({ echoed: input.id })
-        })
-
-        yield* Worker.make({ queue: "keepalive", handlers: [slowEcho] }).pipe(Effect.provide(context))
-        yield* Effect.repeat(store.get({ jobId: job.id }), {
-          until: (j) => j.state === "succeeded",
-          schedule: Schedule.spaced("100 millis")
-        }).pipe(Effect.timeout("15 seconds"))
-        const done = yield* store.get({ jobId: job.id })
-
-        const attempts = yield* store.attempts({ jobId: job.id })
-        expect(attempts.map((a) => [a.token, a.worker === "dead/1", a.outcome])).toEqual([
-          [1, true, "expired"],
-          [2, false, "succeeded"]
-        ])
-        // Taken over once the keep-alive ended (store time), long before the worst case the wait above would need.
-        expect(attempts[1]!.startedAt).toBeGreaterThan(dead.job.leaseUntil!)
-        expect(done.leaseToken).toBe(2)
-        // The dead holder's token can never commit.
-        const late = yield* store.settle({
-          items: [{ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: { echoed: "late" } } }]
-        })
-        expect(late.results[0]!._tag).toBe("LeaseLost")
-        expect((yield* store.get({ jobId: job.id })).result).toEqual(done.result)
       })
     )
   )

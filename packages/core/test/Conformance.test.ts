@@ -3,6 +3,7 @@ import * as Limiter from "@slowcall/core/Limiter"
 import * as Query from "@slowcall/core/Query"
 import * as Store from "@slowcall/core/Store"
 import * as Transport from "@slowcall/core/Transport"
+import { KeepAliveTakeover } from "@slowcall/testing/KeepAliveTakeover"
 import { LimiterConformance } from "@slowcall/testing/LimiterConformance"
 import { StoreConformance } from "@slowcall/testing/StoreConformance"
 import { TransportConformance } from "@slowcall/testing/TransportConformance"
@@ -37,6 +38,23 @@ TransportConformance({
 TransportConformance({
   name: "memory with maxReceiveCount 3",
   layer: Transport.layerMemory({ maxReceiveCount: 3 })
+})
+
+// The memory transport as a store-selected intake (as on Postgres and Redis): the worker claims with `claimNext` and
+// looks again every 50 ms, since nothing publishes a message when a lease ends.
+KeepAliveTakeover({
+  name: "memory, the transport as a store-selected intake",
+  layer: Layer.merge(
+    Store.layerMemory,
+    Layer.map(Transport.layerMemory(), (context) => {
+      const transport = Context.get(context, Transport.Transport)
+      return Context.make(Transport.Transport, {
+        ...transport,
+        capabilities: { ...transport.capabilities, claimsFromStore: true },
+        awaitWork: ({ waitMs }) => Effect.sleep(Math.min(waitMs, 50))
+      })
+    })
+  )
 })
 
 LimiterConformance({

@@ -222,7 +222,8 @@ export class Timeout extends SlowcallError {
 }
 
 /**
- * Options `open` or `worker` cannot use (an unknown URL scheme, SQS beside the memory store, a closed queue).
+ * Options `open` or `worker` cannot use (an unknown URL scheme, SQS beside the memory store, a closed queue, a worker
+ * option the core `Worker` refuses with `InvalidWorkerOptions`, kept as `.cause`).
  *
  * @since 0.1.0
  * @category errors
@@ -301,6 +302,8 @@ export const fromCore = (error: unknown): unknown => {
       const retryable = reason !== "Constraint" && reason !== "Unknown"
       return new StoreUnavailable(messageOf(error), retryable, reason === "Ambiguous", cause)
     }
+    case "InvalidWorkerOptions":
+      return new ConfigError(messageOf(error), cause)
     case "TransportError":
     case "RedriveUnsafe":
       return new TransportUnavailable(messageOf(error), cause)

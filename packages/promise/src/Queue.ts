@@ -296,7 +296,8 @@ export interface SubmittedBatch {
 /**
  * Options of `worker`. `sweeper` (default true) also runs the core Sweeper for this queue in the worker: expired
  * leases go back to queued, lost messages are republished, overdue jobs are abandoned. `shutdownGraceMs` is how long
- * `stop` lets running handlers finish before aborting their signals (default 10 s).
+ * `stop` lets running handlers finish before aborting their signals (default 10 s). `keepAliveMs` is the core
+ * Worker's (see its doc).
  *
  * @since 0.1.0
  * @category models
@@ -308,6 +309,17 @@ export interface WorkerOptions {
   readonly sweeper?: boolean | { readonly intervalMs?: number | undefined } | undefined
   readonly shutdownGraceMs?: number | undefined
   readonly id?: string | undefined
+  /**
+   * How long a job this worker holds may go unheard from before another worker may claim it (default 6 s,
+   * `Lease.defaultKeepAliveMs`; a handler whose attempt worst case is shorter holds only that). The worker renews it
+   * every third, batched; a worker that dies gives its jobs back after about this long. A process paused for longer
+   * has its attempts fenced (they commit nothing) and another worker may make the call again. A whole number of ms,
+   * at least 3: anything else rejects `start` with `ConfigError` (its `.cause` the core's `InvalidWorkerOptions`)
+   * and nothing is claimed.
+   *
+   * @since 0.9.0
+   */
+  readonly keepAliveMs?: number | undefined
 }
 
 /**
@@ -639,21 +651,25 @@ export const open = async (options: OpenOptions): Promise<Queue> => {
             Effect.gen(function* () {
               const opened = yield* Scope.make()
               scope = opened
-              yield* Scope.extend(
-                Worker.make({
+              // A start that fails (an option the core Worker refuses) leaves nothing running behind it.
+              yield* Effect.gen(function* () {
+                yield* Worker.make({
                   queue,
                   handlers: coreHandlers,
                   id: workerOptions.id,
                   concurrency: workerOptions.concurrency,
                   prefetch: workerOptions.prefetch,
-                  shutdownGraceMs: workerOptions.shutdownGraceMs
-                }),
-                opened
+                  shutdownGraceMs: workerOptions.shutdownGraceMs,
+                  keepAliveMs: workerOptions.keepAliveMs
+                })
+                if (sweeper !== false) {
+                  const every = sweeper === true ? undefined : sweeper.intervalMs
+                  yield* Sweeper.make({ queue, intervalMs: every })
+                }
+              }).pipe(
+                Scope.extend(opened),
+                Effect.onError((cause) => Scope.close(opened, Exit.failCause(cause)))
               )
-              if (sweeper !== false) {
-                const every = sweeper === true ? undefined : sweeper.intervalMs
-                yield* Scope.extend(Sweeper.make({ queue, intervalMs: every }), opened)
-              }
             })
           ).then(() => {
             workers.add(worker)

@@ -1,6 +1,7 @@
 import * as Core from "@slowcall/core/Errors"
 import { BudgetExceeded as CoreBudgetExceeded, DeadlineExceeded as CoreDeadlineExceeded } from "@slowcall/core/Handler"
 import type { JobId } from "@slowcall/core/Job"
+import { InvalidWorkerOptions } from "@slowcall/core/Worker"
 import { describe, expect, it } from "vitest"
 import {
   AlreadyTerminal,
@@ -46,7 +47,8 @@ describe("Errors", () => {
         new Core.TransportError({ reason: "Connection", operation: "publish", detail: "down" }),
         TransportUnavailable,
         "transport_unavailable"
-      ]
+      ],
+      [new InvalidWorkerOptions({ option: "keepAliveMs", reason: "too short" }), ConfigError, "config"]
     ]
     for (const [core, expected, code] of cases) {
       const mapped = fromCore(core)

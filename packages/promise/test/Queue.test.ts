@@ -150,6 +150,68 @@ describe("Queue", () => {
     await worker.stop()
   })
 
+  it("keepAliveMs is the lease the worker holds, renewed while the handler runs", async () => {
+    const queue = await openMemory()
+    let release: (() => void) | undefined
+    // The handler's worst case is 66 s (a 60 s call): without the option the worker would hold 6 s.
+    const worker = queue.worker({
+      keepAliveMs: 600,
+      handlers: {
+        echo: async (input: { text: string }) => {
+          await new Promise<void>((resolve) => {
+            release = resolve
+          })
+          return input
+        }
+      }
+    })
+    await worker.start()
+    const { id } = await queue.submit("echo", { text: "hi" })
+
+    const ahead: Array<number> = []
+    const seen = new Set<number>()
+    for (let i = 0; i < 500 && (release === undefined || seen.size < 6); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const job = await queue.get(id)
+      if (job.state !== "running" || job.leaseUntil === null) continue
+      ahead.push(job.leaseUntil - Date.now())
+      seen.add(job.leaseUntil)
+    }
+    const running = await queue.get(id)
+    release?.()
+    const done = await queue.wait(id, { timeoutMs: 10_000 })
+
+    // Renewed every 200 ms (six lease ends seen, well past the first lease), never more than the keep-alive ahead,
+    // and still the first claim.
+    expect(seen.size).toBeGreaterThanOrEqual(6)
+    expect(Math.max(...ahead)).toBeLessThanOrEqual(600)
+    expect(running.leaseToken).toBe(1)
+    expect(done.state).toBe("succeeded")
+    expect(await queue.attempts(id)).toHaveLength(1)
+  })
+
+  it("a keepAliveMs the core Worker refuses rejects start with ConfigError and claims nothing", async () => {
+    const queue = await openMemory()
+    const { id } = await queue.submit("echo", { text: "a" })
+
+    for (const keepAliveMs of [2, 2.5, 0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      const bad = queue.worker({ handlers: echo, keepAliveMs })
+      const error = await bad.start().catch((e: unknown) => e)
+
+      expect(error).toBeInstanceOf(ConfigError)
+      expect((error as ConfigError).message).toMatch(/^worker option keepAliveMs: /)
+      expect((error as ConfigError).cause).toMatchObject({ _tag: "InvalidWorkerOptions", option: "keepAliveMs" })
+      await bad.stop()
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect((await queue.get(id)).state).toBe("queued")
+    expect(await queue.attempts(id)).toEqual([])
+
+    const good = queue.worker({ handlers: echo, keepAliveMs: 3 })
+    await good.start()
+    expect((await queue.wait(id, { timeoutMs: 10_000 })).state).toBe("succeeded")
+  })
+
   it("progress reported by a running handler is stored with the next heartbeat", async () => {
     const queue = await openMemory()
     let release: (() => void) | undefined

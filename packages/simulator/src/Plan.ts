@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import { defaultKeepAliveMs, keptLeaseMs, leaseFor } from "@slowcall/core/Lease"
 import * as fc from "fast-check"
 import { type BatchPlan, batchPlans } from "./BatchesPlan.js"
 import * as LimitsPlan from "./LimitsPlan.js"
@@ -152,6 +153,91 @@ export interface HandlerShape {
 export const oneCall: HandlerShape = { steps: 1, retries: 0, fallback: false }
 
 /**
+ * The attempt policy the simulated handler declares: its calls' timeout (one per step of the chain), in-attempt
+ * retries and fallback.
+ *
+ * @since 0.9.0
+ * @category combinators
+ */
+export const attemptPolicy = (plan: Pick<Plan, "callTimeoutMs" | "handler">) => {
+  const shape = plan.handler ?? oneCall
+  return {
+    timeoutMs: plan.callTimeoutMs * shape.steps,
+    retries: shape.retries,
+    fallbacks: shape.fallback ? 1 : 0
+  }
+}
+
+/**
+ * The handler's worst case in a plan: the attempt's lease as the core sizes it (`Lease.leaseFor`).
+ *
+ * @since 0.9.0
+ * @category combinators
+ */
+export const worstCaseMs = (plan: Pick<Plan, "callTimeoutMs" | "handler">): number => leaseFor(attemptPolicy(plan))
+
+/**
+ * The lease a plan's workers hold for each job (`Lease.keptLeaseMs`): the plan's keep-alive (the Worker's default
+ * when the plan has none), or the handler's worst case when that is shorter.
+ *
+ * @since 0.9.0
+ * @category combinators
+ */
+export const heldLeaseMs = (plan: Pick<Plan, "callTimeoutMs" | "handler" | "keepAliveMs">): number =>
+  keptLeaseMs(worstCaseMs(plan), plan.keepAliveMs ?? defaultKeepAliveMs)
+
+/**
+ * How a plan's keep-alive is drawn, relative to the handler's worst case: the Worker's default (6 s, whatever the
+ * worst case), a quarter or half of it (the lease is renewed many times in one attempt), the worst case itself (the
+ * keep-alive ends with the attempt), or twice it (the worst case bounds the lease). Plans draw the first three twice
+ * as often as the last two, and shrink toward the default.
+ *
+ * @since 0.9.0
+ * @category models
+ */
+export const keepAliveShares = ["default", "quarter", "half", "worstCase", "twice"] as const
+
+/**
+ * The shares as plans draw them: the default, a quarter and half (the keep-alive regime: mostly a lease shorter than
+ * the worst case, renewed and taken over mid-attempt) twice as often as once and twice the worst case (the lease a
+ * worker held before keep-alives). Shrinks toward the default.
+ */
+const keepAliveDraws: ReadonlyArray<(typeof keepAliveShares)[number]> = [
+  "default",
+  "default",
+  "quarter",
+  "quarter",
+  "half",
+  "half",
+  "worstCase",
+  "twice"
+]
+
+/**
+ * The keep-alive in ms a share gives for a plan's handler (at least 3 ms, the Worker's lower bound).
+ *
+ * @since 0.9.0
+ * @category combinators
+ */
+export const keepAliveFor = (
+  plan: Pick<Plan, "callTimeoutMs" | "handler">,
+  share: (typeof keepAliveShares)[number]
+): number => {
+  const worst = worstCaseMs(plan)
+  const ms =
+    share === "default"
+      ? defaultKeepAliveMs
+      : share === "quarter"
+        ? worst / 4
+        : share === "half"
+          ? worst / 2
+          : share === "worstCase"
+            ? worst
+            : worst * 2
+  return Math.max(3, Math.round(ms))
+}
+
+/**
  * The sweeper's settings in a plan.
  *
  * @since 0.2.0
@@ -244,6 +330,12 @@ export interface Plan {
   readonly batches?: ReadonlyArray<BatchPlan> | undefined
   /** The schedule every worker process declares and runs (see `SchedulesPlan.ts`); a plan saved without it: none. */
   readonly schedule?: SchedulePlan | null | undefined
+  /**
+   * The keep-alive every worker process holds (`WorkerOptions.keepAliveMs`), drawn from `keepAliveShares` around the
+   * handler's worst case; the targeted pause and late claim reply aim at the lease it gives (`heldLeaseMs`). A plan
+   * saved without it runs the Worker's default and aims its targeted scenarios at the worst case, as it was saved.
+   */
+  readonly keepAliveMs?: number | undefined
 }
 
 /**
@@ -433,9 +525,13 @@ export const arbitrary = (options: PlanOptions): fc.Arbitrary<Plan> => {
   const drawn = plan.map((p) => (p.relay === false ? { ...noRelay(p, allowed), intake: "transport" as const } : p))
   // Limits are drawn after everything else, so every other field is what the seed drew before they existed. A
   // no-relay world has none: a throttled job takes a receive without an attempt, which its redrive policy forbids.
+  // The keep-alive is drawn after the limits, for the same reason.
   return fc
-    .tuple(drawn, LimitsPlan.arbitrary)
-    .map(([p, limits]) => (limits === null || p.relay === false ? p : { ...p, limits }))
+    .tuple(drawn, LimitsPlan.arbitrary, fc.constantFrom<(typeof keepAliveShares)[number]>(...keepAliveDraws))
+    .map(([p, limits, share]) => {
+      const withLimits = limits === null || p.relay === false ? p : { ...p, limits }
+      return { ...withLimits, keepAliveMs: keepAliveFor(p, share) }
+    })
 }
 
 /**

@@ -9,7 +9,6 @@ import { BatchStore } from "@slowcall/core/Batch"
 import * as Client from "@slowcall/core/Client"
 import * as Handler from "@slowcall/core/Handler"
 import { isTerminal, type Job, type JobId } from "@slowcall/core/Job"
-import { leaseFor } from "@slowcall/core/Lease"
 import * as Limiter from "@slowcall/core/Limiter"
 import * as Protocol from "@slowcall/core/Protocol"
 import * as Query from "@slowcall/core/Query"
@@ -38,7 +37,17 @@ import { type Actor, actor, crash, epoch, Faults, Incarnation, ofIncarnation, sk
 import * as LimitsPlan from "./LimitsPlan.js"
 import { ProviderLimits } from "./LimitsProvider.js"
 import { watch } from "./OpCount.js"
-import { defaultSweeper, type HandlerShape, has, isNoRelay, oneCall, type Plan } from "./Plan.js"
+import {
+  attemptPolicy,
+  defaultSweeper,
+  type HandlerShape,
+  has,
+  heldLeaseMs,
+  isNoRelay,
+  oneCall,
+  type Plan,
+  worstCaseMs
+} from "./Plan.js"
 import * as Schedules from "./Schedules.js"
 import { VirtualClock } from "./SimClock.js"
 import * as SimLimiter from "./SimLimiter.js"
@@ -121,6 +130,7 @@ interface World {
   readonly model: SimModel.SimModel
   /** The fleet's Limiter (in store time), when the plan has limits; every participant's proxy wraps it. */
   readonly limiter: Limiter.Limiter["Type"] | undefined
+  /** The lease the targeted scenarios aim at: the one a worker holds (`Plan.heldLeaseMs`), see `run`. */
   readonly lease: number
   readonly slots: Array<Slot>
   /** Acknowledged submits: job index -> job id. */
@@ -162,7 +172,10 @@ const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: Ru
     })
     // Workers that claim from the Store are woken by a transport of wake-ups only (see `internal/wakeups.ts`).
     const intakeTransport = plan.intake === "store" ? Wakeups.make(clock, wakeupPollMs) : memoryTransport
-    const lease = leaseFor(attemptPolicy(plan))
+    // The first call's targeted latency is measured against the handler's worst case; the targeted pause, late claim
+    // reply and stale window against the lease a worker holds (a plan saved without a keep-alive: the worst case).
+    const worstCase = worstCaseMs(plan)
+    const lease = plan.keepAliveMs === undefined ? worstCase : heldLeaseMs(plan)
     const limiter = plan.limits === undefined ? undefined : yield* defineLimits(plan.limits)
     const model = SimModel.make(
       {
@@ -174,7 +187,7 @@ const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: Ru
         heavyTail: has(plan, "F13"),
         boundedMaxMs: Math.max(1, Math.floor(plan.callTimeoutMs * 0.8)),
         firstCallLatencyMs:
-          plan.targeted._tag === "LatencyLeaseMinusDelta" ? Math.max(1, lease - plan.targeted.deltaMs) : undefined
+          plan.targeted._tag === "LatencyLeaseMinusDelta" ? Math.max(1, worstCase - plan.targeted.deltaMs) : undefined
       },
       history,
       clock,
@@ -325,16 +338,6 @@ const steps = Effect.fnUntraced(function* <A, E>(step: Effect.Effect<A, E>, n: n
 /** The handler's shape in a plan (plans saved before it existed make one call per attempt). */
 const shapeOf = (plan: Plan): HandlerShape => plan.handler ?? oneCall
 
-/** The attempt policy the handler declares: its calls' timeout, in-attempt retries and fallback, per step. */
-const attemptPolicy = (plan: Plan) => {
-  const shape = shapeOf(plan)
-  return {
-    timeoutMs: plan.callTimeoutMs * shape.steps,
-    retries: shape.retries,
-    fallbacks: shape.fallback ? 1 : 0
-  }
-}
-
 /** Backoff of the handler's in-attempt retry `n` (0-based), as a provider SDK would wait. */
 const inAttemptBackoffMs = (n: number): number => 400 * 2 ** n
 
@@ -470,6 +473,7 @@ const startWorker: (world: World, slot: number) => Effect.Effect<void> = Effect.
             : limits.resources.map((_, r) => handlerFor(world, incarnation, r)),
         concurrency: plan.concurrency,
         prefetch: plan.prefetch ?? 0,
+        ...(plan.keepAliveMs === undefined ? {} : { keepAliveMs: plan.keepAliveMs }),
         receiveWaitMs: 5_000,
         shutdownGraceMs: 2_000,
         retry: { baseMs: 200, capMs: 3_000 },

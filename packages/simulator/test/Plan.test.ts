@@ -49,6 +49,50 @@ describe("plans", () => {
     )
   })
 
+  it("draw a keep-alive below, at and above the handler's worst case, and the Worker's default", () => {
+    const kinds = new Set<string>()
+    for (const plan of plans) {
+      const keepAliveMs = plan.keepAliveMs!
+      const worst = Plan.worstCaseMs(plan)
+      expect(Number.isSafeInteger(keepAliveMs) && keepAliveMs >= 3).toBe(true)
+      expect(Plan.keepAliveShares.map((share) => Plan.keepAliveFor(plan, share))).toContain(keepAliveMs)
+      expect(Plan.heldLeaseMs(plan)).toBe(Math.min(worst, keepAliveMs))
+      kinds.add(keepAliveMs < worst ? "below" : keepAliveMs === worst ? "at" : "above")
+      if (keepAliveMs === 6_000) kinds.add("default")
+    }
+    expect(kinds).toEqual(new Set(["below", "at", "above", "default"]))
+    // A plan saved without one holds the Worker's default, or the worst case when that is shorter.
+    const { keepAliveMs: _, ...saved } = plans[0]!
+    expect(Plan.heldLeaseMs(saved)).toBe(Math.min(Plan.worstCaseMs(saved), 6_000))
+  })
+
+  it("run workers that hold the plan's keep-alive and renew it through calls longer than it", () => {
+    const base = fc.sample(Plan.arbitrary({ jobs: 4, workers: 2, faults: [] }), { seed: 6, numRuns: 1 })[0]!
+    const plan: Plan.Plan = {
+      ...base,
+      budgets: [null],
+      cancels: [],
+      callTimeoutMs: 6_000,
+      handler: Plan.oneCall,
+      model: { ...base.model, medianMs: 800 },
+      keepAliveMs: 200
+    }
+    const { run, verdict } = Simulate.runAndCheck(plan)
+    expect(verdict.violations).toEqual([])
+    const leases = run.events.flatMap((e) =>
+      e.k === "write" && e.ok && (e.op === "claim" || e.op === "heartbeat") && e.after?.leaseUntil != null
+        ? [{ op: e.op, ms: e.after.leaseUntil - e.t }]
+        : []
+    )
+    // Every claim and renewal asks for the 200 ms keep-alive, not the 7 s worst case.
+    expect(new Set(leases.map((l) => l.ms))).toEqual(new Set([200]))
+    expect(leases.filter((l) => l.op === "heartbeat").length).toBeGreaterThan(4)
+    // Calls that outlast the keep-alive several times over still make one call per job, under its first token.
+    const calls = run.events.filter((e) => e.k === "call")
+    expect(calls.some((c) => c.end - c.t > 600)).toBe(true)
+    expect(calls.map((c) => c.token)).toEqual([1, 1, 1, 1])
+  })
+
   it("bill a fault-free run's calls above and below their estimate, each settled at exactly its bill", () => {
     const base = fc.sample(Plan.arbitrary({ jobs: 6, workers: 2, faults: [] }), { seed: 5, numRuns: 1 })[0]!
     const plan: Plan.Plan = {

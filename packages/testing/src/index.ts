@@ -1,7 +1,8 @@
 /**
- * Conformance suites that every Store, Transport and Limiter adapter runs, the model-based properties of the Store
- * (one command at a time, and concurrent batches checked for linearizability) and of the Limiter with their
- * reference models, a stress run of the Limiter, and the job factory they arrange state with.
+ * Conformance suites that every Store, Transport and Limiter adapter runs, the keep-alive takeover through a real
+ * Worker, the model-based properties of the Store (one command at a time, and concurrent batches checked for
+ * linearizability) and of the Limiter with their reference models, a stress run of the Limiter, and the job factory
+ * they arrange state with.
  *
  * @since 0.1.0
  */
@@ -14,6 +15,10 @@ export * as FaultProxy from "./FaultProxy.js"
  * @since 0.1.0
  */
 export * as JobFactory from "./JobFactory.js"
+/**
+ * @since 0.9.0
+ */
+export * as KeepAliveTakeover from "./KeepAliveTakeover.js"
 /**
  * @since 0.4.0
  */
