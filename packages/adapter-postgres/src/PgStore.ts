@@ -3,7 +3,8 @@
  * batch of a protocol verb is one conditional SQL statement over arrays of its items (see
  * `internal/statements.ts`), cut into consecutive statements only where the batch names one job (or one request
  * key) twice, so the row is the lock and the statement is the transaction; store time is the server's `now()`
- * unless a test passes `now`.
+ * unless a test passes `now`. `cycle` runs the settle, heartbeat, charge and claimNext statements in one
+ * transaction, at its one `now()`.
  *
  * Layers, one per seam, composable with any other adapter's:
  * - `PgDriver.layer` / `layerPglite` / `layerConfig`: the shared connection (`PgDriver`).

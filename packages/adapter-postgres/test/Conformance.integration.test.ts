@@ -22,13 +22,13 @@ holdServer()
 StoreConformance({
   name: "postgres server",
   layer: serverStoreLayer(uniqueSchema("conf")),
-  capabilities: { concurrent: true, sharedState: true, batches: true }
+  capabilities: { concurrent: true, sharedState: true, batches: true, cycle: true }
 })
 
 StoreConformance({
   name: "pglite in memory",
   layer: pgliteStoreLayer(),
-  capabilities: { concurrent: true, sharedState: false, batches: true }
+  capabilities: { concurrent: true, sharedState: false, batches: true, cycle: true }
 })
 
 /** PgStore (migrating the schema, and for `prepare`) and then PgTransport on the Clock, over one driver. */

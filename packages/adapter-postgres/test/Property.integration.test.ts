@@ -1,7 +1,7 @@
 /**
  * The model-based property of the Store on the Postgres adapter, 1000 random sequences on each of the real server
- * (a fresh schema per run, dropped after) and PGlite in memory, `PgStore.purge` among the verbs, then 100 of the
- * purge-focused mix on each. One layer serves every sequence (each has its own queue, tenants and job ids), so a
+ * (a fresh schema per run, dropped after) and PGlite in memory, `PgStore.purge` among the verbs and Cycle commands
+ * among them too (the store offers `cycle`, which the property detects), then 100 of the purge-focused mix on each. One layer serves every sequence (each has its own queue, tenants and job ids), so a
  * sequence costs only its statements.
  */
 import { StoreProperty } from "@slowcall/testing/StoreProperty"

@@ -3,7 +3,7 @@
  * `batch.ts` for how a batch becomes statements). The rules are the SQL's; this file only shapes parameters and
  * reads replies. Where a reply must be interpreted (why a claim, a fenced write, a cancel or a replay missed), it
  * asks `Protocol` about the row the statement returned, and runs the item again when that row says the write
- * should have applied (a concurrent writer won the row in between).
+ * should have applied (a concurrent writer won the row in between). `cycle` is those verbs over one transaction.
  *
  * @internal
  */
@@ -19,16 +19,19 @@ import type {
   ChargeResult,
   ClaimItem,
   ClaimResult,
+  CycleOptions,
+  CycleReply,
   Fenced,
   HeartbeatItem,
   HeartbeatResult,
   ReplayItemResult,
+  Reply,
   SettleItem,
   SettleResult,
   Store,
   SubmitOutcome
 } from "@slowcall/core/Store"
-import { Effect } from "effect"
+import { Effect, Runtime } from "effect"
 import { type BatchSpec, type ChunkReply, runBatch } from "./batch.js"
 import type { Queryable } from "./driver.js"
 import { toStoreError } from "./errors.js"
@@ -133,10 +136,7 @@ interface Sql {
   ) => Effect.Effect<Array<Row>, StoreError>
   readonly readNow: Effect.Effect<number, StoreError>
   /** Runs `fn` in one transaction (or in the caller's, when the store runs inside one). */
-  readonly transaction: (
-    operation: string,
-    fn: (tx: Queryable) => Promise<ReadonlyArray<Row>>
-  ) => Effect.Effect<ReadonlyArray<Row>, StoreError>
+  readonly transaction: <A>(operation: string, fn: (tx: Queryable) => Promise<A>) => Effect.Effect<A, StoreError>
 }
 
 /** A statement whose reply rows are read item by item. */
@@ -487,6 +487,56 @@ const sweep =
       }
     )
 
+/** A part's `StoreError`, thrown out of the cycle's transaction to roll it back and carried out as its failure. */
+class PartFailed {
+  constructor(readonly error: StoreError) {}
+}
+
+/**
+ * The four parts of a cycle, in order, through `verbs` (the Store over the cycle's transaction). Every part runs at
+ * one store time: the caller's `now`, else the first statement's, passed on to the later parts (inside one
+ * transaction `now()` is that same instant anyway). An empty part sends nothing.
+ */
+const cycleParts = (verbs: StoreService, options: CycleOptions): Effect.Effect<CycleReply, StoreError> =>
+  Effect.gen(function* () {
+    let now = options.now
+    /** A part's results; the first part that runs sets `now` for the rest. */
+    const take = <R>(reply: Reply<R>): ReadonlyArray<R> => {
+      now ??= reply.now
+      return reply.results
+    }
+    const some = <I>(items: ReadonlyArray<I> | undefined): items is ReadonlyArray<I> =>
+      items !== undefined && items.length > 0
+    const settle = some(options.settle) ? take(yield* verbs.settle({ items: options.settle, now })) : []
+    const heartbeat = some(options.heartbeat) ? take(yield* verbs.heartbeat({ items: options.heartbeat, now })) : []
+    const charge = some(options.charge) ? take(yield* verbs.charge({ items: options.charge, now })) : []
+    const claim = options.claimNext
+    const claimNext = claim === undefined ? [] : take(yield* verbs.claimNext({ ...claim, now }))
+    return { now: now ?? (yield* verbs.now), settle, heartbeat, charge, claimNext }
+  })
+
+/**
+ * `cycle`: the parts through the existing verbs, over one transaction, so they commit together or not at all. A
+ * part its verb refuses as a whole (`Protocol.chargeProblem`, `Fairness.problem`) fails before anything is sent.
+ */
+const cycle =
+  (sql: Sql, over: (tx: Queryable) => StoreService): NonNullable<StoreService["cycle"]> =>
+  (options) =>
+    Effect.gen(function* () {
+      const fair = options.claimNext?.fair
+      const problem =
+        Protocol.chargeProblem(options.charge ?? []) ?? (fair === undefined ? undefined : Fairness.problem(fair))
+      if (problem !== undefined) {
+        return yield* new StoreError({ reason: "Constraint", operation: "cycle", detail: problem })
+      }
+      const runtime = yield* Effect.runtime<never>()
+      return yield* sql.transaction("cycle", async (tx) => {
+        const outcome = await Runtime.runPromise(runtime)(Effect.either(cycleParts(over(tx), options)))
+        if (outcome._tag === "Left") throw new PartFailed(outcome.left)
+        return outcome.right
+      })
+    })
+
 /**
  * The protocol Store over `q`.
  *
@@ -504,7 +554,10 @@ export const makeProtocolStore = (
     run,
     readNow: Effect.map(run("now", st.now, []), (rows) => micros(rows[0]?.now_ms)),
     transaction: (operation, fn) =>
-      Effect.tryPromise({ try: () => transaction(fn), catch: (error) => toStoreError(operation, error) })
+      Effect.tryPromise({
+        try: () => transaction(fn),
+        catch: (error) => (error instanceof PartFailed ? error.error : toStoreError(operation, error))
+      })
   }
   return {
     submit: submit(sql),
@@ -516,6 +569,9 @@ export const makeProtocolStore = (
     cancel: cancel(sql),
     replay: replay(sql),
     sweep: sweep(sql),
-    now: sql.readNow
+    now: sql.readNow,
+    // Inside the cycle's transaction the parts run through a store over it, whose own transactions (a fair claim's)
+    // are that one.
+    cycle: cycle(sql, (tx) => makeProtocolStore(tx, st))
   } satisfies StoreService
 }
