@@ -793,6 +793,12 @@ const fixedStatements = (s: string, schema: string) =>
      * advisory lock on (schema, queue), so fair claims of one queue run one at a time.
      */
     fairLock: `SELECT pg_advisory_xact_lock(hashtext('slowcall.fair ${schema}'), hashtext($1::text))`,
+    /**
+     * The rows of jobs $1 (uuid[]) locked, in id order, for the rest of the transaction: a cycle takes it first, so
+     * that each of its statements (each with a snapshot of its own) reads those jobs as no other writer can change
+     * them until it commits, and its parts act as one step.
+     */
+    lockJobs: `SELECT j.id FROM ${s}.jobs j WHERE j.id = ANY($1::uuid[]) ORDER BY j.id FOR UPDATE`,
     /** get. Inputs: $1 id, $2 tenant (NULL: any). */
     get: `SELECT ${jobColumns("j")} FROM ${s}.jobs j WHERE j.id = $1::uuid AND ($2::text IS NULL OR j.tenant = $2)`,
     /**

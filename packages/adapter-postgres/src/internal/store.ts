@@ -530,7 +530,15 @@ const cycle =
         return yield* new StoreError({ reason: "Constraint", operation: "cycle", detail: problem })
       }
       const runtime = yield* Effect.runtime<never>()
+      // Under READ COMMITTED each statement reads a snapshot of its own: a writer that commits between two parts
+      // would be seen by the later part only. The jobs the parts name are locked first, so none changes meanwhile.
+      const named = [
+        ...new Set(
+          [...(options.settle ?? []), ...(options.heartbeat ?? []), ...(options.charge ?? [])].map((item) => item.jobId)
+        )
+      ]
       return yield* sql.transaction("cycle", async (tx) => {
+        if (named.length > 0) await tx.query(sql.st.lockJobs, [named])
         const outcome = await Runtime.runPromise(runtime)(Effect.either(cycleParts(over(tx), options)))
         if (outcome._tag === "Left") throw new PartFailed(outcome.left)
         return outcome.right
