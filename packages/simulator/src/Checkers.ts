@@ -183,6 +183,8 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
   const replies = new Map<string, Reply>()
   /** Per process, the intervals in which a fault acted on it: an injected fault or a crash at an instant, a pause for its length. */
   const faultsByWho = new Map<string, Array<readonly [number, number]>>()
+  /** `who|t` of every injected fault, to find the store call it delayed (sent by `who` at `t`). */
+  const faultedAt = new Set<string>()
   /** Store outages (F21): faults on every process for their length. */
   const outages: Array<readonly [number, number]> = []
   /** Per process, when it crashed and when its graceful shutdown began. */
@@ -204,6 +206,12 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         const list = writesByJob.get(e.jobId) ?? []
         list.push(e)
         writesByJob.set(e.jobId, list)
+        // A faulted call that waited in the store (a window inside the write) acted on its caller until it applied.
+        if (e.t > e.start && faultedAt.has(`${e.who}|${e.start}`)) {
+          const intervals = faultsByWho.get(e.who) ?? []
+          intervals.push([e.start, e.t])
+          faultsByWho.set(e.who, intervals)
+        }
         break
       }
       case "call": {
@@ -217,6 +225,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         const list = faultsByWho.get(e.who) ?? []
         list.push([e.t, e.t])
         faultsByWho.set(e.who, list)
+        faultedAt.add(`${e.who}|${e.t}`)
         if (e.id === "F6" || e.id === "F15") coverage.ambiguousWrite++
         if (e.id === "F8") coverage.crashAfterPersist++
         break
