@@ -310,6 +310,7 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
           learn: gate?.learn,
           learnStates: gate?.learnStates
         })
+  const writes = makeWorkerStore(store, maxBatch, helpers.run)
   const env: Env<R> = {
     store,
     transport,
@@ -338,10 +339,16 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
     // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
     // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
     tracer,
-    keeper: makeKeeper({ store, transport, tracer, start: helpers.start, renewPermits: limits?.renew }),
+    keeper: makeKeeper({
+      heartbeat: writes.heartbeat,
+      transport,
+      tracer,
+      start: helpers.start,
+      renewPermits: limits?.renew
+    }),
     limits,
     gate,
-    writes: makeWorkerStore(store, maxBatch, helpers.start),
+    writes,
     acks: makeOutbox<AckItem, unknown>({
       send: (items) => transport.ack({ items }),
       maxBatch,

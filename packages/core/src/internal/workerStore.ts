@@ -1,17 +1,43 @@
 /**
- * The worker's one-job views of the batch Store verbs (group-committed, see `workerBatch.ts`), and its retry of store
- * calls. Store calls made by a worker are
- * retried a few times with a short exponential backoff when the Store reports a
+ * The worker's store writes (settlements, lease renewals, charges), sent in ticks, and its retry of store calls.
+ *
+ * A tick is one round trip that carries every write queued when it goes out. With a store that has `cycle` and
+ * writes of more than one verb in the tick, it is one `cycle` call (its settle, heartbeat and charge parts at one
+ * store time, in one atomic write); otherwise each verb with writes is called once, all at the same time. At most
+ * `lanes` ticks (two) are in flight: a write handed in while every lane is busy waits for the next tick, so a busy
+ * worker makes about one store round trip per tick however many jobs it runs, and one slow tick does not hold back
+ * the writes queued behind it.
+ *
+ * Invariants:
+ * - Every write handed in goes out in exactly one tick, unless its caller is interrupted while the write is still
+ *   queued (the write is taken back, never sent) or its veto refuses it when its tick is built.
+ * - A tick carries at most `maxBatch` items (a lease renewal of more items than that goes alone); writes of one verb
+ *   go out in the order they were handed in.
+ * - Each caller gets its own write's results with the store time of the call that carried them, or that call's
+ *   failure (a failed call may have applied any subset of its items, as the Store contract says; the caller decides
+ *   whether to retry, with `retryStore`).
+ *
+ * Store calls made by a worker are retried a few times with a short exponential backoff when the Store reports a
  * retryable failure (connection, timeout, conflict, ambiguous). Fenced writes stay safe to repeat: a repeated write
  * whose first try applied is rejected with `LeaseLost` and changes nothing.
  *
  * @internal
  */
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { LeaseLost, StoreError } from "../Errors.js"
 import type { Job } from "../Job.js"
-import type { ChargeItem, ChargeResult, Fenced, SettleItem, SettleResult, Store } from "../Store.js"
-import { makeBatcher, type Start } from "./workerBatch.js"
+import * as Protocol from "../Protocol.js"
+import type {
+  ChargeItem,
+  ChargeResult,
+  CycleReply,
+  Fenced,
+  HeartbeatItem,
+  HeartbeatResult,
+  SettleItem,
+  SettleResult,
+  Store
+} from "../Store.js"
 
 const isRetryableStoreError = (error: unknown): boolean =>
   typeof error === "object" &&
@@ -65,32 +91,6 @@ export const noResult = (operation: string) => () =>
 export type Written = { readonly job: Job; readonly now: number }
 
 /**
- * The worker's store calls, each group-committed: one call per verb carries every item its attempts handed in while
- * the previous call was in flight.
- *
- * @internal
- */
-export interface WorkerStore {
-  /**
-   * One settlement: the job as it was left and the store time of the write, or `LeaseLost`. `gone`, when given, says
-   * whether the caller has learned meanwhile that its lease is lost: then the write is not sent and fails with
-   * `LeaseLost` (nothing is written under a token once its lease is known lost, however long the write waited for
-   * its call).
-   */
-  readonly settle: (item: SettleItem, gone?: () => boolean) => Effect.Effect<Written, LeaseLost | StoreError>
-  /**
-   * One charge: the job's spend after it and the store time of the write, and `refused` when the Store refused a
-   * reservation for the job's batch's budget (nothing written). A charge for a job the store does not know is a bug
-   * of the caller (the worker charges only jobs it claimed): a defect.
-   */
-  readonly charge: (item: ChargeItem) => Effect.Effect<Charged, StoreError>
-  /** The flushers, to run forked for the worker's lifetime (unless made with `start`, which starts them on need). */
-  readonly flushers: ReadonlyArray<Effect.Effect<never>>
-  /** Items waiting for their verb's next call. */
-  readonly queued: () => number
-}
-
-/**
  * A charge as the worker reads it: the job's spend after it, the store time of the write, and, for a reservation the
  * Store refused for the batch's budget, the batch's figures.
  *
@@ -104,25 +104,286 @@ export interface Charged {
     | undefined
 }
 
-/** @internal */
-export const makeWorkerStore = (store: Store["Type"], maxBatch: number, start?: Start): WorkerStore => {
-  const settles = makeBatcher<SettleItem, SettleResult, LeaseLost | StoreError>({
-    send: (items) => store.settle({ items }),
-    maxBatch,
-    missing: noResult("settle"),
-    start
-  })
-  const charges = makeBatcher<ChargeItem, ChargeResult, StoreError>({
-    send: (items) => store.charge({ items }),
-    maxBatch,
-    missing: noResult("charge"),
-    start
-  })
+/**
+ * A worker's store writes, sent in ticks (see the module's invariants).
+ *
+ * @internal
+ */
+export interface WorkerStore {
+  /**
+   * One settlement: the job as it was left and the store time of the write, or `LeaseLost`. `gone`, when given, says
+   * whether the caller has learned meanwhile that its lease is lost: then the write is not sent and fails with
+   * `LeaseLost` (nothing is written under a token once its lease is known lost, however long the write waited for
+   * its tick).
+   */
+  readonly settle: (item: SettleItem, gone?: () => boolean) => Effect.Effect<Written, LeaseLost | StoreError>
+  /**
+   * One charge: the job's spend after it and the store time of the write, and `refused` when the Store refused a
+   * reservation for the job's batch's budget (nothing written). A charge for a job the store does not know is a bug
+   * of the caller (the worker charges only jobs it claimed): a defect.
+   */
+  readonly charge: (item: ChargeItem) => Effect.Effect<Charged, StoreError>
+  /** Lease renewals, all in one tick: their results in item order and the store time of the call. */
+  readonly heartbeat: (
+    items: ReadonlyArray<HeartbeatItem>
+  ) => Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<HeartbeatResult> }, StoreError>
+  /** Items waiting for a tick. */
+  readonly queued: () => number
+}
+
+/** What a write gets back: the store time of its call and one result per item, in item order. */
+interface Answer<A> {
+  readonly now: number
+  readonly results: ReadonlyArray<A>
+}
+
+/** A write handed in and not yet answered. */
+interface Pending<I, A> {
+  readonly items: ReadonlyArray<I>
+  readonly veto: (() => LeaseLost | undefined) | undefined
+  readonly resume: (answer: Effect.Effect<Answer<A>, StoreError | LeaseLost>) => void
+  answered: boolean
+}
+
+/** Answers a write once (a later answer, such as the interruption of a tick that already answered it, is dropped). */
+const answer = <I, A>(pending: Pending<I, A>, effect: Effect.Effect<Answer<A>, StoreError | LeaseLost>): void => {
+  if (pending.answered) return
+  pending.answered = true
+  pending.resume(effect)
+}
+
+/** The writes of one tick, by verb, each in the order they were handed in. */
+interface Tick {
+  readonly settle: Array<Pending<SettleItem, SettleResult>>
+  readonly heartbeat: Array<Pending<HeartbeatItem, HeartbeatResult>>
+  readonly charge: Array<Pending<ChargeItem, ChargeResult>>
+}
+
+const itemsOf = <I, A>(writes: ReadonlyArray<Pending<I, A>>): Array<I> => writes.flatMap((write) => write.items)
+
+/** A reply's results shared out among the writes that sent its items, in order. */
+const shareOut = <I, A>(
+  writes: ReadonlyArray<Pending<I, A>>,
+  exit: Exit.Exit<Answer<A>, StoreError>,
+  operation: string
+): void => {
+  let at = 0
+  for (const write of writes) {
+    if (Exit.isFailure(exit)) {
+      answer(write, Effect.failCause(exit.cause))
+      continue
+    }
+    const results = exit.value.results.slice(at, at + write.items.length)
+    at += write.items.length
+    answer(
+      write,
+      results.length === write.items.length
+        ? Effect.succeed({ now: exit.value.now, results })
+        : Effect.fail(noResult(operation)())
+    )
+  }
+}
+
+/** How many ticks a worker keeps in flight at most. */
+const lanes = 2
+
+/**
+ * The worker's store writes over `store`. `run` starts a tick's call in a fiber of the worker's own (it must be
+ * interrupted when the worker stops; the writes of a tick interrupted in flight are answered with the interruption).
+ *
+ * @internal
+ */
+export const makeWorkerStore = (
+  store: Store["Type"],
+  maxBatch: number,
+  run: (tick: Effect.Effect<void>) => void
+): WorkerStore => {
+  const limit = Math.max(1, maxBatch)
+  const queue: Tick = { settle: [], heartbeat: [], charge: [] }
+  let inFlight = 0
+  const queued = (): number =>
+    queue.settle.length + queue.charge.length + queue.heartbeat.reduce((n, write) => n + write.items.length, 0)
+
+  /** Takes queued writes of one verb while the tick has room; vetoed ones are answered at once and left out. */
+  const takeInto = <I, A>(from: Array<Pending<I, A>>, into: Array<Pending<I, A>>, room: number): number => {
+    let taken = 0
+    while (from.length > 0) {
+      const write = from[0]!
+      const size = write.items.length
+      // A write larger than a whole tick goes alone, as the first write of an empty tick.
+      if (taken + size > room && !(room === limit && taken === 0)) break
+      from.shift()
+      const refused = write.veto?.()
+      if (refused !== undefined) {
+        answer(write, Effect.fail(refused))
+        continue
+      }
+      into.push(write)
+      taken += size
+    }
+    return taken
+  }
+
+  /** The next tick: renewals first (a lease must not lapse), then charges (a billed call waits), then settlements. */
+  const take = (): Tick => {
+    const tick: Tick = { settle: [], heartbeat: [], charge: [] }
+    let room = limit
+    room -= takeInto(queue.heartbeat, tick.heartbeat, room)
+    room -= takeInto(queue.charge, tick.charge, room)
+    takeInto(queue.settle, tick.settle, room)
+    return tick
+  }
+
+  const verbs = (tick: Tick): Effect.Effect<void> => {
+    const calls: Array<Effect.Effect<void>> = []
+    if (tick.settle.length > 0) {
+      const items = itemsOf(tick.settle)
+      calls.push(Effect.map(Effect.exit(store.settle({ items })), (exit) => shareOut(tick.settle, exit, "settle")))
+    }
+    if (tick.heartbeat.length > 0) {
+      const items = itemsOf(tick.heartbeat)
+      calls.push(
+        Effect.map(Effect.exit(store.heartbeat({ items })), (exit) => shareOut(tick.heartbeat, exit, "heartbeat"))
+      )
+    }
+    if (tick.charge.length > 0) {
+      const items = itemsOf(tick.charge)
+      calls.push(Effect.map(Effect.exit(store.charge({ items })), (exit) => shareOut(tick.charge, exit, "charge")))
+    }
+    return calls.length === 1 ? calls[0]! : Effect.all(calls, { concurrency: "unbounded", discard: true })
+  }
+
+  const cycle = (
+    cycleVerb: NonNullable<Store["Type"]["cycle"]>,
+    tick: Tick,
+    charge: ReadonlyArray<ChargeItem>
+  ): Effect.Effect<void> =>
+    Effect.map(
+      Effect.exit(cycleVerb({ settle: itemsOf(tick.settle), heartbeat: itemsOf(tick.heartbeat), charge })),
+      (exit) => {
+        const part = <A>(pick: (reply: CycleReply) => ReadonlyArray<A>): Exit.Exit<Answer<A>, StoreError> =>
+          Exit.map(exit, (reply) => ({ now: reply.now, results: pick(reply) }))
+        shareOut(
+          tick.settle,
+          part((reply) => reply.settle),
+          "cycle"
+        )
+        shareOut(
+          tick.heartbeat,
+          part((reply) => reply.heartbeat),
+          "cycle"
+        )
+        shareOut(
+          tick.charge,
+          part((reply) => reply.charge),
+          "cycle"
+        )
+      }
+    )
+
+  /** Sends one tick: `cycle` for writes of more than one verb where the store has it, else the verbs at once. */
+  const send = (tick: Tick): Effect.Effect<void> => {
+    const verbsInTick =
+      (tick.settle.length > 0 ? 1 : 0) + (tick.heartbeat.length > 0 ? 1 : 0) + (tick.charge.length > 0 ? 1 : 0)
+    if (verbsInTick === 0) return Effect.void
+    const charge = itemsOf(tick.charge)
+    // A charge the store would refuse as a whole would fail a whole cycle: such a tick goes out as the verbs, so
+    // only the charge call fails, as it would alone.
+    if (store.cycle === undefined || verbsInTick === 1 || Protocol.chargeProblem(charge) !== undefined) {
+      return verbs(tick)
+    }
+    return cycle(store.cycle, tick, charge)
+  }
+
+  const answerAll = (tick: Tick, effect: Effect.Effect<never>): void => {
+    for (const write of tick.settle) answer(write, effect)
+    for (const write of tick.heartbeat) answer(write, effect)
+    for (const write of tick.charge) answer(write, effect)
+  }
+
+  /** Starts ticks while a lane is free and writes are queued. Called in the steps that queue a write or end a tick. */
+  const pump = (): void => {
+    while (inFlight < lanes && queued() > 0) {
+      const tick = take()
+      if (tick.settle.length + tick.heartbeat.length + tick.charge.length === 0) continue
+      inFlight += 1
+      run(
+        send(tick).pipe(
+          Effect.onInterrupt(() => Effect.sync(() => answerAll(tick, Effect.interrupt))),
+          Effect.ensuring(
+            Effect.sync(() => {
+              inFlight -= 1
+              pump()
+            })
+          )
+        )
+      )
+    }
+  }
+
+  /** A tick of one write, sent by its caller: the call its verb makes for `items` alone. */
+  const alone = <I, A>(
+    call: (items: ReadonlyArray<I>) => Effect.Effect<Answer<A>, StoreError>,
+    items: ReadonlyArray<I>,
+    operation: string
+  ): Effect.Effect<Answer<A>, StoreError> =>
+    Effect.flatMap(call(items), (reply) =>
+      reply.results.length === items.length ? Effect.succeed(reply) : Effect.fail(noResult(operation)())
+    )
+
+  /**
+   * Hands one write in and waits for its answer. With a lane free and nothing queued, the caller sends it alone in
+   * its own fiber (an idle worker pays for no tick fiber); otherwise it is queued for the next tick. A caller
+   * interrupted while its write is still queued takes it back (it is never sent); one interrupted while its tick is
+   * in flight drops only the answer.
+   */
+  const submit = <I, A>(
+    into: Array<Pending<I, A>>,
+    items: ReadonlyArray<I>,
+    send: {
+      readonly call: (items: ReadonlyArray<I>) => Effect.Effect<Answer<A>, StoreError>
+      readonly operation: string
+    },
+    veto?: () => LeaseLost | undefined
+  ): Effect.Effect<Answer<A>, StoreError | LeaseLost> =>
+    Effect.suspend(() => {
+      if (inFlight < lanes && queued() === 0) {
+        const refused = veto?.()
+        if (refused !== undefined) return Effect.fail(refused)
+        inFlight += 1
+        return Effect.ensuring(
+          alone(send.call, items, send.operation),
+          Effect.sync(() => {
+            inFlight -= 1
+            pump()
+          })
+        )
+      }
+      return Effect.async<Answer<A>, StoreError | LeaseLost>((resume) => {
+        const pending: Pending<I, A> = { items, veto, resume, answered: false }
+        into.push(pending)
+        pump()
+        return Effect.sync(() => {
+          const at = into.indexOf(pending)
+          if (at >= 0) into.splice(at, 1)
+        })
+      })
+    })
+
+  const settles = { call: (items: ReadonlyArray<SettleItem>) => store.settle({ items }), operation: "settle" }
+  const heartbeats = {
+    call: (items: ReadonlyArray<HeartbeatItem>) => store.heartbeat({ items }),
+    operation: "heartbeat"
+  }
+  const charges = { call: (items: ReadonlyArray<ChargeItem>) => store.charge({ items }), operation: "charge" }
+
   return {
     settle: (item, gone) =>
       Effect.flatMap(
-        settles.submit(
-          item,
+        submit(
+          queue.settle,
+          [item],
+          settles,
           gone === undefined
             ? undefined
             : () =>
@@ -130,29 +391,37 @@ export const makeWorkerStore = (store: Store["Type"], maxBatch: number, start?: 
                   ? new LeaseLost({ jobId: item.jobId, token: item.token, currentToken: null, state: null })
                   : undefined
         ),
-        ({ now, result }): Effect.Effect<Written, LeaseLost | StoreError> =>
-          result._tag === "Settled" ? Effect.succeed({ job: result.job, now }) : Effect.fail(leaseLost(result))
+        ({ now, results }): Effect.Effect<Written, LeaseLost | StoreError> => {
+          const result = results[0]!
+          return result._tag === "Settled" ? Effect.succeed({ job: result.job, now }) : Effect.fail(leaseLost(result))
+        }
       ),
     charge: (item) =>
-      Effect.flatMap(charges.submit(item), ({ now, result }): Effect.Effect<Charged> => {
-        switch (result._tag) {
-          case "Charged":
-            return Effect.succeed({ costCents: result.costCents, now })
-          case "BatchBudgetExceeded":
-            return Effect.succeed({
-              costCents: result.costCents,
-              now,
-              refused: {
-                batchId: result.batchId,
-                batchCostCents: result.batchCostCents,
-                budgetCents: result.budgetCents
-              }
-            })
-          case "NotFound":
-            return Effect.die(new Error(`charge for unknown job ${result.jobId}`))
+      Effect.flatMap(
+        submit(queue.charge, [item], charges) as Effect.Effect<Answer<ChargeResult>, StoreError>,
+        ({ now, results }): Effect.Effect<Charged> => {
+          const result = results[0]!
+          switch (result._tag) {
+            case "Charged":
+              return Effect.succeed({ costCents: result.costCents, now })
+            case "BatchBudgetExceeded":
+              return Effect.succeed({
+                costCents: result.costCents,
+                now,
+                refused: {
+                  batchId: result.batchId,
+                  batchCostCents: result.batchCostCents,
+                  budgetCents: result.budgetCents
+                }
+              })
+            case "NotFound":
+              return Effect.die(new Error(`charge for unknown job ${result.jobId}`))
+          }
         }
-      }),
-    flushers: [settles.flusher, charges.flusher],
-    queued: () => settles.queued() + charges.queued()
+      ),
+    // Neither a charge nor a renewal has a veto: they never fail with `LeaseLost` here.
+    heartbeat: (items) =>
+      submit(queue.heartbeat, items, heartbeats) as Effect.Effect<Answer<HeartbeatResult>, StoreError>,
+    queued
   }
 }
