@@ -314,6 +314,50 @@ describe("the worker's store writes, sent in ticks", () => {
     })
   )
 
+  it.scoped(
+    "a claim queued behind settlements goes out in their cycle, after them: it can take a job they released",
+    () =>
+      Effect.gen(function* () {
+        const { store } = yield* StoreModule.makeMemory
+        const gated = gatedStore(store)
+        const held = yield* submitOne(store, { requestKey: "held" })
+        const other = yield* submitOne(store, { requestKey: "other" })
+        yield* store.claim({ items: [{ jobId: held.id, owner: "w", leaseMs: LEASE }] })
+        yield* store.claim({ items: [{ jobId: other.id, owner: "w", leaseMs: LEASE }] })
+        const writes = yield* writesOver(gated.view, 100)
+
+        yield* gated.hold
+        const busy = yield* Effect.fork(
+          Effect.all(
+            [
+              writes.charge({ jobId: other.id, callId: "x", token: 1, amountCents: 1, settled: true }),
+              writes.charge({ jobId: other.id, callId: "y", token: 1, amountCents: 1, settled: true })
+            ],
+            { concurrency: "unbounded" }
+          )
+        )
+        while (gated.calls.length < 2) yield* Effect.yieldNow()
+        const tick = yield* Effect.fork(
+          Effect.all(
+            [
+              writes.settle({ jobId: held.id, token: 1, outcome: { _tag: "Release" } }),
+              writes.claimNext({ queue: held.queue, max: 5, owner: "w2", leaseMs: LEASE })
+            ],
+            { concurrency: "unbounded" }
+          )
+        )
+        while (writes.queued() < 2) yield* Effect.yieldNow()
+        yield* gated.release
+        yield* Fiber.join(busy)
+        const [released, claimed] = yield* Fiber.join(tick)
+
+        expect(gated.calls.slice(2)).toEqual([{ verb: "cycle", items: 1 }])
+        expect(released.job.state).toBe("queued")
+        expect(claimed.results.map((r) => (r._tag === "Claimed" ? r.job.id : r._tag))).toEqual([held.id])
+        expect(claimed.now).toBe(released.now)
+      })
+  )
+
   it.scoped("without a cycle verb, a tick calls each verb with writes, all at once", () =>
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory

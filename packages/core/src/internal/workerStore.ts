@@ -30,6 +30,8 @@ import * as Protocol from "../Protocol.js"
 import type {
   ChargeItem,
   ChargeResult,
+  ClaimNextOptions,
+  ClaimNextResult,
   CycleReply,
   Fenced,
   HeartbeatItem,
@@ -127,6 +129,13 @@ export interface WorkerStore {
   readonly heartbeat: (
     items: ReadonlyArray<HeartbeatItem>
   ) => Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<HeartbeatResult> }, StoreError>
+  /**
+   * One claim of the worker's next jobs, in the next tick (after that tick's settlements, in a `cycle`): the jobs it
+   * wrote and the store time of the call.
+   */
+  readonly claimNext: (
+    options: ClaimNextOptions
+  ) => Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<ClaimNextResult> }, StoreError>
   /** Items waiting for a tick. */
   readonly queued: () => number
 }
@@ -157,7 +166,11 @@ interface Tick {
   readonly settle: Array<Pending<SettleItem, SettleResult>>
   readonly heartbeat: Array<Pending<HeartbeatItem, HeartbeatResult>>
   readonly charge: Array<Pending<ChargeItem, ChargeResult>>
+  /** At most one claim: its one item is the claim's options, its results every job the claim wrote. */
+  readonly claim: Array<Pending<ClaimNextOptions, ClaimNextResult>>
 }
+
+const emptyTick = (): Tick => ({ settle: [], heartbeat: [], charge: [], claim: [] })
 
 const itemsOf = <I, A>(writes: ReadonlyArray<Pending<I, A>>): Array<I> => writes.flatMap((write) => write.items)
 
@@ -184,6 +197,14 @@ const shareOut = <I, A>(
   }
 }
 
+/** A claim's reply: every job it wrote is its one write's answer. */
+const answerClaim = (
+  claims: ReadonlyArray<Pending<ClaimNextOptions, ClaimNextResult>>,
+  exit: Exit.Exit<Answer<ClaimNextResult>, StoreError>
+): void => {
+  for (const claim of claims) answer(claim, exit)
+}
+
 /** How many ticks a worker keeps in flight at most. */
 const lanes = 2
 
@@ -199,10 +220,13 @@ export const makeWorkerStore = (
   run: (tick: Effect.Effect<void>) => void
 ): WorkerStore => {
   const limit = Math.max(1, maxBatch)
-  const queue: Tick = { settle: [], heartbeat: [], charge: [] }
+  const queue: Tick = emptyTick()
   let inFlight = 0
   const queued = (): number =>
-    queue.settle.length + queue.charge.length + queue.heartbeat.reduce((n, write) => n + write.items.length, 0)
+    queue.settle.length +
+    queue.charge.length +
+    queue.claim.length +
+    queue.heartbeat.reduce((n, write) => n + write.items.length, 0)
 
   /** Takes queued writes of one verb while the tick has room; vetoed ones are answered at once and left out. */
   const takeInto = <I, A>(from: Array<Pending<I, A>>, into: Array<Pending<I, A>>, room: number): number => {
@@ -224,13 +248,17 @@ export const makeWorkerStore = (
     return taken
   }
 
-  /** The next tick: renewals first (a lease must not lapse), then charges (a billed call waits), then settlements. */
+  /**
+   * The next tick: renewals first (a lease must not lapse), then charges (a billed call waits), then settlements,
+   * then one claim (which counts as one item).
+   */
   const take = (): Tick => {
-    const tick: Tick = { settle: [], heartbeat: [], charge: [] }
+    const tick = emptyTick()
     let room = limit
     room -= takeInto(queue.heartbeat, tick.heartbeat, room)
     room -= takeInto(queue.charge, tick.charge, room)
-    takeInto(queue.settle, tick.settle, room)
+    room -= takeInto(queue.settle, tick.settle, room)
+    takeInto(queue.claim, tick.claim, Math.min(room, 1))
     return tick
   }
 
@@ -250,6 +278,9 @@ export const makeWorkerStore = (
       const items = itemsOf(tick.charge)
       calls.push(Effect.map(Effect.exit(store.charge({ items })), (exit) => shareOut(tick.charge, exit, "charge")))
     }
+    for (const claim of tick.claim) {
+      calls.push(Effect.map(Effect.exit(store.claimNext(claim.items[0]!)), (exit) => answerClaim([claim], exit)))
+    }
     return calls.length === 1 ? calls[0]! : Effect.all(calls, { concurrency: "unbounded", discard: true })
   }
 
@@ -259,7 +290,14 @@ export const makeWorkerStore = (
     charge: ReadonlyArray<ChargeItem>
   ): Effect.Effect<void> =>
     Effect.map(
-      Effect.exit(cycleVerb({ settle: itemsOf(tick.settle), heartbeat: itemsOf(tick.heartbeat), charge })),
+      Effect.exit(
+        cycleVerb({
+          settle: itemsOf(tick.settle),
+          heartbeat: itemsOf(tick.heartbeat),
+          charge,
+          claimNext: tick.claim[0]?.items[0]
+        })
+      ),
       (exit) => {
         const part = <A>(pick: (reply: CycleReply) => ReadonlyArray<A>): Exit.Exit<Answer<A>, StoreError> =>
           Exit.map(exit, (reply) => ({ now: reply.now, results: pick(reply) }))
@@ -278,13 +316,20 @@ export const makeWorkerStore = (
           part((reply) => reply.charge),
           "cycle"
         )
+        answerClaim(
+          tick.claim,
+          part((reply) => reply.claimNext)
+        )
       }
     )
 
   /** Sends one tick: `cycle` for writes of more than one verb where the store has it, else the verbs at once. */
   const send = (tick: Tick): Effect.Effect<void> => {
     const verbsInTick =
-      (tick.settle.length > 0 ? 1 : 0) + (tick.heartbeat.length > 0 ? 1 : 0) + (tick.charge.length > 0 ? 1 : 0)
+      (tick.settle.length > 0 ? 1 : 0) +
+      (tick.heartbeat.length > 0 ? 1 : 0) +
+      (tick.charge.length > 0 ? 1 : 0) +
+      tick.claim.length
     if (verbsInTick === 0) return Effect.void
     const charge = itemsOf(tick.charge)
     // A charge the store would refuse as a whole would fail a whole cycle: such a tick goes out as the verbs, so
@@ -299,13 +344,14 @@ export const makeWorkerStore = (
     for (const write of tick.settle) answer(write, effect)
     for (const write of tick.heartbeat) answer(write, effect)
     for (const write of tick.charge) answer(write, effect)
+    for (const write of tick.claim) answer(write, effect)
   }
 
   /** Starts ticks while a lane is free and writes are queued. Called in the steps that queue a write or end a tick. */
   const pump = (): void => {
     while (inFlight < lanes && queued() > 0) {
       const tick = take()
-      if (tick.settle.length + tick.heartbeat.length + tick.charge.length === 0) continue
+      if (tick.settle.length + tick.heartbeat.length + tick.charge.length + tick.claim.length === 0) continue
       inFlight += 1
       run(
         send(tick).pipe(
@@ -321,13 +367,13 @@ export const makeWorkerStore = (
     }
   }
 
-  /** A tick of one write, sent by its caller: the call its verb makes for `items` alone. */
-  const alone = <I, A>(
-    call: (items: ReadonlyArray<I>) => Effect.Effect<Answer<A>, StoreError>,
+  /** A verb's reply for `items` alone, checked to have one result per item. */
+  const oneEach = <I, A>(
     items: ReadonlyArray<I>,
-    operation: string
+    operation: string,
+    call: Effect.Effect<Answer<A>, StoreError>
   ): Effect.Effect<Answer<A>, StoreError> =>
-    Effect.flatMap(call(items), (reply) =>
+    Effect.flatMap(call, (reply) =>
       reply.results.length === items.length ? Effect.succeed(reply) : Effect.fail(noResult(operation)())
     )
 
@@ -340,10 +386,7 @@ export const makeWorkerStore = (
   const submit = <I, A>(
     into: Array<Pending<I, A>>,
     items: ReadonlyArray<I>,
-    send: {
-      readonly call: (items: ReadonlyArray<I>) => Effect.Effect<Answer<A>, StoreError>
-      readonly operation: string
-    },
+    alone: (items: ReadonlyArray<I>) => Effect.Effect<Answer<A>, StoreError>,
     veto?: () => LeaseLost | undefined
   ): Effect.Effect<Answer<A>, StoreError | LeaseLost> =>
     Effect.suspend(() => {
@@ -352,7 +395,7 @@ export const makeWorkerStore = (
         if (refused !== undefined) return Effect.fail(refused)
         inFlight += 1
         return Effect.ensuring(
-          alone(send.call, items, send.operation),
+          alone(items),
           Effect.sync(() => {
             inFlight -= 1
             pump()
@@ -370,12 +413,10 @@ export const makeWorkerStore = (
       })
     })
 
-  const settles = { call: (items: ReadonlyArray<SettleItem>) => store.settle({ items }), operation: "settle" }
-  const heartbeats = {
-    call: (items: ReadonlyArray<HeartbeatItem>) => store.heartbeat({ items }),
-    operation: "heartbeat"
-  }
-  const charges = { call: (items: ReadonlyArray<ChargeItem>) => store.charge({ items }), operation: "charge" }
+  const settle = (items: ReadonlyArray<SettleItem>) => oneEach(items, "settle", store.settle({ items }))
+  const heartbeat = (items: ReadonlyArray<HeartbeatItem>) => oneEach(items, "heartbeat", store.heartbeat({ items }))
+  const charge = (items: ReadonlyArray<ChargeItem>) => oneEach(items, "charge", store.charge({ items }))
+  const claimNext = (items: ReadonlyArray<ClaimNextOptions>) => store.claimNext(items[0]!)
 
   return {
     settle: (item, gone) =>
@@ -383,7 +424,7 @@ export const makeWorkerStore = (
         submit(
           queue.settle,
           [item],
-          settles,
+          settle,
           gone === undefined
             ? undefined
             : () =>
@@ -398,7 +439,7 @@ export const makeWorkerStore = (
       ),
     charge: (item) =>
       Effect.flatMap(
-        submit(queue.charge, [item], charges) as Effect.Effect<Answer<ChargeResult>, StoreError>,
+        submit(queue.charge, [item], charge) as Effect.Effect<Answer<ChargeResult>, StoreError>,
         ({ now, results }): Effect.Effect<Charged> => {
           const result = results[0]!
           switch (result._tag) {
@@ -421,7 +462,9 @@ export const makeWorkerStore = (
       ),
     // Neither a charge nor a renewal has a veto: they never fail with `LeaseLost` here.
     heartbeat: (items) =>
-      submit(queue.heartbeat, items, heartbeats) as Effect.Effect<Answer<HeartbeatResult>, StoreError>,
+      submit(queue.heartbeat, items, heartbeat) as Effect.Effect<Answer<HeartbeatResult>, StoreError>,
+    claimNext: (options) =>
+      submit(queue.claim, [options], claimNext) as Effect.Effect<Answer<ClaimNextResult>, StoreError>,
     queued
   }
 }
