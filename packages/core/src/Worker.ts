@@ -224,6 +224,8 @@ const drain = <R>(env: Env<R>, ms: number) =>
 const shutdownSteps = Effect.fnUntraced(function* <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) {
   yield* Effect.sync(() => {
     env.closing = true
+    // A claim still queued for a tick is never sent.
+    env.writes.stopClaims()
   })
   // Waits until a claim in flight has landed and its jobs are held, so the release below sees them.
   yield* Fiber.interrupt(loop)
@@ -339,13 +341,7 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
     // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
     // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
     tracer,
-    keeper: makeKeeper({
-      heartbeat: writes.heartbeat,
-      transport,
-      tracer,
-      start: helpers.start,
-      renewPermits: limits?.renew
-    }),
+    keeper: makeKeeper({ store, transport, tracer, start: helpers.start, renewPermits: limits?.renew }),
     limits,
     gate,
     writes,

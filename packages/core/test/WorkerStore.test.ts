@@ -183,26 +183,6 @@ describe("the worker's store writes, sent in ticks", () => {
     })
   )
 
-  it.scoped("a renewal returns one result per item and the store time", () =>
-    Effect.gen(function* () {
-      const { store, peek } = yield* StoreModule.makeMemory
-      const a = yield* submitOne(store, { requestKey: "a" })
-      const b = yield* submitOne(store, { requestKey: "b" })
-      yield* store.claim({ items: [{ jobId: a.id, owner: "w", leaseMs: LEASE }] })
-      yield* TestClock.setTime(400)
-      const writes = yield* writesOver(store, 100)
-
-      const renewed = yield* writes.heartbeat([
-        { jobId: a.id, token: 1, leaseMs: LEASE },
-        { jobId: b.id, token: 1, leaseMs: LEASE }
-      ])
-
-      expect(renewed.now).toBe(400)
-      expect(renewed.results.map((r) => r._tag)).toEqual(["Renewed", "LeaseLost"])
-      expect(peek(a.id)?.leaseUntil).toBe(400 + LEASE)
-    })
-  )
-
   it.scoped("a charge for a job the store does not know is a defect of the caller", () =>
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
@@ -296,7 +276,7 @@ describe("the worker's store writes, sent in ticks", () => {
         Effect.all(
           [
             writes.settle({ jobId: jobs[1]!.id, token: 1, outcome: { _tag: "Complete", result: "ok" } }),
-            writes.heartbeat([{ jobId: jobs[2]!.id, token: 1, leaseMs: LEASE }]),
+            writes.settle({ jobId: jobs[2]!.id, token: 1, outcome: { _tag: "Complete", result: "ok" } }),
             writes.charge({ jobId: jobs[3]!.id, callId: "z", token: 1, amountCents: 7, settled: true })
           ],
           { concurrency: "unbounded" }
@@ -305,11 +285,11 @@ describe("the worker's store writes, sent in ticks", () => {
       while (writes.queued() < 3) yield* Effect.yieldNow()
       yield* gated.release
       yield* Fiber.join(busy)
-      const [settled, renewed, charged] = yield* Fiber.join(tick)
+      const [settled, settledToo, charged] = yield* Fiber.join(tick)
 
       expect(gated.calls.slice(2)).toEqual([{ verb: "cycle", items: 3 }])
       expect(settled).toMatchObject({ now: 500, job: { state: "succeeded" } })
-      expect(renewed).toMatchObject({ now: 500, results: [{ _tag: "Renewed" }] })
+      expect(settledToo).toMatchObject({ now: 500, job: { state: "succeeded" } })
       expect(charged).toEqual({ costCents: 7, now: 500 })
     })
   )
@@ -382,7 +362,7 @@ describe("the worker's store writes, sent in ticks", () => {
         Effect.all(
           [
             writes.settle({ jobId: jobs[1]!.id, token: 1, outcome: { _tag: "Complete", result: "ok" } }),
-            writes.heartbeat([{ jobId: jobs[2]!.id, token: 1, leaseMs: LEASE }])
+            writes.charge({ jobId: jobs[2]!.id, callId: "z", token: 1, amountCents: 2, settled: true })
           ],
           { concurrency: "unbounded" }
         )
@@ -397,11 +377,11 @@ describe("the worker's store writes, sent in ticks", () => {
           .slice(2)
           .map((c) => c.verb)
           .sort()
-      ).toEqual(["heartbeat", "settle"])
+      ).toEqual(["charge", "settle"])
     })
   )
 
-  it.scoped("a charge the store would refuse as a whole fails alone: the tick goes out as the verbs", () =>
+  it.scoped("a cycle the store refuses for good goes out again as the verbs: only the refused write fails", () =>
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
       const gated = gatedStore(store)
@@ -414,8 +394,8 @@ describe("the worker's store writes, sent in ticks", () => {
       const busy = yield* Effect.fork(
         Effect.all(
           [
-            writes.heartbeat([{ jobId: jobs[0]!.id, token: 1, leaseMs: LEASE }]),
-            writes.heartbeat([{ jobId: jobs[0]!.id, token: 1, leaseMs: LEASE }])
+            writes.charge({ jobId: jobs[0]!.id, callId: "x", token: 1, amountCents: 1, settled: true }),
+            writes.charge({ jobId: jobs[0]!.id, callId: "y", token: 1, amountCents: 1, settled: true })
           ],
           { concurrency: "unbounded" }
         )
@@ -437,9 +417,10 @@ describe("the worker's store writes, sent in ticks", () => {
       yield* Fiber.join(busy)
       const [settled, charged] = yield* Fiber.join(tick)
 
+      expect(gated.calls[2]).toEqual({ verb: "cycle", items: 2 })
       expect(
         gated.calls
-          .slice(2)
+          .slice(3)
           .map((c) => c.verb)
           .sort()
       ).toEqual(["charge", "settle"])
@@ -472,6 +453,65 @@ describe("the worker's store writes, sent in ticks", () => {
         { verb: "charge", items: 1 }
       ])
       expect(peek(job.id)?.costCents).toBe(2)
+    })
+  )
+
+  it.scoped("a tick whose fiber the worker's stop interrupts before it starts still answers its writes", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      const helpers = makeHelpers(yield* Effect.runtime<never>())
+      const writes = makeWorkerStore(gated.view, 100, helpers.run)
+      const charge = (callId: string) =>
+        writes.charge({ jobId: job.id, callId, token: 0, amountCents: 1, settled: true })
+
+      yield* gated.hold
+      const busy = yield* Effect.fork(Effect.all([charge("a"), charge("b")], { concurrency: "unbounded" }))
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const waiting = yield* Effect.fork(charge("c"))
+      while (writes.queued() < 1) yield* Effect.yieldNow()
+      yield* helpers.stop
+      yield* gated.release
+      yield* Fiber.join(busy)
+      const exit = yield* Fiber.await(waiting)
+
+      expect(exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)).toBe(true)
+      expect(gated.calls.length).toBe(2)
+    })
+  )
+
+  it.scoped("after stopClaims no claim is sent: a queued one and a later one end interrupted", () =>
+    Effect.gen(function* () {
+      const { store, peek } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      const writes = yield* writesOver(gated.view, 100)
+      const claim = writes.claimNext({ queue: job.queue, max: 1, owner: "w", leaseMs: LEASE })
+
+      yield* gated.hold
+      const busy = yield* Effect.fork(
+        Effect.all(
+          [
+            writes.charge({ jobId: job.id, callId: "a", token: 0, amountCents: 1, settled: true }),
+            writes.charge({ jobId: job.id, callId: "b", token: 0, amountCents: 1, settled: true })
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const queuedClaim = yield* Effect.fork(claim)
+      while (writes.queued() < 1) yield* Effect.yieldNow()
+      writes.stopClaims()
+      const queuedExit = yield* Fiber.await(queuedClaim)
+      yield* gated.release
+      yield* Fiber.join(busy)
+      const laterExit = yield* Effect.exit(claim)
+
+      expect(queuedExit._tag === "Failure" && Cause.isInterruptedOnly(queuedExit.cause)).toBe(true)
+      expect(laterExit._tag === "Failure" && Cause.isInterruptedOnly(laterExit.cause)).toBe(true)
+      expect(gated.calls.map((c) => c.verb)).toEqual(["charge", "charge"])
+      expect(peek(job.id)?.state).toBe("queued")
     })
   )
 

@@ -71,9 +71,11 @@ export interface Helpers {
   readonly start: Start
   /**
    * Starts `effect` in a fiber of its own (scheduled like a fork; safe inside a fiber's step): one call's work, such
-   * as a tick of store writes. `stop` interrupts it if it is still running.
+   * as a tick of store writes. `stop` interrupts it if it is still running. `onExit` is called when the fiber ends,
+   * however it ends: also when it is interrupted before its first step, which runs none of the effect's own
+   * finalizers.
    */
-  readonly run: (effect: Effect.Effect<void>) => void
+  readonly run: (effect: Effect.Effect<void>, onExit: () => void) => void
   readonly stop: Effect.Effect<void>
   /** Helper fibers started so far. */
   readonly started: () => number
@@ -91,14 +93,14 @@ export const makeHelpers = (runtime: Runtime.Runtime<never>): Helpers => {
   let stopped = false
   const run = Runtime.runFork(runtime)
   return {
-    run: (effect) => {
+    run: (effect, onExit) => {
       const fiber = run(Effect.interruptible(effect), { immediate: false })
-      if (stopped) {
-        fiber.unsafeInterruptAsFork(FiberId.none)
-        return
-      }
-      running.add(fiber)
-      fiber.addObserver(() => running.delete(fiber))
+      fiber.addObserver(() => {
+        running.delete(fiber)
+        onExit()
+      })
+      if (stopped) fiber.unsafeInterruptAsFork(FiberId.none)
+      else running.add(fiber)
     },
     start: (loop) => {
       let fiber: Fiber.RuntimeFiber<never, never> | undefined

@@ -1,7 +1,7 @@
 /**
  * Keeping the leases of everything a worker holds, from the claim until each job's outcome is stored (jobs waiting
  * in the local queue, running, or being written). One keeper per worker, not per job:
- * - the heartbeater renews, in one write of the worker's store writes (`WorkerStore.heartbeat`), every held lease whose renewal is due (a third of its
+ * - the heartbeater renews, in one `Store.heartbeat` call, every held lease whose renewal is due (a third of its
  *   lease after the last renewal was sent; leases due within half an interval more ride along, so a worker's leases
  *   settle into one call per interval). A renewal reports a cancel request and, through its reply's store time, a
  *   passed deadline; both stop the attempt while the lease stays held for the outcome write. A `LeaseLost` item
@@ -19,14 +19,13 @@ import type { Job } from "../Job.js"
 import * as Lease from "../Lease.js"
 import type { Renew } from "../Limiter.js"
 import * as Metrics from "../Metrics.js"
-import type { HeartbeatItem } from "../Store.js"
+import type { HeartbeatItem, Store } from "../Store.js"
 import type { Delivery, ExtendItem, Transport } from "../Transport.js"
 import { withNow } from "./now.js"
 import { catchFailure, inOrder } from "./steps.js"
 import * as Tracing from "./tracing.js"
 import type { Start } from "./workerBatch.js"
 import * as Control from "./workerControl.js"
-import type { WorkerStore } from "./workerStore.js"
 
 /**
  * One job a worker holds a lease on: the job as claimed, its handler's lease, the attempt's control block and, with
@@ -159,15 +158,14 @@ export interface Keeper {
 
 /** @internal */
 export const makeKeeper = (options: {
-  /** Sends lease renewals (the worker's store writes, `WorkerStore.heartbeat`). */
-  readonly heartbeat: WorkerStore["heartbeat"]
+  readonly store: Store["Type"]
   readonly transport: Transport["Type"]
   readonly tracer?: Tracer.Tracer | undefined
   readonly start?: Start | undefined
   /** Renews the limiter permits of the renewed jobs' calls (a worker with a limiter). */
   readonly renewPermits?: ((items: ReadonlyArray<Renew>) => Effect.Effect<void>) | undefined
 }): Keeper => {
-  const { heartbeat, tracer, transport } = options
+  const { store, tracer, transport } = options
   const held = new Set<Held>()
   const beats = new Alarm()
   const fences = new Alarm()
@@ -198,7 +196,8 @@ export const makeKeeper = (options: {
       h.control.pendingProgress = undefined
       return { jobId: h.job.id, token: h.job.leaseToken, leaseMs: h.leaseMs, progress }
     })
-    const call = tracer === undefined ? heartbeat(items) : traced(tracer, due, sentAt, heartbeat(items))
+    const call =
+      tracer === undefined ? store.heartbeat({ items }) : traced(tracer, due, sentAt, store.heartbeat({ items }))
     return Effect.matchEffect(call, {
       // The match calls these when the reply lands: the leases are updated in that step, with no step of their own.
       onFailure: (error) => {

@@ -1,21 +1,27 @@
 /**
- * The worker's store writes (settlements, lease renewals, charges), sent in ticks, and its retry of store calls.
+ * The worker's store writes (settlements, charges and the intake's claims), sent in ticks, and its retry of store
+ * calls.
  *
- * A tick is one round trip that carries every write queued when it goes out. With a store that has `cycle` and
- * writes of more than one verb in the tick, it is one `cycle` call (its settle, heartbeat and charge parts at one
- * store time, in one atomic write); otherwise each verb with writes is called once, all at the same time. At most
- * `lanes` ticks (two) are in flight: a write handed in while every lane is busy waits for the next tick, so a busy
- * worker makes about one store round trip per tick however many jobs it runs, and one slow tick does not hold back
- * the writes queued behind it.
+ * A tick is one round trip. A write handed in while one of the worker's two lanes is free and nothing is queued goes
+ * out at once, alone, sent by its caller. Otherwise it is queued, and when a lane frees up everything queued goes
+ * out as the next tick: with a store that has `cycle` and writes of more than one verb in the tick, one `cycle` call
+ * (its settle, charge and claimNext parts at one store time, in one atomic write, the claim after the settlements,
+ * so a job just released can be claimed at once); otherwise each verb with writes at once. A busy worker therefore
+ * makes about one store round trip per tick however many jobs it runs, and one slow tick does not hold back the
+ * writes queued behind it. Lease renewals do not wait for a lane: the lease keeper calls `Store.heartbeat` itself.
  *
  * Invariants:
- * - Every write handed in goes out in exactly one tick, unless its caller is interrupted while the write is still
- *   queued (the write is taken back, never sent) or its veto refuses it when its tick is built.
- * - A tick carries at most `maxBatch` items (a lease renewal of more items than that goes alone); writes of one verb
- *   go out in the order they were handed in.
+ * - Every write handed in is sent in exactly one call, unless it is never sent: its caller was interrupted while it
+ *   was still queued (it is taken back), its veto refused it when its tick was built, or it is a claim handed in
+ *   after `stopClaims`.
+ * - A tick carries at most `maxBatch` items (a claim counts as one); writes of one verb go out in the order they
+ *   were handed in.
  * - Each caller gets its own write's results with the store time of the call that carried them, or that call's
  *   failure (a failed call may have applied any subset of its items, as the Store contract says; the caller decides
- *   whether to retry, with `retryStore`).
+ *   whether to retry, with `retryStore`). A `cycle` the store refuses for good (a part its verb would refuse as a
+ *   whole) is sent again as the separate verbs, so one write's refusal never fails the others of its tick.
+ * - Every tick ends with each of its writes answered, however its fiber ends (an interruption or a defect too), and
+ *   with its lane free again.
  *
  * Store calls made by a worker are retried a few times with a short exponential backoff when the Store reports a
  * retryable failure (connection, timeout, conflict, ambiguous). Fenced writes stay safe to repeat: a repeated write
@@ -23,10 +29,9 @@
  *
  * @internal
  */
-import { Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Option } from "effect"
 import { LeaseLost, StoreError } from "../Errors.js"
 import type { Job } from "../Job.js"
-import * as Protocol from "../Protocol.js"
 import type {
   ChargeItem,
   ChargeResult,
@@ -34,8 +39,6 @@ import type {
   ClaimNextResult,
   CycleReply,
   Fenced,
-  HeartbeatItem,
-  HeartbeatResult,
   SettleItem,
   SettleResult,
   Store
@@ -125,22 +128,23 @@ export interface WorkerStore {
    * of the caller (the worker charges only jobs it claimed): a defect.
    */
   readonly charge: (item: ChargeItem) => Effect.Effect<Charged, StoreError>
-  /** Lease renewals, all in one tick: their results in item order and the store time of the call. */
-  readonly heartbeat: (
-    items: ReadonlyArray<HeartbeatItem>
-  ) => Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<HeartbeatResult> }, StoreError>
   /**
-   * One claim of the worker's next jobs, in the next tick (after that tick's settlements, in a `cycle`): the jobs it
-   * wrote and the store time of the call.
+   * One claim of the worker's next jobs: the jobs it wrote and the store time of the call. Queued, it goes out in
+   * the next tick, after that tick's settlements (in one `cycle` where the store has it).
    */
   readonly claimNext: (
     options: ClaimNextOptions
   ) => Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<ClaimNextResult> }, StoreError>
+  /**
+   * From now on no claim is sent: a queued one, and any handed in later, ends interrupted without a write (a
+   * closing worker claims nothing more; a claim already sent still lands).
+   */
+  readonly stopClaims: () => void
   /** Items waiting for a tick. */
   readonly queued: () => number
 }
 
-/** What a write gets back: the store time of its call and one result per item, in item order. */
+/** What a write gets back: the store time of its call and its results (one per item; a claim's, every job). */
 interface Answer<A> {
   readonly now: number
   readonly results: ReadonlyArray<A>
@@ -154,7 +158,7 @@ interface Pending<I, A> {
   answered: boolean
 }
 
-/** Answers a write once (a later answer, such as the interruption of a tick that already answered it, is dropped). */
+/** Answers a write once (a later answer, such as the end of a tick that already answered it, is dropped). */
 const answer = <I, A>(pending: Pending<I, A>, effect: Effect.Effect<Answer<A>, StoreError | LeaseLost>): void => {
   if (pending.answered) return
   pending.answered = true
@@ -164,13 +168,21 @@ const answer = <I, A>(pending: Pending<I, A>, effect: Effect.Effect<Answer<A>, S
 /** The writes of one tick, by verb, each in the order they were handed in. */
 interface Tick {
   readonly settle: Array<Pending<SettleItem, SettleResult>>
-  readonly heartbeat: Array<Pending<HeartbeatItem, HeartbeatResult>>
   readonly charge: Array<Pending<ChargeItem, ChargeResult>>
   /** At most one claim: its one item is the claim's options, its results every job the claim wrote. */
   readonly claim: Array<Pending<ClaimNextOptions, ClaimNextResult>>
 }
 
-const emptyTick = (): Tick => ({ settle: [], heartbeat: [], charge: [], claim: [] })
+const emptyTick = (): Tick => ({ settle: [], charge: [], claim: [] })
+
+const sizeOf = (tick: Tick): number => tick.settle.length + tick.charge.length + tick.claim.length
+
+/** Answers every write of the tick not answered yet. */
+const answerAll = (tick: Tick, effect: Effect.Effect<never>): void => {
+  for (const write of tick.settle) answer(write, effect)
+  for (const write of tick.charge) answer(write, effect)
+  for (const write of tick.claim) answer(write, effect)
+}
 
 const itemsOf = <I, A>(writes: ReadonlyArray<Pending<I, A>>): Array<I> => writes.flatMap((write) => write.items)
 
@@ -198,107 +210,101 @@ const shareOut = <I, A>(
 }
 
 /** A claim's reply: every job it wrote is its one write's answer. */
-const answerClaim = (
+const answerClaims = (
   claims: ReadonlyArray<Pending<ClaimNextOptions, ClaimNextResult>>,
   exit: Exit.Exit<Answer<ClaimNextResult>, StoreError>
 ): void => {
   for (const claim of claims) answer(claim, exit)
 }
 
+/** A verb's reply for `items` alone, checked to have one result per item. */
+const oneEach = <I, A>(
+  items: ReadonlyArray<I>,
+  operation: string,
+  call: Effect.Effect<Answer<A>, StoreError>
+): Effect.Effect<Answer<A>, StoreError> =>
+  Effect.flatMap(call, (reply) =>
+    reply.results.length === items.length ? Effect.succeed(reply) : Effect.fail(noResult(operation)())
+  )
+
 /** How many ticks a worker keeps in flight at most. */
 const lanes = 2
 
 /**
- * The worker's store writes over `store`. `run` starts a tick's call in a fiber of the worker's own (it must be
- * interrupted when the worker stops; the writes of a tick interrupted in flight are answered with the interruption).
+ * The worker's store writes over `store`. `run` starts a queued tick in a fiber of the worker's own and calls
+ * `onExit` when that fiber ends, however it ends (it must be interrupted when the worker stops).
  *
  * @internal
  */
 export const makeWorkerStore = (
   store: Store["Type"],
   maxBatch: number,
-  run: (tick: Effect.Effect<void>) => void
+  run: (tick: Effect.Effect<void>, onExit: () => void) => void
 ): WorkerStore => {
   const limit = Math.max(1, maxBatch)
   const queue: Tick = emptyTick()
   let inFlight = 0
-  const queued = (): number =>
-    queue.settle.length +
-    queue.charge.length +
-    queue.claim.length +
-    queue.heartbeat.reduce((n, write) => n + write.items.length, 0)
+  let claimsStopped = false
+  const queued = (): number => sizeOf(queue)
 
   /** Takes queued writes of one verb while the tick has room; vetoed ones are answered at once and left out. */
   const takeInto = <I, A>(from: Array<Pending<I, A>>, into: Array<Pending<I, A>>, room: number): number => {
     let taken = 0
-    while (from.length > 0) {
-      const write = from[0]!
-      const size = write.items.length
-      // A write larger than a whole tick goes alone, as the first write of an empty tick.
-      if (taken + size > room && !(room === limit && taken === 0)) break
-      from.shift()
+    while (from.length > 0 && taken < room) {
+      const write = from.shift()!
       const refused = write.veto?.()
       if (refused !== undefined) {
         answer(write, Effect.fail(refused))
         continue
       }
       into.push(write)
-      taken += size
+      taken += 1
     }
     return taken
   }
 
-  /**
-   * The next tick: renewals first (a lease must not lapse), then charges (a billed call waits), then settlements,
-   * then one claim (which counts as one item).
-   */
+  /** The next tick: charges first (a billed call waits for its reservation), then settlements, then one claim. */
   const take = (): Tick => {
     const tick = emptyTick()
     let room = limit
-    room -= takeInto(queue.heartbeat, tick.heartbeat, room)
     room -= takeInto(queue.charge, tick.charge, room)
     room -= takeInto(queue.settle, tick.settle, room)
     takeInto(queue.claim, tick.claim, Math.min(room, 1))
     return tick
   }
 
+  /** Each verb with writes in the tick, called at once. */
   const verbs = (tick: Tick): Effect.Effect<void> => {
     const calls: Array<Effect.Effect<void>> = []
     if (tick.settle.length > 0) {
       const items = itemsOf(tick.settle)
       calls.push(Effect.map(Effect.exit(store.settle({ items })), (exit) => shareOut(tick.settle, exit, "settle")))
     }
-    if (tick.heartbeat.length > 0) {
-      const items = itemsOf(tick.heartbeat)
-      calls.push(
-        Effect.map(Effect.exit(store.heartbeat({ items })), (exit) => shareOut(tick.heartbeat, exit, "heartbeat"))
-      )
-    }
     if (tick.charge.length > 0) {
       const items = itemsOf(tick.charge)
       calls.push(Effect.map(Effect.exit(store.charge({ items })), (exit) => shareOut(tick.charge, exit, "charge")))
     }
     for (const claim of tick.claim) {
-      calls.push(Effect.map(Effect.exit(store.claimNext(claim.items[0]!)), (exit) => answerClaim([claim], exit)))
+      calls.push(Effect.map(Effect.exit(store.claimNext(claim.items[0]!)), (exit) => answerClaims([claim], exit)))
     }
     return calls.length === 1 ? calls[0]! : Effect.all(calls, { concurrency: "unbounded", discard: true })
   }
 
-  const cycle = (
-    cycleVerb: NonNullable<Store["Type"]["cycle"]>,
-    tick: Tick,
-    charge: ReadonlyArray<ChargeItem>
-  ): Effect.Effect<void> =>
-    Effect.map(
+  /**
+   * The tick as one `cycle`. One the store refuses for good (`Constraint` or `Unknown`: a part its verb would
+   * refuse as a whole, such as a result it cannot store, wrote nothing) goes out again as the verbs, so only the
+   * refused write fails, as it would alone.
+   */
+  const cycle = (cycleVerb: NonNullable<Store["Type"]["cycle"]>, tick: Tick): Effect.Effect<void> =>
+    Effect.flatMap(
       Effect.exit(
-        cycleVerb({
-          settle: itemsOf(tick.settle),
-          heartbeat: itemsOf(tick.heartbeat),
-          charge,
-          claimNext: tick.claim[0]?.items[0]
-        })
+        cycleVerb({ settle: itemsOf(tick.settle), charge: itemsOf(tick.charge), claimNext: tick.claim[0]?.items[0] })
       ),
       (exit) => {
+        if (Exit.isFailure(exit)) {
+          const error = Cause.failureOption(exit.cause)
+          if (Option.isSome(error) && !error.value.isRetryable) return verbs(tick)
+        }
         const part = <A>(pick: (reply: CycleReply) => ReadonlyArray<A>): Exit.Exit<Answer<A>, StoreError> =>
           Exit.map(exit, (reply) => ({ now: reply.now, results: pick(reply) }))
         shareOut(
@@ -307,79 +313,47 @@ export const makeWorkerStore = (
           "cycle"
         )
         shareOut(
-          tick.heartbeat,
-          part((reply) => reply.heartbeat),
-          "cycle"
-        )
-        shareOut(
           tick.charge,
           part((reply) => reply.charge),
           "cycle"
         )
-        answerClaim(
+        answerClaims(
           tick.claim,
           part((reply) => reply.claimNext)
         )
+        return Effect.void
       }
     )
 
   /** Sends one tick: `cycle` for writes of more than one verb where the store has it, else the verbs at once. */
   const send = (tick: Tick): Effect.Effect<void> => {
-    const verbsInTick =
-      (tick.settle.length > 0 ? 1 : 0) +
-      (tick.heartbeat.length > 0 ? 1 : 0) +
-      (tick.charge.length > 0 ? 1 : 0) +
-      tick.claim.length
-    if (verbsInTick === 0) return Effect.void
-    const charge = itemsOf(tick.charge)
-    // A charge the store would refuse as a whole would fail a whole cycle: such a tick goes out as the verbs, so
-    // only the charge call fails, as it would alone.
-    if (store.cycle === undefined || verbsInTick === 1 || Protocol.chargeProblem(charge) !== undefined) {
-      return verbs(tick)
-    }
-    return cycle(store.cycle, tick, charge)
+    const verbsInTick = (tick.settle.length > 0 ? 1 : 0) + (tick.charge.length > 0 ? 1 : 0) + tick.claim.length
+    return store.cycle === undefined || verbsInTick === 1 ? verbs(tick) : cycle(store.cycle, tick)
   }
 
-  const answerAll = (tick: Tick, effect: Effect.Effect<never>): void => {
-    for (const write of tick.settle) answer(write, effect)
-    for (const write of tick.heartbeat) answer(write, effect)
-    for (const write of tick.charge) answer(write, effect)
-    for (const write of tick.claim) answer(write, effect)
+  const freeLane = (): void => {
+    inFlight -= 1
+    pump()
   }
 
   /** Starts ticks while a lane is free and writes are queued. Called in the steps that queue a write or end a tick. */
   const pump = (): void => {
     while (inFlight < lanes && queued() > 0) {
       const tick = take()
-      if (tick.settle.length + tick.heartbeat.length + tick.charge.length + tick.claim.length === 0) continue
+      if (sizeOf(tick) === 0) continue
       inFlight += 1
-      run(
-        send(tick).pipe(
-          Effect.onInterrupt(() => Effect.sync(() => answerAll(tick, Effect.interrupt))),
-          Effect.ensuring(
-            Effect.sync(() => {
-              inFlight -= 1
-              pump()
-            })
-          )
-        )
-      )
+      run(send(tick), () => {
+        // However the tick's fiber ended (interrupted, even before its first step, or by a defect), every write of
+        // it has its answer.
+        answerAll(tick, Effect.interrupt)
+        freeLane()
+      })
     }
   }
 
-  /** A verb's reply for `items` alone, checked to have one result per item. */
-  const oneEach = <I, A>(
-    items: ReadonlyArray<I>,
-    operation: string,
-    call: Effect.Effect<Answer<A>, StoreError>
-  ): Effect.Effect<Answer<A>, StoreError> =>
-    Effect.flatMap(call, (reply) =>
-      reply.results.length === items.length ? Effect.succeed(reply) : Effect.fail(noResult(operation)())
-    )
-
   /**
-   * Hands one write in and waits for its answer. With a lane free and nothing queued, the caller sends it alone in
-   * its own fiber (an idle worker pays for no tick fiber); otherwise it is queued for the next tick. A caller
+   * Hands one write in and waits for its answer: sent at once, alone, by the caller when a lane is free and nothing
+   * is queued (the lane is held until the call ends, however it ends), else queued for the next tick. A caller
    * interrupted while its write is still queued takes it back (it is never sent); one interrupted while its tick is
    * in flight drops only the answer.
    */
@@ -393,13 +367,12 @@ export const makeWorkerStore = (
       if (inFlight < lanes && queued() === 0) {
         const refused = veto?.()
         if (refused !== undefined) return Effect.fail(refused)
-        inFlight += 1
-        return Effect.ensuring(
-          alone(items),
+        return Effect.acquireUseRelease(
           Effect.sync(() => {
-            inFlight -= 1
-            pump()
-          })
+            inFlight += 1
+          }),
+          () => alone(items),
+          () => Effect.sync(freeLane)
         )
       }
       return Effect.async<Answer<A>, StoreError | LeaseLost>((resume) => {
@@ -414,7 +387,6 @@ export const makeWorkerStore = (
     })
 
   const settle = (items: ReadonlyArray<SettleItem>) => oneEach(items, "settle", store.settle({ items }))
-  const heartbeat = (items: ReadonlyArray<HeartbeatItem>) => oneEach(items, "heartbeat", store.heartbeat({ items }))
   const charge = (items: ReadonlyArray<ChargeItem>) => oneEach(items, "charge", store.charge({ items }))
   const claimNext = (items: ReadonlyArray<ClaimNextOptions>) => store.claimNext(items[0]!)
 
@@ -437,6 +409,7 @@ export const makeWorkerStore = (
           return result._tag === "Settled" ? Effect.succeed({ job: result.job, now }) : Effect.fail(leaseLost(result))
         }
       ),
+    // Neither a charge nor a claim has a veto: they never fail with `LeaseLost` here.
     charge: (item) =>
       Effect.flatMap(
         submit(queue.charge, [item], charge) as Effect.Effect<Answer<ChargeResult>, StoreError>,
@@ -460,11 +433,16 @@ export const makeWorkerStore = (
           }
         }
       ),
-    // Neither a charge nor a renewal has a veto: they never fail with `LeaseLost` here.
-    heartbeat: (items) =>
-      submit(queue.heartbeat, items, heartbeat) as Effect.Effect<Answer<HeartbeatResult>, StoreError>,
     claimNext: (options) =>
-      submit(queue.claim, [options], claimNext) as Effect.Effect<Answer<ClaimNextResult>, StoreError>,
+      Effect.suspend(() =>
+        claimsStopped
+          ? Effect.interrupt
+          : (submit(queue.claim, [options], claimNext) as Effect.Effect<Answer<ClaimNextResult>, StoreError>)
+      ),
+    stopClaims: () => {
+      claimsStopped = true
+      for (const claim of queue.claim.splice(0)) answer(claim, Effect.interrupt)
+    },
     queued
   }
 }
