@@ -36,8 +36,8 @@ describe("plan kinds", () => {
   })
 
   it("fails when the draws do not hold enough plans of the kind", () => {
-    expect(() => benchPlans(() => draw(0), 3, planKind(draw(0)) === "none of them" ? "limits" : "none of them")).toThrow(
-      /only 0 plans of kind/
-    )
+    expect(() =>
+      benchPlans(() => draw(0), 3, planKind(draw(0)) === "none of them" ? "limits" : "none of them")
+    ).toThrow(/only 0 plans of kind/)
   })
 })

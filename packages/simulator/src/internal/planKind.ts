@@ -41,7 +41,9 @@ export const parseKind = (text: string): string => {
   if (words.join(" ") === "none" || words.join(" ") === none) return none
   for (const word of words) {
     if (!(parts as ReadonlyArray<string>).includes(word)) {
-      throw new Error(`unknown plan kind "${word}" in "${text}": use none, or limits, batches, schedule joined by + or ,`)
+      throw new Error(
+        `unknown plan kind "${word}" in "${text}": use none, or limits, batches, schedule joined by + or ,`
+      )
     }
   }
   if (words.length === 0) throw new Error(`no plan kind in "${text}"`)
