@@ -212,13 +212,22 @@ const templateProblem = (job: unknown): readonly [string, string] | undefined =>
   return undefined
 }
 
+/**
+ * The timezone names found valid. Asking `Intl` builds a formatter (about 0.2 ms), and every schedule a Store reads
+ * back goes through `make` again, with one of a handful of zones.
+ */
+const knownTimezones = new Set<string>()
+
 const isTimezone = (timezone: string): boolean => {
+  if (knownTimezones.has(timezone)) return true
   try {
     new Intl.DateTimeFormat("en-US", { timeZone: timezone })
-    return true
   } catch {
     return false
   }
+  if (knownTimezones.size > 1000) knownTimezones.clear()
+  knownTimezones.add(timezone)
+  return true
 }
 
 /**
@@ -324,8 +333,9 @@ export const candidateTicks = (schedule: Schedule, after: number, upTo: number):
   const newestFirst: Array<number> = []
   // croner includes a run earlier in the same second as the reference, so `upTo + 1` includes a tick at `upTo`.
   let reference = upTo + 1
-  // Chunks grow from a few ticks (a pass on time needs one or two) to 100, so a frequent pass computes few ticks.
-  let size = 4
+  // Chunks grow from one tick to 100: most passes come between two ticks, and the newest tick alone tells them
+  // nothing is due (a backward step of croner costs about the same per tick, so a first chunk of four cost four).
+  let size = 1
   while (newestFirst.length < limits.maxCatchUpTicks) {
     const chunk = cron.previousRuns(Math.min(size, limits.maxCatchUpTicks - newestFirst.length), new Date(reference))
     size = Math.min(100, size * 4)

@@ -160,9 +160,13 @@ const makeTicks = Effect.fn("slowcall.schedules.pass")(function* (
  * @since 0.1.0
  * @category run
  */
-export const pass: Effect.Effect<PassReport, StoreError, Client | ScheduleStore> = Effect.gen(function* () {
-  const client = yield* Client
-  const store = yield* ScheduleStore
+export const pass: Effect.Effect<PassReport, StoreError, Client | ScheduleStore> = Effect.flatMap(
+  Effect.zip(Client, ScheduleStore),
+  ([client, store]) => passWith(client, store)
+)
+
+/** `pass` over a given client and store: `run` looks them up once, not on every pass. */
+const passWith = Effect.fnUntraced(function* (client: Client["Type"], store: ScheduleStore["Type"]) {
   const { now, result: records } = yield* store.list()
   const ticks: Array<TickOutcome> = []
   for (const record of records) {
@@ -191,6 +195,7 @@ export const pass: Effect.Effect<PassReport, StoreError, Client | ScheduleStore>
  */
 export const run = (options: SchedulerOptions = {}): Effect.Effect<never, never, Client | ScheduleStore> =>
   Effect.gen(function* () {
+    const client = yield* Client
     const store = yield* ScheduleStore
     const pollMs = options.pollMs ?? 1000
     const declared = options.schedules ?? []
@@ -200,11 +205,14 @@ export const run = (options: SchedulerOptions = {}): Effect.Effect<never, never,
         Effect.retry(EffectSchedule.spaced(pollMs))
       )
     }
-    const onPass = options.onPass ?? (() => Effect.void)
-    return yield* pass.pipe(
-      Effect.flatMap((report) =>
-        Effect.catchAllCause(onPass(report), (cause) => Effect.logWarning("onPass failed", cause))
-      ),
+    const onPass = options.onPass
+    const passed =
+      onPass === undefined
+        ? passWith(client, store)
+        : Effect.flatMap(passWith(client, store), (report) =>
+            Effect.catchAllCause(onPass(report), (cause) => Effect.logWarning("onPass failed", cause))
+          )
+    return yield* passed.pipe(
       Effect.catchAll((error) => Effect.logWarning("schedule pass failed", error)),
       Effect.zipRight(Effect.sleep(pollMs)),
       Effect.forever

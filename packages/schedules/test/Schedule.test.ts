@@ -158,6 +158,32 @@ describe("Schedule.candidateTicks", () => {
     expect(huge[huge.length - 1]).toBe(base + 86_400_000)
   })
 
+  it("agrees with nextTick stepping through (after, upTo], for passes on time, between ticks and late", () => {
+    const base = Date.parse("2026-03-29T00:00:00Z")
+    const schedules = [
+      { ...valid({ cron: "*/2 * * * * *" }), graceMs: 30_000 },
+      { ...valid({ cron: "*/3 * * * * *" }), graceMs: 30_000 },
+      // Through the night Berlin's clocks went forward (2026-03-29, 02:00 local).
+      { ...valid({ cron: "0,30 * * * *", timezone: "Europe/Berlin" }), graceMs: 6 * 3_600_000 }
+    ]
+    for (const schedule of schedules) {
+      for (const after of [base, base + 500, base + 999, base + 1000, base + 1_800_000, base + 3_599_999]) {
+        for (const span of [0, 1, 499, 1000, 1500, 2000, 2001, 6_000, 25_000, 3_600_000, 4 * 3_600_000]) {
+          const upTo = after + span
+          const stepped: Array<number> = []
+          for (let tick = Schedule.nextTick(schedule, after); tick !== null && tick <= upTo; ) {
+            stepped.push(tick)
+            tick = Schedule.nextTick(schedule, tick)
+          }
+          // Those within the grace, and the newest before it.
+          const older = stepped.filter((tick) => tick < upTo - schedule.graceMs)
+          const expected = [...older.slice(-1), ...stepped.slice(older.length)]
+          expect(Schedule.candidateTicks(schedule, after, upTo)).toEqual(expected)
+        }
+      }
+    }
+  })
+
   it("keys a tick by its instant in UTC and wraps the template's input", () => {
     const schedule = valid({ job: { ...job, input: { scope: "all" }, deadlineMs: 1000, tenant: "acme" } })
     const tick = Date.parse("2026-05-01T02:00:00Z")

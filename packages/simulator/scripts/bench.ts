@@ -16,7 +16,10 @@
  * batches, a schedule), how many there are and their wall time, Effect operations, history events and scheduler
  * steps per run: where a run's work goes.
  *
- * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 400 --seed 1 --count-ops --by-kind]
+ * With `--kind K` (`limits`, `limits+batches`, `none`, ...: the kinds `--by-kind` prints) it runs the first `--runs`
+ * plans of that kind in the same draws instead, to measure one kind alone.
+ *
+ * Usage: npm run bench:sim [-- --runs 200 --trials 3 --warmup 400 --seed 1 --count-ops --by-kind --kind limits]
  * The one-core figure: `npm run bench:sim:one-core` (Linux): pinned to core 0 with `taskset`, and with V8's helper
  * threads off (`--single-threaded`), so that garbage collection and compilation run on the measured core instead of
  * competing with the simulation for it from threads of their own.
@@ -24,6 +27,7 @@
 import { OpCount } from "@slowcall/simulator/OpCount"
 import { faultKinds } from "@slowcall/simulator/Plan"
 import { arbitraryFor, planOf, runAndCheck } from "@slowcall/simulator/Simulate"
+import { benchPlans, parseKind, planKind } from "../src/internal/planKind.js"
 import { mixSeed } from "../src/internal/prng.js"
 
 const args = process.argv.slice(2)
@@ -35,9 +39,11 @@ const runs = flag("runs", 200)
 const trials = Math.max(1, flag("trials", 3))
 const warmup = flag("warmup", 400)
 const seed = flag("seed", 1)
+const kindAt = args.indexOf("--kind")
+const kind = kindAt >= 0 ? parseKind(args[kindAt + 1] ?? "") : undefined
 const options = { seed, runs, jobs: 20, workers: 4, faults: faultKinds, allFaults: true }
 const arbitrary = arbitraryFor(options)
-const plans = Array.from({ length: runs }, (_, i) => planOf(arbitrary, mixSeed(seed, i)))
+const plans = benchPlans((i) => planOf(arbitrary, mixSeed(seed, i)), runs, kind)
 
 for (let i = 0; i < warmup; i++) runAndCheck(plans[i % plans.length]!)
 
@@ -69,7 +75,10 @@ const best = bySpeed[0]!
 const rate = (t: Trial) => (runs / t.seconds).toFixed(1)
 const cpuRate = (t: Trial) => (runs / t.cpuSeconds).toFixed(1)
 console.log(`simulated runs: ${runs} x ${trials} trials after ${warmup} warm-up runs`)
-console.log(`plan: 20 jobs x 4 workers, all ${faultKinds.length} fault kinds on (seed ${seed})`)
+console.log(
+  `plan: 20 jobs x 4 workers, all ${faultKinds.length} fault kinds on (seed ${seed})` +
+    (kind === undefined ? "" : `, only plans of kind "${kind}"`)
+)
 console.log(`runs/s (wall):        median ${rate(median)}   best ${rate(best)}   (target >= 100)`)
 // On a shared machine the wall clock also counts time other processes took: CPU time is this process's own.
 console.log(`runs per cpu-second:  median ${cpuRate(median)}   best ${cpuRate(best)}`)
@@ -101,21 +110,13 @@ if (args.includes("--by-kind")) {
     steps: number
   }
   const kinds = new Map<string, Kind>()
-  const kindOf = (plan: (typeof plans)[number]): string =>
-    [
-      plan.limits === undefined ? null : "limits",
-      plan.batches === undefined || plan.batches.length === 0 ? null : "batches",
-      plan.schedule === undefined || plan.schedule === null ? null : "schedule"
-    ]
-      .filter((part) => part !== null)
-      .join(", ") || "none of them"
   for (const plan of plans) {
     const started = performance.now()
     const { run } = runAndCheck(plan)
     const ms = performance.now() - started
     const count = new OpCount()
     runAndCheck(plan, { supervisor: count })
-    const kind = kindOf(plan)
+    const kind = planKind(plan)
     const k = kinds.get(kind) ?? { plans: 0, ms: 0, ops: 0, events: 0, steps: 0 }
     k.plans++
     k.ms += ms

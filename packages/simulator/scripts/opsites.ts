@@ -14,7 +14,10 @@
  * It reads Effect's internals (operation fields, a fiber's continuation stack and flags) and the functions' source
  * positions through the inspector: a diagnostic for this repository's Effect version, not an API.
  *
- * Usage: node scripts/bundled.mjs packages/simulator/scripts/opsites.ts [--runs 100] [--top 60] [--trace N]
+ * `--kind K` (`limits`, `limits+batches`, `none`, ...: the kinds `bench:sim --by-kind` prints) takes the first `--runs`
+ * plans of that kind in the same draws instead, to see one kind alone.
+ *
+ * Usage: node scripts/bundled.mjs packages/simulator/scripts/opsites.ts [--runs 100] [--top 60] [--trace N] [--kind K]
  */
 import * as inspector from "node:inspector"
 import { findSourceMap } from "node:module"
@@ -23,6 +26,7 @@ import { faultKinds } from "@slowcall/simulator/Plan"
 import { arbitraryFor, planOf, runAndCheck } from "@slowcall/simulator/Simulate"
 import { Effect } from "effect"
 import { AbstractSupervisor } from "effect/Supervisor"
+import { benchPlans, parseKind } from "../src/internal/planKind.js"
 import { mixSeed } from "../src/internal/prng.js"
 
 const args = process.argv.slice(2)
@@ -32,9 +36,11 @@ const flag = (name: string, fallback: number): number => {
 }
 const runs = flag("runs", 100)
 const top = flag("top", 60)
+const kindAt = args.indexOf("--kind")
+const kind = kindAt >= 0 ? parseKind(args[kindAt + 1] ?? "") : undefined
 const options = { seed: 1, runs, jobs: 20, workers: 4, faults: faultKinds, allFaults: true }
 const arbitrary = arbitraryFor(options)
-const plans = Array.from({ length: runs }, (_, i) => planOf(arbitrary, mixSeed(1, i)))
+const plans = benchPlans((i) => planOf(arbitrary, mixSeed(1, i)), runs, kind)
 
 const session = new inspector.Session()
 session.connect()
@@ -236,7 +242,7 @@ const show = (title: string, m: Map<string, number>, extra?: Map<string, number>
     console.log(`${(v / runs).toFixed(0).padStart(6)}${more}  ${k}`)
   }
 }
-console.log(`ops/run ${(ops / runs).toFixed(0)}`)
+console.log(`ops/run ${(ops / runs).toFixed(0)}${kind === undefined ? "" : ` (plans of kind "${kind}")`}`)
 show("by fiber", byFiber, fibersBy)
 show("by site", bySite)
 show("by nearest frame of this repository", inclusive)

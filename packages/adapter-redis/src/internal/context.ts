@@ -199,13 +199,14 @@ export const script = (
   attempt(ctx.client, operation, write, () => run(ctx.client, name, [ctx.keys.meta(queue)], args))
 
 /**
- * Store time now: the server's `TIME` in epoch ms, to the microsecond.
+ * Store time now: the server's `TIME` in whole epoch ms, the scripts' `storeNow` rule (lua/includes/base.lua says
+ * why whole).
  *
  * @internal
  */
 export const serverNow = (ctx: Context, operation = "now"): Effect.Effect<number, StoreError> =>
   attempt(ctx.client, operation, false, () => ctx.client.time()).pipe(
-    Effect.map(([seconds, micros]) => (Number(seconds) * 1_000_000 + Number(micros)) / 1000)
+    Effect.map(([seconds, micros]) => Number(seconds) * 1000 + Math.floor(Number(micros) / 1000))
   )
 
 /** The default retention of finished jobs' input and result: 7 days. @internal */

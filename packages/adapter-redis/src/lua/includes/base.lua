@@ -11,13 +11,17 @@ local function fmt(x)
   return string.format("%.17g", x)
 end
 
--- Store time: the caller's override (tests), else the server's clock in epoch ms, to the microsecond.
+-- Store time: the caller's override (tests), else the server's clock in whole epoch ms (the resolution of the
+-- Store contract and the memory store's Clock). Whole, because the index scores are times taken from it: Redis keeps
+-- a small sorted set as a listpack, which stores a score written as an integer as an integer, while a fractional
+-- score is stored as text and parsed again on every comparison (docs/adapters/redis.md, "What one job costs the
+-- server"). The same rule as `serverNow` in context.ts and `storeNow` in limits.lua.
 local function storeNow(arg)
   if arg ~= nil and arg ~= "" then
     return tonumber(arg)
   end
   local t = redis.call("TIME")
-  return (tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
 -- A string inside a key name: length first, so no two values give the same name.

@@ -23,13 +23,14 @@ local function fmt(x)
   return string.format("%.17g", x)
 end
 
--- Store time: the caller's override (tests), else the server's clock in epoch ms, to the microsecond.
+-- Store time: the caller's override (tests), else the server's clock in whole epoch ms, as in includes/base.lua
+-- (whole, so the permit ends in `e:` are integral scores).
 local function storeNow(arg)
   if arg ~= nil and arg ~= "" then
     return tonumber(arg)
   end
   local t = redis.call("TIME")
-  return (tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
 local function enc(s)
