@@ -224,6 +224,8 @@ const drain = <R>(env: Env<R>, ms: number) =>
 const shutdownSteps = Effect.fnUntraced(function* <R>(env: Env<R>, loop: Fiber.RuntimeFiber<never, never>) {
   yield* Effect.sync(() => {
     env.closing = true
+    // A claim still queued for a tick is never sent.
+    env.writes.stopClaims()
   })
   // Waits until a claim in flight has landed and its jobs are held, so the release below sees them.
   yield* Fiber.interrupt(loop)
@@ -310,6 +312,7 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
           learn: gate?.learn,
           learnStates: gate?.learnStates
         })
+  const writes = makeWorkerStore(store, maxBatch, helpers.run)
   const env: Env<R> = {
     store,
     transport,
@@ -341,7 +344,7 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
     keeper: makeKeeper({ store, transport, tracer, start: helpers.start, renewPermits: limits?.renew }),
     limits,
     gate,
-    writes: makeWorkerStore(store, maxBatch, helpers.start),
+    writes,
     acks: makeOutbox<AckItem, unknown>({
       send: (items) => transport.ack({ items }),
       maxBatch,

@@ -4,7 +4,7 @@ import { LeaseLost, StoreError } from "../src/Errors.js"
 import { makeOutbox } from "../src/internal/workerBatch.js"
 import { makeHelpers } from "../src/internal/workerFibers.js"
 import { makeWorkerStore, retryStore } from "../src/internal/workerStore.js"
-import type { JobId } from "../src/Job.js"
+import type { Job, JobId } from "../src/Job.js"
 import type { Store } from "../src/Store.js"
 import * as StoreModule from "../src/Store.js"
 import { submitOne } from "./fixtures.js"
@@ -75,7 +75,10 @@ describe("retryStore", () => {
   )
 })
 
-/** A store whose settle and charge calls are counted (items per call) and held until `release` resolves. */
+/**
+ * A store whose settle, heartbeat, charge and cycle calls are recorded (verb and items per call) and held while the
+ * gate is closed. `cycle` is offered only when the store under it has one.
+ */
 const gatedStore = (store: Store["Type"]) => {
   const calls: Array<{ readonly verb: string; readonly items: number }> = []
   const gate = { open: true, waiters: [] as Array<() => void> }
@@ -83,18 +86,26 @@ const gatedStore = (store: Store["Type"]) => {
     if (gate.open) return resume(Effect.void)
     gate.waiters.push(() => resume(Effect.void))
   })
+  const gated = <A, E>(verb: string, items: number, call: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    Effect.zipRight(
+      Effect.sync(() => calls.push({ verb, items })),
+      Effect.zipRight(pass, call)
+    )
+  const cycle = store.cycle
   const view: Store["Type"] = {
     ...store,
-    settle: (options) =>
-      Effect.zipRight(
-        Effect.sync(() => calls.push({ verb: "settle", items: options.items.length })),
-        Effect.zipRight(pass, store.settle(options))
-      ),
-    charge: (options) =>
-      Effect.zipRight(
-        Effect.sync(() => calls.push({ verb: "charge", items: options.items.length })),
-        Effect.zipRight(pass, store.charge(options))
-      )
+    settle: (options) => gated("settle", options.items.length, store.settle(options)),
+    heartbeat: (options) => gated("heartbeat", options.items.length, store.heartbeat(options)),
+    charge: (options) => gated("charge", options.items.length, store.charge(options)),
+    cycle:
+      cycle === undefined
+        ? undefined
+        : (options) =>
+            gated(
+              "cycle",
+              (options.settle?.length ?? 0) + (options.heartbeat?.length ?? 0) + (options.charge?.length ?? 0),
+              cycle(options)
+            )
   }
   const release = Effect.sync(() => {
     gate.open = true
@@ -106,212 +117,447 @@ const gatedStore = (store: Store["Type"]) => {
   return { calls, view, hold, release }
 }
 
-/**
- * How the flushers run: forked for the whole test, or started on need by a worker's helpers (as `Worker.make` runs
- * them). Every test below holds for both.
- */
-type Flushing = "flushers forked" | "flushers started on need"
+/** The memory store without its `cycle` verb (a store that does not offer it). */
+const withoutCycle = (store: Store["Type"]): Store["Type"] => ({ ...store, cycle: undefined })
 
-/** The worker's group-committed store over `store`, its flushers running in the test's scope. */
-const workerStoreWith =
-  (flushing: Flushing) =>
-  (store: Store["Type"], maxBatch = 100) =>
-    Effect.gen(function* () {
-      if (flushing === "flushers forked") {
-        const writes = makeWorkerStore(store, maxBatch)
-        for (const flusher of writes.flushers) yield* Effect.forkScoped(flusher)
-        return writes
-      }
-      const helpers = makeHelpers(yield* Effect.runtime<never>())
-      yield* Effect.addFinalizer(() => helpers.stop)
-      return makeWorkerStore(store, maxBatch, helpers.start)
-    })
+/** The worker's store writes over `store`, their ticks run by helpers stopped with the test's scope. */
+const writesOver = (store: Store["Type"], maxBatch: number) =>
+  Effect.gen(function* () {
+    const helpers = makeHelpers(yield* Effect.runtime<never>())
+    yield* Effect.addFinalizer(() => helpers.stop)
+    return makeWorkerStore(store, maxBatch, helpers.run)
+  })
 
-describe.each<Flushing>(["flushers forked", "flushers started on need"])(
-  "the worker's group-committed store calls (%s)",
-  (flushing) => {
-    const workerStore = workerStoreWith(flushing)
-    const LEASE = 10_000
+describe("the worker's store writes, sent in ticks", () => {
+  const LEASE = 10_000
 
-    it.scoped("a settle returns the job and the store time, and fails a fenced miss with LeaseLost", () =>
-      Effect.gen(function* () {
-        const { store } = yield* StoreModule.makeMemory
-        const job = yield* submitOne(store)
-        yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
-        yield* TestClock.setTime(900)
-        const writes = yield* workerStore(store)
-
-        const done = yield* writes.settle({ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 1 } })
-        const again = yield* Effect.flip(
-          writes.settle({ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 2 } })
-        )
-
-        expect(done).toMatchObject({ now: 900, job: { state: "succeeded", result: 1 } })
-        expect(again).toBeInstanceOf(LeaseLost)
-        expect(again).toMatchObject({ jobId: job.id, token: 1, currentToken: 1, state: "succeeded" })
-      })
-    )
-
-    it.scoped("a charge returns the spend after it and the reply's store time", () =>
-      Effect.gen(function* () {
-        const { store } = yield* StoreModule.makeMemory
-        const job = yield* submitOne(store)
-        yield* TestClock.setTime(700)
-        const writes = yield* workerStore(store)
-
-        const reserved = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 5, settled: false })
-        const settled = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 3, settled: true })
-
-        expect(reserved).toEqual({ costCents: 5, now: 700 })
-        expect(settled).toEqual({ costCents: 3, now: 700 })
-      })
-    )
-
-    it.scoped("a charge for a job the store does not know is a defect of the caller", () =>
-      Effect.gen(function* () {
-        const { store } = yield* StoreModule.makeMemory
-        const writes = yield* workerStore(store)
-        const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
-
-        const exit = yield* Effect.exit(writes.charge({ jobId, callId: "c", token: 1, amountCents: 1, settled: true }))
-
-        expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
-      })
-    )
-
-    it.scoped("items handed in while a call is in flight go out together in the next call, each with its answer", () =>
-      Effect.gen(function* () {
-        const { store } = yield* StoreModule.makeMemory
-        const gated = gatedStore(store)
-        const jobs = []
-        for (let i = 0; i < 5; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
-        const writes = yield* workerStore(gated.view)
-
-        yield* gated.hold
-        const first = yield* Effect.fork(
-          writes.charge({ jobId: jobs[0]!.id, callId: "a", token: 0, amountCents: 1, settled: true })
-        )
-        while (gated.calls.length === 0) yield* Effect.yieldNow()
-        const rest = yield* Effect.fork(
-          Effect.forEach(
-            jobs.slice(1),
-            (job, i) => writes.charge({ jobId: job.id, callId: `b${i}`, token: 0, amountCents: i + 2, settled: true }),
-            { concurrency: "unbounded" }
-          )
-        )
-        while (writes.queued() < 4) yield* Effect.yieldNow()
-        yield* gated.release
-        const answers = [yield* Fiber.join(first), ...(yield* Fiber.join(rest))]
-
-        expect(gated.calls).toEqual([
-          { verb: "charge", items: 1 },
-          { verb: "charge", items: 4 }
-        ])
-        expect(answers.map((a) => a.costCents)).toEqual([1, 2, 3, 4, 5])
-      })
-    )
-
-    it.scoped("a batch never carries more than maxBatch items", () =>
-      Effect.gen(function* () {
-        const { store } = yield* StoreModule.makeMemory
-        const gated = gatedStore(store)
-        const job = yield* submitOne(store)
-        const writes = yield* workerStore(gated.view, 2)
-
-        yield* gated.hold
-        const all = yield* Effect.fork(
-          Effect.forEach(
-            [0, 1, 2, 3, 4],
-            (i) => writes.charge({ jobId: job.id, callId: `c${i}`, token: 0, amountCents: 1, settled: true }),
-            { concurrency: "unbounded" }
-          )
-        )
-        // Until every caller has handed its item in: the first is in flight (its call waits at the gate), four queue.
-        while (gated.calls.length === 0 || writes.queued() < 4) yield* Effect.yieldNow()
-        yield* gated.release
-        yield* Fiber.join(all)
-
-        expect(gated.calls.map((c) => c.items)).toEqual([1, 2, 2])
-      })
-    )
-
-    it.scoped("a failed call fails every item of it, and a later call is made for new items", () =>
-      Effect.gen(function* () {
-        const { store } = yield* StoreModule.makeMemory
-        const job = yield* submitOne(store)
-        let failing = true
-        const flaky: Store["Type"] = {
-          ...store,
-          charge: (options) =>
-            failing
-              ? Effect.fail(new StoreError({ reason: "Connection", operation: "charge", detail: "down" }))
-              : store.charge(options)
-        }
-        const writes = yield* workerStore(flaky)
-
-        const failed = yield* Effect.flip(
-          writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 1, settled: true })
-        )
-        failing = false
-        const ok = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 1, settled: true })
-
-        expect(failed).toMatchObject({ _tag: "StoreError", reason: "Connection" })
-        expect(ok.costCents).toBe(1)
-      })
-    )
-
-    it.scoped("a reply without a result for the item is a StoreError, not a silent success", () =>
-      Effect.gen(function* () {
-        const { store } = yield* StoreModule.makeMemory
-        const empty: Store["Type"] = {
-          ...store,
-          settle: () => Effect.succeed({ now: 0, results: [] })
-        }
-        const writes = yield* workerStore(empty)
-        const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
-
-        const settle = yield* Effect.flip(writes.settle({ jobId, token: 1, outcome: { _tag: "Release" } }))
-
-        expect(settle).toMatchObject({ _tag: "StoreError", reason: "Unknown", operation: "settle" })
-      })
-    )
-  }
-)
-
-describe("flushers started on need", () => {
-  it.scoped("calls that never overlap start no flusher; the first overlap starts one, and only one", () =>
+  it.scoped("a settle returns the job and the store time, and fails a fenced miss with LeaseLost", () =>
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
-      const gated = gatedStore(store)
-      const jobs = yield* Effect.forEach([0, 1, 2, 3], (i) => submitOne(store, { requestKey: `k${i}` }))
-      const helpers = makeHelpers(yield* Effect.runtime<never>())
-      yield* Effect.addFinalizer(() => helpers.stop)
-      const writes = makeWorkerStore(gated.view, 100, helpers.start)
-      const charge = (i: number, callId: string) =>
-        writes.charge({ jobId: jobs[i]!.id, callId, token: 0, amountCents: 1, settled: true })
+      const job = yield* submitOne(store)
+      yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      yield* TestClock.setTime(900)
+      const writes = yield* writesOver(store, 100)
 
-      yield* charge(0, "a")
-      yield* charge(1, "a")
-      expect(helpers.started()).toBe(0)
+      const done = yield* writes.settle({ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 1 } })
+      const again = yield* Effect.flip(
+        writes.settle({ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 2 } })
+      )
 
-      for (const round of ["b", "c"]) {
-        yield* gated.hold
-        const first = yield* Effect.fork(charge(0, round))
-        while (gated.calls.length === 0 || writes.queued() > 0) yield* Effect.yieldNow()
-        const rest = yield* Effect.fork(
-          Effect.forEach([1, 2, 3], (i) => charge(i, round), { concurrency: "unbounded" })
-        )
-        while (writes.queued() < 3) yield* Effect.yieldNow()
-        yield* gated.release
-        yield* Fiber.join(first)
-        yield* Fiber.join(rest)
-      }
-
-      expect(gated.calls.map((c) => c.items)).toEqual([1, 1, 1, 3, 1, 3])
-      expect(helpers.started()).toBe(1)
+      expect(done).toMatchObject({ now: 900, job: { state: "succeeded", result: 1 } })
+      expect(again).toBeInstanceOf(LeaseLost)
+      expect(again).toMatchObject({ jobId: job.id, token: 1, currentToken: 1, state: "succeeded" })
     })
   )
 
+  it.scoped("a settle whose caller learned its lease is lost is not sent and fails with LeaseLost", () =>
+    Effect.gen(function* () {
+      const { store, peek } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      const writes = yield* writesOver(gated.view, 100)
+
+      const lost = yield* Effect.flip(
+        writes.settle({ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: 1 } }, () => true)
+      )
+
+      expect(lost).toBeInstanceOf(LeaseLost)
+      expect(gated.calls).toEqual([])
+      expect(peek(job.id)?.state).toBe("running")
+    })
+  )
+
+  it.scoped("a charge returns the spend after it and the reply's store time", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store)
+      yield* TestClock.setTime(700)
+      const writes = yield* writesOver(store, 100)
+
+      const reserved = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 5, settled: false })
+      const settled = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 3, settled: true })
+
+      expect(reserved).toEqual({ costCents: 5, now: 700 })
+      expect(settled).toEqual({ costCents: 3, now: 700 })
+    })
+  )
+
+  it.scoped("a charge for a job the store does not know is a defect of the caller", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const writes = yield* writesOver(store, 100)
+      const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
+
+      const exit = yield* Effect.exit(writes.charge({ jobId, callId: "c", token: 1, amountCents: 1, settled: true }))
+
+      expect(exit._tag === "Failure" && Cause.isDie(exit.cause)).toBe(true)
+    })
+  )
+
+  it.scoped("two ticks go out at once; writes handed in meanwhile go out together in the next, each answered", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const jobs: Array<Job> = []
+      for (let i = 0; i < 6; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
+      const writes = yield* writesOver(gated.view, 100)
+      const charge = (i: number) =>
+        writes.charge({ jobId: jobs[i]!.id, callId: `c${i}`, token: 0, amountCents: i + 1, settled: true })
+
+      yield* gated.hold
+      const first = yield* Effect.fork(charge(0))
+      while (gated.calls.length < 1) yield* Effect.yieldNow()
+      const second = yield* Effect.fork(charge(1))
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const rest = yield* Effect.fork(Effect.forEach([2, 3, 4, 5], charge, { concurrency: "unbounded" }))
+      while (writes.queued() < 4) yield* Effect.yieldNow()
+      // Both lanes are busy: nothing more goes out until one is free.
+      expect(gated.calls.length).toBe(2)
+      yield* gated.release
+      const answers = [yield* Fiber.join(first), yield* Fiber.join(second), ...(yield* Fiber.join(rest))]
+
+      expect(gated.calls).toEqual([
+        { verb: "charge", items: 1 },
+        { verb: "charge", items: 1 },
+        { verb: "charge", items: 4 }
+      ])
+      expect(answers.map((a) => a.costCents)).toEqual([1, 2, 3, 4, 5, 6])
+    })
+  )
+
+  it.scoped("a tick never carries more than maxBatch items", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      const writes = yield* writesOver(gated.view, 2)
+
+      yield* gated.hold
+      const all = yield* Effect.fork(
+        Effect.forEach(
+          [0, 1, 2, 3, 4, 5, 6],
+          (i) => writes.charge({ jobId: job.id, callId: `c${i}`, token: 0, amountCents: 1, settled: true }),
+          { concurrency: "unbounded" }
+        )
+      )
+      while (gated.calls.length < 2 || writes.queued() < 5) yield* Effect.yieldNow()
+      yield* gated.release
+      yield* Fiber.join(all)
+
+      expect(gated.calls.map((c) => c.items).reduce((a, b) => a + b, 0)).toBe(7)
+      expect(Math.max(...gated.calls.map((c) => c.items))).toBe(2)
+    })
+  )
+
+  it.scoped("writes of several verbs in one tick go out as one cycle, at one store time", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const jobs: Array<Job> = []
+      for (let i = 0; i < 4; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
+      for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      const writes = yield* writesOver(gated.view, 100)
+
+      yield* gated.hold
+      // Two ticks hold both lanes; the three writes queued behind them go out together.
+      const busy = yield* Effect.fork(
+        Effect.all(
+          [
+            writes.charge({ jobId: jobs[0]!.id, callId: "x", token: 1, amountCents: 1, settled: true }),
+            writes.charge({ jobId: jobs[0]!.id, callId: "y", token: 1, amountCents: 1, settled: true })
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      yield* TestClock.setTime(500)
+      const tick = yield* Effect.fork(
+        Effect.all(
+          [
+            writes.settle({ jobId: jobs[1]!.id, token: 1, outcome: { _tag: "Complete", result: "ok" } }),
+            writes.settle({ jobId: jobs[2]!.id, token: 1, outcome: { _tag: "Complete", result: "ok" } }),
+            writes.charge({ jobId: jobs[3]!.id, callId: "z", token: 1, amountCents: 7, settled: true })
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (writes.queued() < 3) yield* Effect.yieldNow()
+      yield* gated.release
+      yield* Fiber.join(busy)
+      const [settled, settledToo, charged] = yield* Fiber.join(tick)
+
+      expect(gated.calls.slice(2)).toEqual([{ verb: "cycle", items: 3 }])
+      expect(settled).toMatchObject({ now: 500, job: { state: "succeeded" } })
+      expect(settledToo).toMatchObject({ now: 500, job: { state: "succeeded" } })
+      expect(charged).toEqual({ costCents: 7, now: 500 })
+    })
+  )
+
+  it.scoped(
+    "a claim queued behind settlements goes out in their cycle, after them: it can take a job they released",
+    () =>
+      Effect.gen(function* () {
+        const { store } = yield* StoreModule.makeMemory
+        const gated = gatedStore(store)
+        const held = yield* submitOne(store, { requestKey: "held" })
+        const other = yield* submitOne(store, { requestKey: "other" })
+        yield* store.claim({ items: [{ jobId: held.id, owner: "w", leaseMs: LEASE }] })
+        yield* store.claim({ items: [{ jobId: other.id, owner: "w", leaseMs: LEASE }] })
+        const writes = yield* writesOver(gated.view, 100)
+
+        yield* gated.hold
+        const busy = yield* Effect.fork(
+          Effect.all(
+            [
+              writes.charge({ jobId: other.id, callId: "x", token: 1, amountCents: 1, settled: true }),
+              writes.charge({ jobId: other.id, callId: "y", token: 1, amountCents: 1, settled: true })
+            ],
+            { concurrency: "unbounded" }
+          )
+        )
+        while (gated.calls.length < 2) yield* Effect.yieldNow()
+        const tick = yield* Effect.fork(
+          Effect.all(
+            [
+              writes.settle({ jobId: held.id, token: 1, outcome: { _tag: "Release" } }),
+              writes.claimNext({ queue: held.queue, max: 5, owner: "w2", leaseMs: LEASE })
+            ],
+            { concurrency: "unbounded" }
+          )
+        )
+        while (writes.queued() < 2) yield* Effect.yieldNow()
+        yield* gated.release
+        yield* Fiber.join(busy)
+        const [released, claimed] = yield* Fiber.join(tick)
+
+        expect(gated.calls.slice(2)).toEqual([{ verb: "cycle", items: 1 }])
+        expect(released.job.state).toBe("queued")
+        expect(claimed.results.map((r) => (r._tag === "Claimed" ? r.job.id : r._tag))).toEqual([held.id])
+        expect(claimed.now).toBe(released.now)
+      })
+  )
+
+  it.scoped("without a cycle verb, a tick calls each verb with writes, all at once", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(withoutCycle(store))
+      const jobs: Array<Job> = []
+      for (let i = 0; i < 3; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
+      for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      const writes = yield* writesOver(gated.view, 100)
+
+      yield* gated.hold
+      const busy = yield* Effect.fork(
+        Effect.all(
+          [
+            writes.charge({ jobId: jobs[0]!.id, callId: "x", token: 1, amountCents: 1, settled: true }),
+            writes.charge({ jobId: jobs[0]!.id, callId: "y", token: 1, amountCents: 1, settled: true })
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const tick = yield* Effect.fork(
+        Effect.all(
+          [
+            writes.settle({ jobId: jobs[1]!.id, token: 1, outcome: { _tag: "Complete", result: "ok" } }),
+            writes.charge({ jobId: jobs[2]!.id, callId: "z", token: 1, amountCents: 2, settled: true })
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (writes.queued() < 2) yield* Effect.yieldNow()
+      yield* gated.release
+      yield* Fiber.join(busy)
+      yield* Fiber.join(tick)
+
+      expect(
+        gated.calls
+          .slice(2)
+          .map((c) => c.verb)
+          .sort()
+      ).toEqual(["charge", "settle"])
+    })
+  )
+
+  it.scoped("a cycle the store refuses for good goes out again as the verbs: only the refused write fails", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const jobs: Array<Job> = []
+      for (let i = 0; i < 2; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
+      for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      const writes = yield* writesOver(gated.view, 100)
+
+      yield* gated.hold
+      const busy = yield* Effect.fork(
+        Effect.all(
+          [
+            writes.charge({ jobId: jobs[0]!.id, callId: "x", token: 1, amountCents: 1, settled: true }),
+            writes.charge({ jobId: jobs[0]!.id, callId: "y", token: 1, amountCents: 1, settled: true })
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const tick = yield* Effect.fork(
+        Effect.all(
+          [
+            Effect.either(writes.settle({ jobId: jobs[1]!.id, token: 1, outcome: { _tag: "Complete", result: "ok" } })),
+            Effect.either(
+              writes.charge({ jobId: jobs[1]!.id, callId: "bad", token: 1, amountCents: -1, settled: true })
+            )
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (writes.queued() < 2) yield* Effect.yieldNow()
+      yield* gated.release
+      yield* Fiber.join(busy)
+      const [settled, charged] = yield* Fiber.join(tick)
+
+      expect(gated.calls[2]).toEqual({ verb: "cycle", items: 2 })
+      expect(
+        gated.calls
+          .slice(3)
+          .map((c) => c.verb)
+          .sort()
+      ).toEqual(["charge", "settle"])
+      expect(settled._tag).toBe("Right")
+      expect(charged).toMatchObject({ _tag: "Left", left: { _tag: "StoreError", reason: "Constraint" } })
+    })
+  )
+
+  it.scoped("a caller interrupted while its write waits for a lane takes it back: it is never sent", () =>
+    Effect.gen(function* () {
+      const { store, peek } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      const writes = yield* writesOver(gated.view, 100)
+      const charge = (callId: string) =>
+        writes.charge({ jobId: job.id, callId, token: 0, amountCents: 1, settled: true })
+
+      yield* gated.hold
+      const busy = yield* Effect.fork(Effect.all([charge("a"), charge("b")], { concurrency: "unbounded" }))
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const waiting = yield* Effect.fork(charge("c"))
+      while (writes.queued() < 1) yield* Effect.yieldNow()
+      yield* Fiber.interrupt(waiting)
+      expect(writes.queued()).toBe(0)
+      yield* gated.release
+      yield* Fiber.join(busy)
+
+      expect(gated.calls).toEqual([
+        { verb: "charge", items: 1 },
+        { verb: "charge", items: 1 }
+      ])
+      expect(peek(job.id)?.costCents).toBe(2)
+    })
+  )
+
+  it.scoped("a tick whose fiber the worker's stop interrupts before it starts still answers its writes", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      const helpers = makeHelpers(yield* Effect.runtime<never>())
+      const writes = makeWorkerStore(gated.view, 100, helpers.run)
+      const charge = (callId: string) =>
+        writes.charge({ jobId: job.id, callId, token: 0, amountCents: 1, settled: true })
+
+      yield* gated.hold
+      const busy = yield* Effect.fork(Effect.all([charge("a"), charge("b")], { concurrency: "unbounded" }))
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const waiting = yield* Effect.fork(charge("c"))
+      while (writes.queued() < 1) yield* Effect.yieldNow()
+      yield* helpers.stop
+      yield* gated.release
+      yield* Fiber.join(busy)
+      const exit = yield* Fiber.await(waiting)
+
+      expect(exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)).toBe(true)
+      expect(gated.calls.length).toBe(2)
+    })
+  )
+
+  it.scoped("after stopClaims no claim is sent: a queued one and a later one end interrupted", () =>
+    Effect.gen(function* () {
+      const { store, peek } = yield* StoreModule.makeMemory
+      const gated = gatedStore(store)
+      const job = yield* submitOne(store)
+      const writes = yield* writesOver(gated.view, 100)
+      const claim = writes.claimNext({ queue: job.queue, max: 1, owner: "w", leaseMs: LEASE })
+
+      yield* gated.hold
+      const busy = yield* Effect.fork(
+        Effect.all(
+          [
+            writes.charge({ jobId: job.id, callId: "a", token: 0, amountCents: 1, settled: true }),
+            writes.charge({ jobId: job.id, callId: "b", token: 0, amountCents: 1, settled: true })
+          ],
+          { concurrency: "unbounded" }
+        )
+      )
+      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const queuedClaim = yield* Effect.fork(claim)
+      while (writes.queued() < 1) yield* Effect.yieldNow()
+      writes.stopClaims()
+      const queuedExit = yield* Fiber.await(queuedClaim)
+      yield* gated.release
+      yield* Fiber.join(busy)
+      const laterExit = yield* Effect.exit(claim)
+
+      expect(queuedExit._tag === "Failure" && Cause.isInterruptedOnly(queuedExit.cause)).toBe(true)
+      expect(laterExit._tag === "Failure" && Cause.isInterruptedOnly(laterExit.cause)).toBe(true)
+      expect(gated.calls.map((c) => c.verb)).toEqual(["charge", "charge"])
+      expect(peek(job.id)?.state).toBe("queued")
+    })
+  )
+
+  it.scoped("a failed call fails every write of it, and a later tick is made for new writes", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const job = yield* submitOne(store)
+      let failing = true
+      const flaky: Store["Type"] = {
+        ...store,
+        charge: (options) =>
+          failing
+            ? Effect.fail(new StoreError({ reason: "Connection", operation: "charge", detail: "down" }))
+            : store.charge(options)
+      }
+      const writes = yield* writesOver(flaky, 100)
+
+      const failed = yield* Effect.flip(
+        writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 1, settled: true })
+      )
+      failing = false
+      const ok = yield* writes.charge({ jobId: job.id, callId: "c", token: 0, amountCents: 1, settled: true })
+
+      expect(failed).toMatchObject({ _tag: "StoreError", reason: "Connection" })
+      expect(ok.costCents).toBe(1)
+    })
+  )
+
+  it.scoped("a reply without a result for the write is a StoreError, not a silent success", () =>
+    Effect.gen(function* () {
+      const { store } = yield* StoreModule.makeMemory
+      const empty: Store["Type"] = {
+        ...store,
+        settle: () => Effect.succeed({ now: 0, results: [] })
+      }
+      const writes = yield* writesOver(empty, 100)
+      const jobId = "019b76da-b098-7695-9262-309b5765a9f1" as JobId
+
+      const settle = yield* Effect.flip(writes.settle({ jobId, token: 1, outcome: { _tag: "Release" } }))
+
+      expect(settle).toMatchObject({ _tag: "StoreError", reason: "Unknown", operation: "settle" })
+    })
+  )
+})
+
+describe("outboxes started on need", () => {
   it.scoped(
     "an outbox is idle only with nothing queued and nothing in flight; its flusher starts on the first overlap",
     () =>

@@ -59,15 +59,23 @@ export const make = <R>(runtime: Runtime.Runtime<R>): Fibers<R> => {
 }
 
 /**
- * A worker's helper loops (lease keeping, the flushers of its batched calls), each started in a fiber of its own the
- * first time it is needed instead of when the worker starts: a worker that never holds a lease or never has two calls
- * of a verb overlap starts none of them. Invariants: a helper starts at most once; `stop` interrupts every started
- * helper and waits for it, and a helper asked for after `stop` starts interrupted, so none outlives the worker.
+ * A worker's helper fibers: its loops (lease keeping, the flushers of its outboxes), each started in a fiber of its
+ * own the first time it is needed instead of when the worker starts (a worker that never holds a lease or never has
+ * two acks overlap starts none of them), and the ticks of its store writes (`run`). Invariants: a loop starts at most
+ * once; `stop` interrupts every started helper and waits for it, and a helper asked for after `stop` starts
+ * interrupted, so none outlives the worker.
  *
  * @internal
  */
 export interface Helpers {
   readonly start: Start
+  /**
+   * Starts `effect` in a fiber of its own (scheduled like a fork; safe inside a fiber's step): one call's work, such
+   * as a tick of store writes. `stop` interrupts it if it is still running. `onExit` is called when the fiber ends,
+   * however it ends: also when it is interrupted before its first step, which runs none of the effect's own
+   * finalizers.
+   */
+  readonly run: (effect: Effect.Effect<void>, onExit: () => void) => void
   readonly stop: Effect.Effect<void>
   /** Helper fibers started so far. */
   readonly started: () => number
@@ -81,9 +89,19 @@ export interface Helpers {
  */
 export const makeHelpers = (runtime: Runtime.Runtime<never>): Helpers => {
   const started: Array<Fiber.RuntimeFiber<never, never>> = []
+  const running = new Set<Fiber.RuntimeFiber<void, never>>()
   let stopped = false
   const run = Runtime.runFork(runtime)
   return {
+    run: (effect, onExit) => {
+      const fiber = run(Effect.interruptible(effect), { immediate: false })
+      fiber.addObserver(() => {
+        running.delete(fiber)
+        onExit()
+      })
+      if (stopped) fiber.unsafeInterruptAsFork(FiberId.none)
+      else running.add(fiber)
+    },
     start: (loop) => {
       let fiber: Fiber.RuntimeFiber<never, never> | undefined
       return () => {
@@ -95,7 +113,8 @@ export const makeHelpers = (runtime: Runtime.Runtime<never>): Helpers => {
     },
     stop: Effect.suspend(() => {
       stopped = true
-      return started.length === 0 ? Effect.void : Fiber.interruptAll(started)
+      const all = [...started, ...running]
+      return all.length === 0 ? Effect.void : Fiber.interruptAll(all)
     }),
     started: () => started.length
   }

@@ -127,12 +127,13 @@ const leaseOf = <R>(env: Env<R>, type: string, version: number): number => {
 }
 
 /**
- * One round of the Store-selected intake: claim up to `want` due jobs of the `types` given; whether the store had
- * that many.
+ * One round of the Store-selected intake: claim up to `want` due jobs of the `types` given, in the worker's next tick
+ * of store writes (with the settlements queued before it, in one `cycle` where the store has it); whether the store
+ * had that many.
  */
 const claimNext = <R>(env: Env<R>, want: number, types: ReadonlyArray<Runnable>): Effect.Effect<boolean, never, R> =>
   withNow((sentAt) =>
-    env.store
+    env.writes
       .claimNext({
         queue: env.queue,
         max: want,
