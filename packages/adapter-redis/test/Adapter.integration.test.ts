@@ -15,22 +15,7 @@ import { Redis } from "ioredis"
 import { describe } from "vitest"
 import * as RedisStore from "../src/RedisStore.js"
 import * as RedisTransport from "../src/RedisTransport.js"
-import { dropPrefix, REDIS_URL, uniquePrefix } from "./support.js"
-
-const item = (queue: string, extra: Partial<SubmitItem> = {}) =>
-  Effect.map(
-    makeJobId,
-    (id): SubmitItem => ({
-      id,
-      queue,
-      type: "demo.echo",
-      version: 1,
-      inputHash: `hash-${id}`,
-      input: { id },
-      maxAttempts: 3,
-      ...extra
-    })
-  )
+import { dropPrefix, item, REDIS_URL, uniquePrefix } from "./support.js"
 
 /** The whole adapter under a fresh prefix, its keys dropped when the layer closes. */
 const adapter = (options: RedisStore.LayerOptions = {}) => {

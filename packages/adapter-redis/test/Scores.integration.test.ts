@@ -6,35 +6,18 @@
  * scores made whole by its next move.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { makeJobId } from "@slowcall/core/Ids"
 import type { JobId } from "@slowcall/core/Job"
-import type { SubmitItem } from "@slowcall/core/Protocol"
 import * as Store from "@slowcall/core/Store"
 import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
 import * as RedisStore from "../src/RedisStore.js"
-import { dropPrefix, REDIS_URL, uniquePrefix } from "./support.js"
+import { dropPrefix, item, REDIS_URL, uniquePrefix } from "./support.js"
 
 const prefix = uniquePrefix("scores")
 
 const layer = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.promise(() => dropPrefix(REDIS_URL, prefix)))).pipe(
   Layer.provideMerge(RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false, pollMs: 60_000 }))
 )
-
-const item = (queue: string, extra: Partial<SubmitItem> = {}) =>
-  Effect.map(
-    makeJobId,
-    (id): SubmitItem => ({
-      id,
-      queue,
-      type: "demo.echo",
-      version: 1,
-      inputHash: `hash-${id}`,
-      input: { id },
-      maxAttempts: 3,
-      ...extra
-    })
-  )
 
 /** Every score of every sorted set of `queue`, as the server writes it: `{ key, member, score }`. */
 const scoresOf = async (redis: Redis, queue: string) => {

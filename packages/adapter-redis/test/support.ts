@@ -4,12 +4,30 @@
  * per seam.
  */
 import { randomBytes } from "node:crypto"
+import { makeJobId } from "@slowcall/core/Ids"
+import type { SubmitItem } from "@slowcall/core/Protocol"
 import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
 import * as RedisConnection from "../src/RedisConnection.js"
 import * as RedisStore from "../src/RedisStore.js"
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379/2"
+
+/** A submit item of `demo.echo` on `queue` with a fresh id, its input naming it; `extra` overrides any field. */
+export const item = (queue: string, extra: Partial<SubmitItem> = {}) =>
+  Effect.map(
+    makeJobId,
+    (id): SubmitItem => ({
+      id,
+      queue,
+      type: "demo.echo",
+      version: 1,
+      inputHash: `hash-${id}`,
+      input: { id },
+      maxAttempts: 3,
+      ...extra
+    })
+  )
 
 /** A key prefix no other test file uses. */
 export const uniquePrefix = (name: string): string => `sctest:${name}:${randomBytes(4).toString("hex")}`
