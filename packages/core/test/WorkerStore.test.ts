@@ -117,6 +117,31 @@ const gatedStore = (store: Store["Type"]) => {
   return { calls, view, hold, release }
 }
 
+/**
+ * Holds both lanes of `writes`: the gate closes and two charges of `jobId` go out, one per lane, and wait at it.
+ * Returns their fiber; writes handed in after this queue for the next tick.
+ */
+const busyLanes = (
+  gated: ReturnType<typeof gatedStore>,
+  writes: ReturnType<typeof makeWorkerStore>,
+  jobId: JobId,
+  token: number
+) =>
+  Effect.gen(function* () {
+    yield* gated.hold
+    const busy = yield* Effect.fork(
+      Effect.all(
+        [
+          writes.charge({ jobId, callId: "x", token, amountCents: 1, settled: true }),
+          writes.charge({ jobId, callId: "y", token, amountCents: 1, settled: true })
+        ],
+        { concurrency: "unbounded" }
+      )
+    )
+    while (gated.calls.length < 2) yield* Effect.yieldNow()
+    return busy
+  })
+
 /** The memory store without its `cycle` verb (a store that does not offer it). */
 const withoutCycle = (store: Store["Type"]): Store["Type"] => ({ ...store, cycle: undefined })
 
@@ -259,18 +284,7 @@ describe("the worker's store writes, sent in ticks", () => {
       for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
       const writes = yield* writesOver(gated.view, 100)
 
-      yield* gated.hold
-      // Two ticks hold both lanes; the three writes queued behind them go out together.
-      const busy = yield* Effect.fork(
-        Effect.all(
-          [
-            writes.charge({ jobId: jobs[0]!.id, callId: "x", token: 1, amountCents: 1, settled: true }),
-            writes.charge({ jobId: jobs[0]!.id, callId: "y", token: 1, amountCents: 1, settled: true })
-          ],
-          { concurrency: "unbounded" }
-        )
-      )
-      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const busy = yield* busyLanes(gated, writes, jobs[0]!.id, 1)
       yield* TestClock.setTime(500)
       const tick = yield* Effect.fork(
         Effect.all(
@@ -306,17 +320,7 @@ describe("the worker's store writes, sent in ticks", () => {
         yield* store.claim({ items: [{ jobId: other.id, owner: "w", leaseMs: LEASE }] })
         const writes = yield* writesOver(gated.view, 100)
 
-        yield* gated.hold
-        const busy = yield* Effect.fork(
-          Effect.all(
-            [
-              writes.charge({ jobId: other.id, callId: "x", token: 1, amountCents: 1, settled: true }),
-              writes.charge({ jobId: other.id, callId: "y", token: 1, amountCents: 1, settled: true })
-            ],
-            { concurrency: "unbounded" }
-          )
-        )
-        while (gated.calls.length < 2) yield* Effect.yieldNow()
+        const busy = yield* busyLanes(gated, writes, other.id, 1)
         const tick = yield* Effect.fork(
           Effect.all(
             [
@@ -347,17 +351,7 @@ describe("the worker's store writes, sent in ticks", () => {
       for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
       const writes = yield* writesOver(gated.view, 100)
 
-      yield* gated.hold
-      const busy = yield* Effect.fork(
-        Effect.all(
-          [
-            writes.charge({ jobId: jobs[0]!.id, callId: "x", token: 1, amountCents: 1, settled: true }),
-            writes.charge({ jobId: jobs[0]!.id, callId: "y", token: 1, amountCents: 1, settled: true })
-          ],
-          { concurrency: "unbounded" }
-        )
-      )
-      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const busy = yield* busyLanes(gated, writes, jobs[0]!.id, 1)
       const tick = yield* Effect.fork(
         Effect.all(
           [
@@ -390,17 +384,7 @@ describe("the worker's store writes, sent in ticks", () => {
       for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
       const writes = yield* writesOver(gated.view, 100)
 
-      yield* gated.hold
-      const busy = yield* Effect.fork(
-        Effect.all(
-          [
-            writes.charge({ jobId: jobs[0]!.id, callId: "x", token: 1, amountCents: 1, settled: true }),
-            writes.charge({ jobId: jobs[0]!.id, callId: "y", token: 1, amountCents: 1, settled: true })
-          ],
-          { concurrency: "unbounded" }
-        )
-      )
-      while (gated.calls.length < 2) yield* Effect.yieldNow()
+      const busy = yield* busyLanes(gated, writes, jobs[0]!.id, 1)
       const tick = yield* Effect.fork(
         Effect.all(
           [
