@@ -11,9 +11,10 @@
  * writes queued behind it. Lease renewals do not wait for a lane: the lease keeper calls `Store.heartbeat` itself.
  *
  * Invariants:
- * - Every write handed in is sent in exactly one call, unless it is never sent: its caller was interrupted while it
- *   was still queued (it is taken back), its veto refused it when its tick was built, or it is a claim handed in
- *   after `stopClaims`.
+ * - Every write handed in is applied by at most one call (a `cycle` the store refused for good applied nothing, and
+ *   its writes go out again as the verbs), and is never sent when its caller was interrupted while it was still
+ *   queued (it is taken back), its veto refused it when its tick was built, or it is a claim handed in after
+ *   `stopClaims`.
  * - A tick carries at most `maxBatch` items (a claim counts as one); writes of one verb go out in the order they
  *   were handed in.
  * - Each caller gets its own write's results with the store time of the call that carried them, or that call's
