@@ -76,8 +76,9 @@ describe("retryStore", () => {
 })
 
 /**
- * A store whose settle, heartbeat, charge and cycle calls are recorded (verb and items per call) and held while the
- * gate is closed. `cycle` is offered only when the store under it has one.
+ * A store whose settle, charge, claimNext and cycle calls (the worker's store writes) are recorded (verb and items per
+ * call; a claim counts as one item outside a cycle) and held while the gate is closed. `cycle` is offered only when
+ * the store under it has one.
  */
 const gatedStore = (store: Store["Type"]) => {
   const calls: Array<{ readonly verb: string; readonly items: number }> = []
@@ -95,17 +96,12 @@ const gatedStore = (store: Store["Type"]) => {
   const view: Store["Type"] = {
     ...store,
     settle: (options) => gated("settle", options.items.length, store.settle(options)),
-    heartbeat: (options) => gated("heartbeat", options.items.length, store.heartbeat(options)),
     charge: (options) => gated("charge", options.items.length, store.charge(options)),
+    claimNext: (options) => gated("claimNext", 1, store.claimNext(options)),
     cycle:
       cycle === undefined
         ? undefined
-        : (options) =>
-            gated(
-              "cycle",
-              (options.settle?.length ?? 0) + (options.heartbeat?.length ?? 0) + (options.charge?.length ?? 0),
-              cycle(options)
-            )
+        : (options) => gated("cycle", (options.settle?.length ?? 0) + (options.charge?.length ?? 0), cycle(options))
   }
   const release = Effect.sync(() => {
     gate.open = true
@@ -141,6 +137,16 @@ const busyLanes = (
     while (gated.calls.length < 2) yield* Effect.yieldNow()
     return busy
   })
+
+/** `n` jobs submitted to `store` and claimed, each under token 1. */
+const claimedJobs = (store: Store["Type"], n: number) =>
+  Effect.forEach(
+    Array.from({ length: n }, (_, i) => i),
+    (i) =>
+      Effect.tap(submitOne(store, { requestKey: `k${i}` }), (job) =>
+        store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: 10_000 }] })
+      )
+  )
 
 /** The memory store without its `cycle` verb (a store that does not offer it). */
 const withoutCycle = (store: Store["Type"]): Store["Type"] => ({ ...store, cycle: undefined })
@@ -279,9 +285,7 @@ describe("the worker's store writes, sent in ticks", () => {
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
       const gated = gatedStore(store)
-      const jobs: Array<Job> = []
-      for (let i = 0; i < 4; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
-      for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      const jobs = yield* claimedJobs(store, 4)
       const writes = yield* writesOver(gated.view, 100)
 
       const busy = yield* busyLanes(gated, writes, jobs[0]!.id, 1)
@@ -346,9 +350,7 @@ describe("the worker's store writes, sent in ticks", () => {
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
       const gated = gatedStore(withoutCycle(store))
-      const jobs: Array<Job> = []
-      for (let i = 0; i < 3; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
-      for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      const jobs = yield* claimedJobs(store, 3)
       const writes = yield* writesOver(gated.view, 100)
 
       const busy = yield* busyLanes(gated, writes, jobs[0]!.id, 1)
@@ -379,9 +381,7 @@ describe("the worker's store writes, sent in ticks", () => {
     Effect.gen(function* () {
       const { store } = yield* StoreModule.makeMemory
       const gated = gatedStore(store)
-      const jobs: Array<Job> = []
-      for (let i = 0; i < 2; i++) jobs.push(yield* submitOne(store, { requestKey: `k${i}` }))
-      for (const job of jobs) yield* store.claim({ items: [{ jobId: job.id, owner: "w", leaseMs: LEASE }] })
+      const jobs = yield* claimedJobs(store, 2)
       const writes = yield* writesOver(gated.view, 100)
 
       const busy = yield* busyLanes(gated, writes, jobs[0]!.id, 1)

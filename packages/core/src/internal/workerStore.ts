@@ -145,22 +145,25 @@ export interface WorkerStore {
   readonly queued: () => number
 }
 
-/** What a write gets back: the store time of its call and its results (one per item; a claim's, every job). */
-interface Answer<A> {
+/** What a settlement or a charge gets back: the store time of its call and its result. */
+interface Answer<R> {
   readonly now: number
-  readonly results: ReadonlyArray<A>
+  readonly result: R
 }
 
-/** A write handed in and not yet answered. */
+/** What a claim gets back: the store time of its call and every job it wrote (the verb's own reply). */
+type Claimed = { readonly now: number; readonly results: ReadonlyArray<ClaimNextResult> }
+
+/** A write handed in and not yet answered: one item (a claim's is its options) and what its caller waits for. */
 interface Pending<I, A> {
-  readonly items: ReadonlyArray<I>
+  readonly item: I
   readonly veto: (() => LeaseLost | undefined) | undefined
-  readonly resume: (answer: Effect.Effect<Answer<A>, StoreError | LeaseLost>) => void
+  readonly resume: (answer: Effect.Effect<A, StoreError | LeaseLost>) => void
   answered: boolean
 }
 
 /** Answers a write once (a later answer, such as the end of a tick that already answered it, is dropped). */
-const answer = <I, A>(pending: Pending<I, A>, effect: Effect.Effect<Answer<A>, StoreError | LeaseLost>): void => {
+const answer = <I, A>(pending: Pending<I, A>, effect: Effect.Effect<A, StoreError | LeaseLost>): void => {
   if (pending.answered) return
   pending.answered = true
   pending.resume(effect)
@@ -168,10 +171,10 @@ const answer = <I, A>(pending: Pending<I, A>, effect: Effect.Effect<Answer<A>, S
 
 /** The writes of one tick, by verb, each in the order they were handed in. */
 interface Tick {
-  readonly settle: Array<Pending<SettleItem, SettleResult>>
-  readonly charge: Array<Pending<ChargeItem, ChargeResult>>
-  /** At most one claim: its one item is the claim's options, its results every job the claim wrote. */
-  readonly claim: Array<Pending<ClaimNextOptions, ClaimNextResult>>
+  readonly settle: Array<Pending<SettleItem, Answer<SettleResult>>>
+  readonly charge: Array<Pending<ChargeItem, Answer<ChargeResult>>>
+  /** At most one claim. */
+  readonly claim: Array<Pending<ClaimNextOptions, Claimed>>
 }
 
 const emptyTick = (): Tick => ({ settle: [], charge: [], claim: [] })
@@ -185,47 +188,42 @@ const answerAll = (tick: Tick, effect: Effect.Effect<never>): void => {
   for (const write of tick.claim) answer(write, effect)
 }
 
-const itemsOf = <I, A>(writes: ReadonlyArray<Pending<I, A>>): Array<I> => writes.flatMap((write) => write.items)
+const itemsOf = <I, A>(writes: ReadonlyArray<Pending<I, A>>): Array<I> => writes.map((write) => write.item)
 
-/** A reply's results shared out among the writes that sent its items, in order. */
-const shareOut = <I, A>(
-  writes: ReadonlyArray<Pending<I, A>>,
-  exit: Exit.Exit<Answer<A>, StoreError>,
+/** A reply of one result per item shared out among the writes that sent them, in order. */
+const shareOut = <I, R>(
+  writes: ReadonlyArray<Pending<I, Answer<R>>>,
+  exit: Exit.Exit<{ readonly now: number; readonly results: ReadonlyArray<R> }, StoreError>,
   operation: string
 ): void => {
-  let at = 0
-  for (const write of writes) {
+  for (let i = 0; i < writes.length; i++) {
     if (Exit.isFailure(exit)) {
-      answer(write, Effect.failCause(exit.cause))
+      answer(writes[i]!, Effect.failCause(exit.cause))
       continue
     }
-    const results = exit.value.results.slice(at, at + write.items.length)
-    at += write.items.length
+    const result = exit.value.results[i]
     answer(
-      write,
-      results.length === write.items.length
-        ? Effect.succeed({ now: exit.value.now, results })
-        : Effect.fail(noResult(operation)())
+      writes[i]!,
+      result === undefined ? Effect.fail(noResult(operation)()) : Effect.succeed({ now: exit.value.now, result })
     )
   }
 }
 
-/** A claim's reply: every job it wrote is its one write's answer. */
+/** A claim's reply is its one write's answer. */
 const answerClaims = (
-  claims: ReadonlyArray<Pending<ClaimNextOptions, ClaimNextResult>>,
-  exit: Exit.Exit<Answer<ClaimNextResult>, StoreError>
+  claims: ReadonlyArray<Pending<ClaimNextOptions, Claimed>>,
+  exit: Exit.Exit<Claimed, StoreError>
 ): void => {
   for (const claim of claims) answer(claim, exit)
 }
 
-/** A verb's reply for `items` alone, checked to have one result per item. */
-const oneEach = <I, A>(
-  items: ReadonlyArray<I>,
+/** A verb's reply for one item alone, checked to have exactly one result. */
+const single = <R>(
   operation: string,
-  call: Effect.Effect<Answer<A>, StoreError>
-): Effect.Effect<Answer<A>, StoreError> =>
-  Effect.flatMap(call, (reply) =>
-    reply.results.length === items.length ? Effect.succeed(reply) : Effect.fail(noResult(operation)())
+  call: Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<R> }, StoreError>
+): Effect.Effect<Answer<R>, StoreError> =>
+  Effect.flatMap(call, ({ now, results }) =>
+    results.length === 1 ? Effect.succeed({ now, result: results[0]! }) : Effect.fail(noResult(operation)())
   )
 
 /** How many ticks a worker keeps in flight at most. */
@@ -286,7 +284,7 @@ export const makeWorkerStore = (
       calls.push(Effect.map(Effect.exit(store.charge({ items })), (exit) => shareOut(tick.charge, exit, "charge")))
     }
     for (const claim of tick.claim) {
-      calls.push(Effect.map(Effect.exit(store.claimNext(claim.items[0]!)), (exit) => answerClaims([claim], exit)))
+      calls.push(Effect.map(Effect.exit(store.claimNext(claim.item)), (exit) => answerClaims([claim], exit)))
     }
     return calls.length === 1 ? calls[0]! : Effect.all(calls, { concurrency: "unbounded", discard: true })
   }
@@ -299,14 +297,14 @@ export const makeWorkerStore = (
   const cycle = (cycleVerb: NonNullable<Store["Type"]["cycle"]>, tick: Tick): Effect.Effect<void> =>
     Effect.flatMap(
       Effect.exit(
-        cycleVerb({ settle: itemsOf(tick.settle), charge: itemsOf(tick.charge), claimNext: tick.claim[0]?.items[0] })
+        cycleVerb({ settle: itemsOf(tick.settle), charge: itemsOf(tick.charge), claimNext: tick.claim[0]?.item })
       ),
       (exit) => {
         if (Exit.isFailure(exit)) {
           const error = Cause.failureOption(exit.cause)
           if (Option.isSome(error) && !error.value.isRetryable) return verbs(tick)
         }
-        const part = <A>(pick: (reply: CycleReply) => ReadonlyArray<A>): Exit.Exit<Answer<A>, StoreError> =>
+        const part = <A>(pick: (reply: CycleReply) => ReadonlyArray<A>) =>
           Exit.map(exit, (reply) => ({ now: reply.now, results: pick(reply) }))
         shareOut(
           tick.settle,
@@ -360,10 +358,10 @@ export const makeWorkerStore = (
    */
   const submit = <I, A>(
     into: Array<Pending<I, A>>,
-    items: ReadonlyArray<I>,
-    alone: (items: ReadonlyArray<I>) => Effect.Effect<Answer<A>, StoreError>,
+    item: I,
+    alone: (item: I) => Effect.Effect<A, StoreError>,
     veto?: () => LeaseLost | undefined
-  ): Effect.Effect<Answer<A>, StoreError | LeaseLost> =>
+  ): Effect.Effect<A, StoreError | LeaseLost> =>
     Effect.suspend(() => {
       if (inFlight < lanes && queued() === 0) {
         const refused = veto?.()
@@ -372,12 +370,12 @@ export const makeWorkerStore = (
           Effect.sync(() => {
             inFlight += 1
           }),
-          () => alone(items),
+          () => alone(item),
           () => Effect.sync(freeLane)
         )
       }
-      return Effect.async<Answer<A>, StoreError | LeaseLost>((resume) => {
-        const pending: Pending<I, A> = { items, veto, resume, answered: false }
+      return Effect.async<A, StoreError | LeaseLost>((resume) => {
+        const pending: Pending<I, A> = { item, veto, resume, answered: false }
         into.push(pending)
         pump()
         return Effect.sync(() => {
@@ -387,16 +385,16 @@ export const makeWorkerStore = (
       })
     })
 
-  const settle = (items: ReadonlyArray<SettleItem>) => oneEach(items, "settle", store.settle({ items }))
-  const charge = (items: ReadonlyArray<ChargeItem>) => oneEach(items, "charge", store.charge({ items }))
-  const claimNext = (items: ReadonlyArray<ClaimNextOptions>) => store.claimNext(items[0]!)
+  const settle = (item: SettleItem) => single("settle", store.settle({ items: [item] }))
+  const charge = (item: ChargeItem) => single("charge", store.charge({ items: [item] }))
+  const claimNext = (options: ClaimNextOptions) => store.claimNext(options)
 
   return {
     settle: (item, gone) =>
       Effect.flatMap(
         submit(
           queue.settle,
-          [item],
+          item,
           settle,
           gone === undefined
             ? undefined
@@ -405,17 +403,14 @@ export const makeWorkerStore = (
                   ? new LeaseLost({ jobId: item.jobId, token: item.token, currentToken: null, state: null })
                   : undefined
         ),
-        ({ now, results }): Effect.Effect<Written, LeaseLost | StoreError> => {
-          const result = results[0]!
-          return result._tag === "Settled" ? Effect.succeed({ job: result.job, now }) : Effect.fail(leaseLost(result))
-        }
+        ({ now, result }): Effect.Effect<Written, LeaseLost | StoreError> =>
+          result._tag === "Settled" ? Effect.succeed({ job: result.job, now }) : Effect.fail(leaseLost(result))
       ),
     // Neither a charge nor a claim has a veto: they never fail with `LeaseLost` here.
     charge: (item) =>
       Effect.flatMap(
-        submit(queue.charge, [item], charge) as Effect.Effect<Answer<ChargeResult>, StoreError>,
-        ({ now, results }): Effect.Effect<Charged> => {
-          const result = results[0]!
+        submit(queue.charge, item, charge) as Effect.Effect<Answer<ChargeResult>, StoreError>,
+        ({ now, result }): Effect.Effect<Charged> => {
           switch (result._tag) {
             case "Charged":
               return Effect.succeed({ costCents: result.costCents, now })
@@ -438,7 +433,7 @@ export const makeWorkerStore = (
       Effect.suspend(() =>
         claimsStopped
           ? Effect.interrupt
-          : (submit(queue.claim, [options], claimNext) as Effect.Effect<Answer<ClaimNextResult>, StoreError>)
+          : (submit(queue.claim, options, claimNext) as Effect.Effect<Claimed, StoreError>)
       ),
     stopClaims: () => {
       claimsStopped = true
