@@ -878,7 +878,10 @@ export const sweepTransition = (job: Job, now: number, verdict: SweepVerdict): T
 
 /**
  * Whether a queued job should be handed to a transport again: due, not past its deadline, and neither written nor
- * republished for `republishAfterMs` (its last touch is the later of `updatedAt` and `republishedAt`).
+ * republished for more than `republishAfterMs` (its last touch is the later of `updatedAt` and `republishedAt`).
+ * Strictly more, so a job touched at `now` is never stale at `now`, even with `republishAfterMs` 0: two sweeps at one
+ * store instant never republish one job twice, and a Postgres sweep that locks a row a concurrent sweep has just
+ * republished re-checks it out instead of taking it ahead of an older one.
  *
  * @since 0.2.0
  * @category rules
@@ -887,7 +890,7 @@ export const isStale = (job: Job, republishedAt: number | null, now: number, rep
   job.state === "queued" &&
   job.runAfter <= now &&
   (job.deadlineAt === null || job.deadlineAt > now) &&
-  lastTouched(job, republishedAt) <= now - republishAfterMs
+  lastTouched(job, republishedAt) < now - republishAfterMs
 
 /**
  * The later of `updatedAt` and the last republish mark: what staleness is measured from.

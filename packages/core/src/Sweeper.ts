@@ -25,7 +25,7 @@ import { messageOf, type PublishItem, Transport } from "./Transport.js"
 export interface SweeperOptions {
   readonly queue?: string | undefined
   readonly intervalMs?: number | undefined
-  /** Queued, due jobs neither written nor republished for this long are republished. */
+  /** Queued, due jobs neither written nor republished for longer than this are republished. */
   readonly republishAfterMs?: number | undefined
   /** The most jobs one sweep writes and publishes, all kinds together (see `Store.sweep`). */
   readonly limit?: number | undefined

@@ -171,7 +171,7 @@ describe("Store.makeMemory: bookkeeping", () => {
     Effect.gen(function* () {
       const { peek, store } = yield* StoreModule.makeMemory
       const job = yield* submitOne(store)
-      yield* TestClock.adjust(Protocol.defaults.republishAfterMs)
+      yield* TestClock.adjust(Protocol.defaults.republishAfterMs + 1)
 
       const first = yield* store.sweep({})
       const second = yield* store.sweep({})

@@ -726,23 +726,32 @@ describe("Protocol.isStale and lastTouched", () => {
     expect(Protocol.lastTouched(job, T0 - 5)).toBe(T0)
   })
 
-  it("a due queued job untouched for exactly republishAfterMs is stale; a millisecond less is not", () => {
+  it("a due queued job untouched for more than republishAfterMs is stale; for exactly that long it is not", () => {
     const job = queued()
-    expect(Protocol.isStale(job, null, T0 + R, R)).toBe(true)
-    expect(Protocol.isStale(job, null, T0 + R - 1, R)).toBe(false)
+    expect(Protocol.isStale(job, null, T0 + R + 1, R)).toBe(true)
+    expect(Protocol.isStale(job, null, T0 + R, R)).toBe(false)
+  })
+
+  it("a job touched at now is not stale at now, even with republishAfterMs 0", () => {
+    const job = queued()
+    expect(Protocol.isStale(job, null, T0, 0)).toBe(false)
+    expect(Protocol.isStale(job, T0 + 1, T0 + 1, 0)).toBe(false)
+    expect(Protocol.isStale(job, T0 + 1, T0 + 2, 0)).toBe(true)
   })
 
   it("a republish mark restarts the wait", () => {
     const job = queued()
     expect(Protocol.isStale(job, T0 + R, T0 + R + 1, R)).toBe(false)
-    expect(Protocol.isStale(job, T0 + R, T0 + 2 * R, R)).toBe(true)
+    expect(Protocol.isStale(job, T0 + R, T0 + 2 * R, R)).toBe(false)
+    expect(Protocol.isStale(job, T0 + R, T0 + 2 * R + 1, R)).toBe(true)
   })
 
   it("a job not due, past its deadline or not queued is never stale", () => {
-    expect(Protocol.isStale(queued({ delayMs: 2 * R }), null, T0 + R, R)).toBe(false)
-    expect(Protocol.isStale(queued({ deadlineAt: T0 + R }), null, T0 + R, R)).toBe(false)
-    expect(Protocol.isStale(queued({ deadlineAt: T0 + R + 1 }), null, T0 + R, R)).toBe(true)
-    expect(Protocol.isStale(running(), null, T0 + R, R)).toBe(false)
+    const at = T0 + R + 1
+    expect(Protocol.isStale(queued({ delayMs: 2 * R }), null, at, R)).toBe(false)
+    expect(Protocol.isStale(queued({ deadlineAt: at }), null, at, R)).toBe(false)
+    expect(Protocol.isStale(queued({ deadlineAt: at + 1 }), null, at, R)).toBe(true)
+    expect(Protocol.isStale(running(), null, at, R)).toBe(false)
   })
 })
 

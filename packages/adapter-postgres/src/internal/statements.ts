@@ -678,7 +678,7 @@ const replaySql = (s: string): string => {
  * doing it twice. Expired leases (`lease_until < now`): `Protocol.sweepTransition` (abandoned when a cancel was
  * requested or the deadline passed, failed(lease_expired) with no attempt left, else requeued, due now) and the
  * attempt row ends `expired`. Queued jobs past their deadline: abandoned(deadline). Stale queued jobs
- * (`Protocol.isStale`: last touched, the later of updated_at and republished_at, at least $2 ms ago):
+ * (`Protocol.isStale`: last touched, the later of updated_at and republished_at, more than $2 ms ago):
  * republished_at = now, which leaves updated_at alone. All candidate sets are read from one snapshot and never
  * share a row (running vs queued, past vs before the deadline), so no row is written twice and a job requeued by
  * this pass is never also stale.
@@ -721,7 +721,7 @@ const sweepSql = (s: string): string => {
     ), picked AS (
       SELECT j.id, ${touched("j")} AS touched FROM ${s}.jobs j
       WHERE j.state = 'queued' AND j.run_after <= ${now}
-        AND ${touched("j")} <= ${now} - ${millis("$2::float8")}
+        AND ${touched("j")} < ${now} - ${millis("$2::float8")}
         AND (j.deadline_at IS NULL OR j.deadline_at > ${now})
         AND ($1::text IS NULL OR j.queue = $1)
       ORDER BY ${touched("j")}, j.seq

@@ -73,7 +73,7 @@ if left > 0 then
   local offset = 0
   local PAGE = 500
   while #picks < left do
-    local members = redis.call("ZRANGEBYSCORE", base .. K.touch, "-inf", fmt(now - republishAfterMs), "LIMIT", offset, PAGE)
+    local members = redis.call("ZRANGEBYSCORE", base .. K.touch, "-inf", "(" .. fmt(now - republishAfterMs), "LIMIT", offset, PAGE)
     for _, member in ipairs(members) do
       local job = load(idOfMember(member))
       if not requeuedIds[job.id] and isStale(job, job.republishedAt, now, republishAfterMs) then

@@ -445,5 +445,5 @@ local function isStale(job, republishedAt, now, republishAfterMs)
   return job.state == "queued"
     and job.runAfter <= now
     and (job.deadlineAt == nil or job.deadlineAt > now)
-    and lastTouched(job, republishedAt) <= now - republishAfterMs
+    and lastTouched(job, republishedAt) < now - republishAfterMs
 end

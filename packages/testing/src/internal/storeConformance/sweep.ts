@@ -2,7 +2,7 @@
  * Store conformance, sweep: one pass with store time (`Protocol.sweepVerdict` and `Protocol.sweepTransition`).
  * Expired leases are requeued (returned as job records, due now), failed with `lease_expired` when no attempt is
  * left, or abandoned on a cancel request or a passed deadline; queued jobs past their deadline are abandoned; queued,
- * due jobs untouched for `republishAfterMs` are returned as `stale` once per interval, without a write to their
+ * due jobs untouched for longer than `republishAfterMs` are returned as `stale` once per interval, without a write to their
  * record. `limit` bounds the jobs one pass writes, expired leases first.
  *
  * @internal
@@ -124,8 +124,8 @@ export const sweepTests = ({ it, fixture }: Area): void => {
         expect(yield* get(a.id)).toEqual(a)
         expect(yield* get(b.id)).toEqual(b)
 
-        // Each comes back exactly one interval after it was handed out.
-        yield* advance(29_499)
+        // Each comes back once more than one interval has passed since it was handed out.
+        yield* advance(29_500)
         expect(stale(yield* sweep())).toEqual([])
         yield* advance(1)
         expect(stale(yield* sweep())).toEqual([a.id])
@@ -138,10 +138,11 @@ export const sweepTests = ({ it, fixture }: Area): void => {
         yield* advance(10_000)
         const running = yield* claimed(a.id)
         yield* settled(a.id, running.leaseToken, outcome.release)
-        yield* advance(20_000)
+        yield* advance(20_001)
         expect(stale(yield* sweep())).toEqual([b.id])
-        // The release's updatedAt is one microsecond after the claim's (strictly monotonic under a frozen clock).
-        yield* advance(10_000)
+        // More than one interval after the release (its updatedAt is a microsecond after the claim's, strictly
+        // monotonic under a frozen clock), not at it.
+        yield* advance(9_999)
         expect(stale(yield* sweep())).toEqual([])
         yield* advance(1)
         expect(stale(yield* sweep())).toEqual([a.id])
@@ -188,8 +189,32 @@ export const sweepTests = ({ it, fixture }: Area): void => {
 
         expect(ids(result.requeued)).toEqual([job.id])
         expect(result.stale).toEqual([])
+        // Written at this instant, so not stale at it; stale one millisecond on.
+        const same = yield* store.sweep({ queue, republishAfterMs: 0, now: yield* now })
+        expect(same.stale).toEqual([])
+        yield* advance(1)
         const next = yield* store.sweep({ queue, republishAfterMs: 0, now: yield* now })
         expect(ids(next.stale)).toEqual([job.id])
+      })
+    )
+
+    it.effect("a job republished at an instant is not stale again at that instant, even with republishAfterMs 0", () =>
+      Effect.gen(function* () {
+        const { store, queue, now, advance, submit } = yield* fixture
+        const older = yield* submit()
+        yield* advance(1_000)
+        const newer = yield* submit()
+        yield* advance(1_000)
+        const sweep = (limit: number) =>
+          Effect.flatMap(now, (at) => store.sweep({ queue, republishAfterMs: 0, limit, now: at }))
+
+        // Two passes at one store instant (a Postgres sweep locking a row a concurrent one has just marked re-checks
+        // it against this rule): the second takes the job the first left, and never the one it marked.
+        expect(ids((yield* sweep(1)).stale)).toEqual([older.id])
+        expect(ids((yield* sweep(2)).stale)).toEqual([newer.id])
+        expect((yield* sweep(2)).stale).toEqual([])
+        yield* advance(1)
+        expect(ids((yield* sweep(2)).stale)).toEqual([older.id, newer.id])
       })
     )
   })
