@@ -3,9 +3,11 @@
  *
  * - **I30 counts kept.** At every quiescent point (between two writes the store applies) a batch's kept counts equal
  *   its items' states, and its kept cost their ledgers' sum.
- * - **I31 callbacks once.** At the end, a batch whose items have all landed and are all terminal is finished, and
- *   the store holds exactly one job under each callback it names (`onSuccess` only when every item succeeded); a
- *   batch not complete holds none. Never two jobs under one callback's key.
+ * - **I31 callbacks once.** At the end, a batch whose items have all landed and are all terminal is finished, one
+ *   that is not is not finished, and the store holds exactly one job under each callback the batch names and has been
+ *   due at some point of the run (`onComplete` once every item was terminal, `onSuccess` once every item had
+ *   succeeded), none under the others: a replay that re-opens a finished batch leaves the callbacks it had in place,
+ *   and its next finish adds none of them again. Never two jobs under one callback's key.
  * - **I32 cancel stops starts.** No item of a batch is claimed (granted a lease) after the batch's cancel was
  *   acknowledged to the operator.
  * - **I33 batch budget at the claim.** No item is claimed once the batch's spend (its items' ledgers, reservations
@@ -39,6 +41,19 @@ type BState = Extract<BatchEvent, { k: "bstate" }>
 const same = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): boolean =>
   a.length === b.length && a.every((n, i) => n === b[i])
 
+/** Whether every item of the batch has landed and none is queued or running, by its items' own states. */
+const isComplete = (state: BState): boolean => {
+  const [queued = 0, running = 0] = state.actual
+  const landed = state.actual.reduce((sum, n) => sum + n, 0)
+  return landed === state.size && state.added === state.size && queued === 0 && running === 0
+}
+
+/** Whether no item of the batch has failed or been abandoned. */
+const allSucceeded = (state: BState): boolean => {
+  const [, , , failed = 0, abandoned = 0] = state.actual
+  return failed === 0 && abandoned === 0
+}
+
 /**
  * Checks I30 to I33 and I35 on one run's history.
  *
@@ -49,11 +64,18 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<B
   const violations: Array<BatchViolation> = []
   if ((plan.batches ?? []).length === 0) return violations
   const lastState = new Map<string, BState>()
+  /** The batches that were complete at some checkpoint, and those complete with every item succeeded. */
+  const everComplete = new Set<string>()
+  const everSucceeded = new Set<string>()
   const cancelled = new Map<string, Event>()
   for (const e of events) {
     switch (e.k) {
       case "bstate":
         lastState.set(e.batchId, e)
+        if (isComplete(e)) {
+          everComplete.add(e.batchId)
+          if (allSucceeded(e)) everSucceeded.add(e.batchId)
+        }
         if (!same(e.counts, e.actual) || Math.abs(e.cost - e.actualCost) > 1e-9) {
           violations.push({
             invariant: "I30",
@@ -106,11 +128,9 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<B
           break
         }
         if (state === undefined) break
-        const [queued = 0, running = 0, , failed = 0, abandoned = 0] = state.actual
-        const landed = state.actual.reduce((sum, n) => sum + n, 0)
-        const complete = landed === state.size && state.added === state.size && queued === 0 && running === 0
-        const wantComplete = complete && e.names.includes("onComplete") ? 1 : 0
-        const wantSuccess = complete && e.names.includes("onSuccess") && failed === 0 && abandoned === 0 ? 1 : 0
+        const complete = isComplete(state)
+        const wantComplete = everComplete.has(e.batchId) && e.names.includes("onComplete") ? 1 : 0
+        const wantSuccess = everSucceeded.has(e.batchId) && e.names.includes("onSuccess") ? 1 : 0
         if (complete !== state.finished) problem(complete ? "every item terminal, not finished" : "finished early")
         if (e.onCompleteJobs !== wantComplete) problem(`${e.onCompleteJobs} onComplete jobs, ${wantComplete} due`)
         if (e.onSuccessJobs !== wantSuccess) problem(`${e.onSuccessJobs} onSuccess jobs, ${wantSuccess} due`)

@@ -77,6 +77,21 @@ describe("batch invariants (I30-I33)", () => {
     expect(invariants([running, final({ onCompleteJobs: 1, onSuccessJobs: 0 })])).toEqual(["I31"])
   })
 
+  it("I31: a batch a replay re-opened keeps the callbacks it was due and is owed none it never was", () => {
+    // Both items failed: finished, onComplete enqueued, onSuccess not due; then a replay put one back to queued.
+    const failed = state({ counts: [0, 0, 0, 2, 0], actual: [0, 0, 0, 2, 0], onSuccess: null })
+    const reopened = state({ counts: [1, 0, 0, 1, 0], actual: [1, 0, 0, 1, 0], finished: false, onSuccess: null })
+    expect(invariants([failed, reopened, final({ onCompleteJobs: 1, onSuccessJobs: 0 })])).toEqual([])
+    expect(invariants([failed, reopened, final({ onCompleteJobs: 0, onSuccessJobs: 0 })])).toEqual(["I31"])
+    expect(invariants([failed, reopened, final({ onCompleteJobs: 1, onSuccessJobs: 1 })])).toEqual(["I31"])
+    // The replayed item then succeeded: finished again, still not every item succeeded, so no onSuccess.
+    const again = state({ counts: [0, 0, 1, 1, 0], actual: [0, 0, 1, 1, 0], onSuccess: null })
+    expect(invariants([failed, reopened, again, final({ onCompleteJobs: 1, onSuccessJobs: 0 })])).toEqual([])
+    expect(invariants([failed, reopened, again, final({ onCompleteJobs: 2, onSuccessJobs: 0 })])).toEqual(["I31"])
+    // A re-opened batch still finished at the end is finished early.
+    expect(invariants([failed, { ...reopened, finished: true }, final({ onSuccessJobs: 0 })])).toEqual(["I31"])
+  })
+
   it("I32: an item claimed after its batch's cancel was acknowledged; I33: claimed with the budget spent", () => {
     const cancel: Event = { k: "batch", t: epoch + 5, batchId: "b", what: "cancel", jobIds: [], ok: true }
     const claim = (t: number, spent: number): Event => ({
