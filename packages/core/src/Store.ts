@@ -309,8 +309,8 @@ export type ReplayItemResult =
 export interface SweepOptions extends WriteOptions {
   readonly queue?: string | undefined
   /**
-   * Queued, due jobs neither written nor returned in `stale` for this long are returned in `stale` for
-   * republishing (default 30 s).
+   * Queued, due jobs neither written nor returned in `stale` for longer than this are returned in `stale`
+   * for republishing (default 30 s).
    */
   readonly republishAfterMs?: number | undefined
   /**

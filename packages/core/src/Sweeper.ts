@@ -50,7 +50,7 @@ const byQueue = (jobs: ReadonlyArray<Job>): Map<string, Array<PublishItem>> => {
  * (`capabilities.ackRemoves`), for each stale one (a transport whose message is the job record itself cannot have
  * lost the message of a queued job: republishing it would only add a wake-up). Publishes go out in batches, one
  * call per queue and batch. A failed publish is logged; the job stays queued and a sweep returns it as stale again
- * once `republishAfterMs` has passed.
+ * once more than `republishAfterMs` has passed.
  *
  * @since 0.1.0
  * @category combinators

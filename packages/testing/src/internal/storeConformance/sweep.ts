@@ -80,28 +80,30 @@ export const sweepTests = ({ it, fixture }: Area): void => {
       })
     )
 
-    it.effect("stale lists queued, due jobs untouched for republishAfterMs, and leaves their record alone", () =>
-      Effect.gen(function* () {
-        const { store, queue, now, advance, submit, get } = yield* fixture
-        const old = yield* submit()
-        const notDue = yield* submit({ delayMs: 600_000 })
-        yield* advance(20_000)
-        const fresh = yield* submit()
-        yield* advance(15_000)
-        const at = yield* now
+    it.effect(
+      "stale lists queued, due jobs untouched for longer than republishAfterMs, and leaves their record alone",
+      () =>
+        Effect.gen(function* () {
+          const { store, queue, now, advance, submit, get } = yield* fixture
+          const old = yield* submit()
+          const notDue = yield* submit({ delayMs: 600_000 })
+          yield* advance(20_000)
+          const fresh = yield* submit()
+          yield* advance(15_000)
+          const at = yield* now
 
-        const result = yield* store.sweep({ queue, republishAfterMs: 30_000, now: at })
+          const result = yield* store.sweep({ queue, republishAfterMs: 30_000, now: at })
 
-        expect(result.stale).toEqual([old])
-        expect(yield* get(old.id)).toEqual(old)
-        // `old` was just handed out; with a shorter interval only `fresh` is due for a republish.
-        const wide = yield* store.sweep({ queue, republishAfterMs: 10_000, now: at })
-        expect(ids(wide.stale)).toEqual([fresh.id])
-        expect(yield* get(fresh.id)).toEqual(fresh)
-        expect(yield* get(notDue.id)).toEqual(notDue)
-        const otherQueue = yield* store.sweep({ queue: `${queue}-other`, republishAfterMs: 0, now: at })
-        expect(otherQueue.stale).toEqual([])
-      })
+          expect(result.stale).toEqual([old])
+          expect(yield* get(old.id)).toEqual(old)
+          // `old` was just handed out; with a shorter interval only `fresh` is due for a republish.
+          const wide = yield* store.sweep({ queue, republishAfterMs: 10_000, now: at })
+          expect(ids(wide.stale)).toEqual([fresh.id])
+          expect(yield* get(fresh.id)).toEqual(fresh)
+          expect(yield* get(notDue.id)).toEqual(notDue)
+          const otherQueue = yield* store.sweep({ queue: `${queue}-other`, republishAfterMs: 0, now: at })
+          expect(otherQueue.stale).toEqual([])
+        })
     )
 
     it.effect("a waiting job is returned as stale once per republishAfterMs, least recently touched first", () =>
@@ -113,9 +115,9 @@ export const sweepTests = ({ it, fixture }: Area): void => {
         const sweep = (limit?: number) =>
           Effect.flatMap(now, (at) => store.sweep({ queue, republishAfterMs: 30_000, limit, now: at }))
         const stale = (result: { readonly stale: ReadonlyArray<Job> }) => ids(result.stale)
-        yield* advance(30_000)
+        yield* advance(30_001)
 
-        // t+31 s: both waited long enough; the limit lets one out, the one untouched longest.
+        // t+31.001 s: both waited more than 30 s; the limit lets one out, the one untouched longest.
         expect(stale(yield* sweep(1))).toEqual([a.id])
         yield* advance(500)
         expect(stale(yield* sweep())).toEqual([b.id])
