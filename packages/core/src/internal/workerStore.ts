@@ -40,6 +40,7 @@ import type {
   ClaimNextResult,
   CycleReply,
   Fenced,
+  Reply,
   SettleItem,
   SettleResult,
   Store
@@ -133,9 +134,7 @@ export interface WorkerStore {
    * One claim of the worker's next jobs: the jobs it wrote and the store time of the call. Queued, it goes out in
    * the next tick, after that tick's settlements (in one `cycle` where the store has it).
    */
-  readonly claimNext: (
-    options: ClaimNextOptions
-  ) => Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<ClaimNextResult> }, StoreError>
+  readonly claimNext: (options: ClaimNextOptions) => Effect.Effect<Reply<ClaimNextResult>, StoreError>
   /**
    * From now on no claim is sent: a queued one, and any handed in later, ends interrupted without a write (a
    * closing worker claims nothing more; a claim already sent still lands).
@@ -150,9 +149,6 @@ interface Answer<R> {
   readonly now: number
   readonly result: R
 }
-
-/** What a claim gets back: the store time of its call and every job it wrote (the verb's own reply). */
-type Claimed = { readonly now: number; readonly results: ReadonlyArray<ClaimNextResult> }
 
 /** A write handed in and not yet answered: one item (a claim's is its options) and what its caller waits for. */
 interface Pending<I, A> {
@@ -174,7 +170,7 @@ interface Tick {
   readonly settle: Array<Pending<SettleItem, Answer<SettleResult>>>
   readonly charge: Array<Pending<ChargeItem, Answer<ChargeResult>>>
   /** At most one claim. */
-  readonly claim: Array<Pending<ClaimNextOptions, Claimed>>
+  readonly claim: Array<Pending<ClaimNextOptions, Reply<ClaimNextResult>>>
 }
 
 const emptyTick = (): Tick => ({ settle: [], charge: [], claim: [] })
@@ -193,7 +189,7 @@ const itemsOf = <I, A>(writes: ReadonlyArray<Pending<I, A>>): Array<I> => writes
 /** A reply of one result per item shared out among the writes that sent them, in order. */
 const shareOut = <I, R>(
   writes: ReadonlyArray<Pending<I, Answer<R>>>,
-  exit: Exit.Exit<{ readonly now: number; readonly results: ReadonlyArray<R> }, StoreError>,
+  exit: Exit.Exit<Reply<R>, StoreError>,
   operation: string
 ): void => {
   for (let i = 0; i < writes.length; i++) {
@@ -211,8 +207,8 @@ const shareOut = <I, R>(
 
 /** A claim's reply is its one write's answer. */
 const answerClaims = (
-  claims: ReadonlyArray<Pending<ClaimNextOptions, Claimed>>,
-  exit: Exit.Exit<Claimed, StoreError>
+  claims: ReadonlyArray<Pending<ClaimNextOptions, Reply<ClaimNextResult>>>,
+  exit: Exit.Exit<Reply<ClaimNextResult>, StoreError>
 ): void => {
   for (const claim of claims) answer(claim, exit)
 }
@@ -220,7 +216,7 @@ const answerClaims = (
 /** A verb's reply for one item alone, checked to have exactly one result. */
 const single = <R>(
   operation: string,
-  call: Effect.Effect<{ readonly now: number; readonly results: ReadonlyArray<R> }, StoreError>
+  call: Effect.Effect<Reply<R>, StoreError>
 ): Effect.Effect<Answer<R>, StoreError> =>
   Effect.flatMap(call, ({ now, results }) =>
     results.length === 1 ? Effect.succeed({ now, result: results[0]! }) : Effect.fail(noResult(operation)())
@@ -433,7 +429,7 @@ export const makeWorkerStore = (
       Effect.suspend(() =>
         claimsStopped
           ? Effect.interrupt
-          : (submit(queue.claim, options, claimNext) as Effect.Effect<Claimed, StoreError>)
+          : (submit(queue.claim, options, claimNext) as Effect.Effect<Reply<ClaimNextResult>, StoreError>)
       ),
     stopClaims: () => {
       claimsStopped = true
