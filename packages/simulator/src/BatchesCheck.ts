@@ -3,11 +3,12 @@
  *
  * - **I30 counts kept.** At every quiescent point (between two writes the store applies) a batch's kept counts equal
  *   its items' states, and its kept cost their ledgers' sum.
- * - **I31 callbacks once.** At the end, a batch whose items have all landed and are all terminal is finished, one
- *   that is not is not finished, and the store holds exactly one job under each callback the batch names and has been
- *   due at some point of the run (`onComplete` once every item was terminal, `onSuccess` once every item had
- *   succeeded), none under the others: a replay that re-opens a finished batch leaves the callbacks it had in place,
- *   and its next finish adds none of them again. Never two jobs under one callback's key.
+ * - **I31 callbacks once.** At every quiescent point a batch is finished exactly when its items have all landed and
+ *   are all terminal, and it names a callback job only once that callback has been due (`onComplete` once every item
+ *   was terminal, `onSuccess` once every item had succeeded), the same job from then on. At the end the store holds
+ *   exactly one job under each callback the batch names and has been due at some point of the run, none under the
+ *   others: a replay that re-opens a finished batch leaves the callbacks it had in place, and its next finish adds none
+ *   of them again. Never two jobs under one callback's key.
  * - **I32 cancel stops starts.** No item of a batch is claimed (granted a lease) after the batch's cancel was
  *   acknowledged to the operator.
  * - **I33 batch budget at the claim.** No item is claimed once the batch's spend (its items' ledgers, reservations
@@ -70,11 +71,34 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<B
   const cancelled = new Map<string, Event>()
   for (const e of events) {
     switch (e.k) {
-      case "bstate":
+      case "bstate": {
+        const before = lastState.get(e.batchId)
         lastState.set(e.batchId, e)
-        if (isComplete(e)) {
+        const complete = isComplete(e)
+        if (complete) {
           everComplete.add(e.batchId)
           if (allSucceeded(e)) everSucceeded.add(e.batchId)
+        }
+        const problem = (message: string) =>
+          violations.push({
+            invariant: "I31",
+            jobId: null,
+            message: `batch ${e.batchId} at ${e.t}: ${message}`,
+            witness: before === undefined ? [e] : [before, e]
+          })
+        if (complete !== e.finished) problem(complete ? "every item terminal, not finished" : "finished early")
+        const named = { onComplete: before?.onComplete ?? null, onSuccess: before?.onSuccess ?? null }
+        if (named.onComplete === null && e.onComplete !== null && !everComplete.has(e.batchId)) {
+          problem(`onComplete job ${e.onComplete} enqueued before it was due`)
+        }
+        if (named.onSuccess === null && e.onSuccess !== null && !everSucceeded.has(e.batchId)) {
+          problem(`onSuccess job ${e.onSuccess} enqueued before it was due`)
+        }
+        if (named.onComplete !== null && e.onComplete !== named.onComplete) {
+          problem(`onComplete job ${named.onComplete} replaced by ${e.onComplete}`)
+        }
+        if (named.onSuccess !== null && e.onSuccess !== named.onSuccess) {
+          problem(`onSuccess job ${named.onSuccess} replaced by ${e.onSuccess}`)
         }
         if (!same(e.counts, e.actual) || Math.abs(e.cost - e.actualCost) > 1e-9) {
           violations.push({
@@ -85,6 +109,7 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<B
           })
         }
         break
+      }
       case "batch":
         if (e.what === "cancel" && e.ok && !cancelled.has(e.batchId)) cancelled.set(e.batchId, e)
         break
@@ -128,10 +153,8 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<B
           break
         }
         if (state === undefined) break
-        const complete = isComplete(state)
         const wantComplete = everComplete.has(e.batchId) && e.names.includes("onComplete") ? 1 : 0
         const wantSuccess = everSucceeded.has(e.batchId) && e.names.includes("onSuccess") ? 1 : 0
-        if (complete !== state.finished) problem(complete ? "every item terminal, not finished" : "finished early")
         if (e.onCompleteJobs !== wantComplete) problem(`${e.onCompleteJobs} onComplete jobs, ${wantComplete} due`)
         if (e.onSuccessJobs !== wantSuccess) problem(`${e.onSuccessJobs} onSuccess jobs, ${wantSuccess} due`)
         break

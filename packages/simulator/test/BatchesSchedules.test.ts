@@ -53,7 +53,7 @@ describe("batch invariants (I30-I33)", () => {
 
   it("I30: kept counts or cost that differ from the items' records at a quiescent point", () => {
     expect(
-      invariants([state({ counts: [0, 1, 1, 0, 0], finished: false, onComplete: null, onSuccess: null })])
+      invariants([state({ actual: [0, 1, 1, 0, 0], finished: false, onComplete: null, onSuccess: null })])
     ).toEqual(["I30"])
     expect(invariants([state({ cost: 3 }), final()])).toEqual(["I30"])
   })
@@ -72,7 +72,13 @@ describe("batch invariants (I30-I33)", () => {
   })
 
   it("I31: a batch with an item still running holds no callback job", () => {
-    const running = state({ counts: [0, 1, 1, 0, 0], actual: [0, 1, 1, 0, 0], finished: false, onComplete: null })
+    const running = state({
+      counts: [0, 1, 1, 0, 0],
+      actual: [0, 1, 1, 0, 0],
+      finished: false,
+      onComplete: null,
+      onSuccess: null
+    })
     expect(invariants([running, final({ onCompleteJobs: 0, onSuccessJobs: 0 })])).toEqual([])
     expect(invariants([running, final({ onCompleteJobs: 1, onSuccessJobs: 0 })])).toEqual(["I31"])
   })
@@ -90,6 +96,20 @@ describe("batch invariants (I30-I33)", () => {
     expect(invariants([failed, reopened, again, final({ onCompleteJobs: 2, onSuccessJobs: 0 })])).toEqual(["I31"])
     // A re-opened batch still finished at the end is finished early.
     expect(invariants([failed, { ...reopened, finished: true }, final({ onSuccessJobs: 0 })])).toEqual(["I31"])
+  })
+
+  it("I31 at every write: a batch finished, or a callback named, before it was due, though the end looks right", () => {
+    // One item of two landed and succeeded: the batch finished and named both callbacks before the second item landed.
+    const early = state({ counts: [0, 0, 1, 0, 0], actual: [0, 0, 1, 0, 0], added: 1, cost: 2, actualCost: 2 })
+    expect(invariants([early, state(), final()])).toEqual(["I31", "I31", "I31"])
+    // onSuccess named at a finish with a failed item; a replay then made every item succeed.
+    const failed = state({ counts: [0, 0, 1, 1, 0], actual: [0, 0, 1, 1, 0] })
+    const replayed = state({ counts: [1, 0, 1, 0, 0], actual: [1, 0, 1, 0, 0], finished: false })
+    expect(invariants([failed, replayed, state(), final()])).toEqual(["I31"])
+    expect(invariants([{ ...failed, onSuccess: null }, { ...replayed, onSuccess: null }, state(), final()])).toEqual([])
+    // A callback's job, once named, is that job for good.
+    expect(invariants([state(), state({ onComplete: "c9" }), final()])).toEqual(["I31"])
+    expect(invariants([state(), state({ onSuccess: null }), final()])).toEqual(["I31"])
   })
 
   it("I32: an item claimed after its batch's cancel was acknowledged; I33: claimed with the budget spent", () => {
@@ -217,6 +237,36 @@ describe("runs with batches and a schedule", () => {
     expect(ticks.length).toBeGreaterThan(10)
     expect(new Set(ticks).size).toBe(ticks.length)
     expect(runPlan(plan).hash).toBe(run.hash)
+  })
+
+  it("land a batch planned in chunks chunk by chunk, the application pausing between them", () => {
+    // Arrange
+    const chunked: Plan.Plan = {
+      ...plan,
+      batches: [
+        {
+          at: 100,
+          items: 3,
+          budgetCents: null,
+          onComplete: true,
+          onSuccess: true,
+          cancelAt: null,
+          chunks: { size: 2, gapMs: 4_000 }
+        }
+      ],
+      schedule: null
+    }
+    // Act
+    const run = runPlan(chunked)
+    // Assert
+    expect(check(run.events, chunked, run.outcome, run.defect).violations).toEqual([])
+    const landed = run.events.flatMap((e) => (e.k === "batch" && e.what === "items" ? [e] : []))
+    expect(landed.map((e) => e.jobIds.length)).toEqual([2, 1])
+    expect(landed[1]!.t - landed[0]!.t).toBeGreaterThanOrEqual(4_000)
+    // Both items of the first chunk ended before the last landed, and the batch was not finished meanwhile.
+    const states = run.events.flatMap((e) => (e.k === "bstate" && e.t < landed[1]!.t ? [e] : []))
+    expect(states.some((e) => e.actual[2] === 2)).toBe(true)
+    expect(states.every((e) => !e.finished)).toBe(true)
   })
 
   it("hash the batch and schedule events: changing a field changes the run's hash", () => {
