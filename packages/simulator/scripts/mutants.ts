@@ -63,7 +63,8 @@ const expected: Record<string, ReadonlyArray<string>> = {
   M32: ["I30"],
   M33: ["I34"],
   M34: ["I35"],
-  M36: ["I1"]
+  M36: ["I1"],
+  M38: ["I31"]
 }
 
 /**

@@ -340,7 +340,7 @@ export class BatchWorld {
             }
             return reply
           })
-        ),
+        ).pipe(Effect.tap((reply) => this.chunkGap(options.batchId, reply.result))),
       cancel: (options) =>
         around(
           Effect.map(inner.cancel(options), (reply) => {
@@ -350,6 +350,16 @@ export class BatchWorld {
         ),
       replay: (options) => around(inner.replay(options))
     }
+  }
+
+  /**
+   * The application's pause after landing a chunk of a batch planned in `chunks`, unless it was the last: the items
+   * landed so far may be claimed and finish before the rest land.
+   */
+  private chunkGap(batchId: Batch.BatchId, result: Batch.AddResult): Effect.Effect<void> {
+    const gapMs = this.byId.get(batchId)?.plan.chunks?.gapMs
+    if (gapMs === undefined || result._tag !== "Added" || result.batch.added >= result.batch.size) return Effect.void
+    return this.env.clock.sleepMillis(gapMs)
   }
 
   /**
@@ -378,6 +388,7 @@ export class BatchWorld {
         }
       }),
       requestKey: `batch-${b}`,
+      ...(tracked.plan.chunks == null ? {} : { chunkSize: tracked.plan.chunks.size }),
       ...(tracked.plan.budgetCents === null ? {} : { budgetCents: tracked.plan.budgetCents }),
       ...(tracked.plan.onComplete ? { onComplete: callback("onComplete") } : {}),
       ...(tracked.plan.onSuccess ? { onSuccess: callback("onSuccess") } : {})

@@ -8,8 +8,8 @@ import * as fc from "fast-check"
 
 /**
  * One batch of a plan: submitted at `at` (ms after the run starts) with `items` items (each a job of the simulated
- * handler), a spend cap of `budgetCents` (null: none), an `onComplete` and an `onSuccess` callback when set, and
- * cancelled by the operator at `cancelAt` (null: never).
+ * handler), a spend cap of `budgetCents` (null: none), an `onComplete` and an `onSuccess` callback when set,
+ * cancelled by the operator at `cancelAt` (null: never), its items landed in one chunk or in `chunks`.
  *
  * @since 0.8.0
  * @category models
@@ -27,10 +27,16 @@ export interface BatchPlan {
    * meanwhile (two finishers at once). Null: none. A plan saved without it: none.
    */
   readonly finishWindowMs?: number | null | undefined
+  /**
+   * Items landed in several chunks (`SubmitBatchOptions.chunkSize` = `size`), the application pausing `gapMs` after
+   * each chunk but the last, so that items of an early chunk may be claimed and finish while the rest are still to
+   * land. Null: one chunk. A plan saved without it: one chunk.
+   */
+  readonly chunks?: { readonly size: number; readonly gapMs: number } | null | undefined
 }
 
 /**
- * One to three batches; each shrinks toward two items, no budget, no callback, no cancel and no window.
+ * One to three batches; each shrinks toward two items, no budget, no callback, no cancel, no window and one chunk.
  *
  * @since 0.8.0
  * @category constructors
@@ -43,7 +49,11 @@ export const batchPlans: fc.Arbitrary<ReadonlyArray<BatchPlan>> = fc.array(
     onComplete: fc.boolean(),
     onSuccess: fc.boolean(),
     cancelAt: fc.option(fc.integer({ min: 0, max: 20_000 }), { nil: null, freq: 3 }),
-    finishWindowMs: fc.option(fc.integer({ min: 100, max: 1_500 }), { nil: null, freq: 2 })
+    finishWindowMs: fc.option(fc.integer({ min: 100, max: 1_500 }), { nil: null, freq: 2 }),
+    chunks: fc.option(
+      fc.record({ size: fc.integer({ min: 1, max: 3 }), gapMs: fc.integer({ min: 200, max: 6_000 }) }),
+      { nil: null, freq: 2 }
+    )
   }),
   { minLength: 1, maxLength: 3 }
 )
