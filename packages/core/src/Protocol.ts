@@ -553,7 +553,10 @@ export const holds = (job: Job, token: number): boolean => job.state === "runnin
 
 /**
  * A heartbeat under the current token: the lease runs to `now + leaseMs` (also when it had lapsed but nobody took
- * over), `progress` is stored when given (clamped to 0..1).
+ * over), or stays where it is when that is later: a heartbeat never moves a lease's end back. So two renewals of one
+ * lease in flight at once, applied in either order (a Postgres statement reads `now` at its transaction's start, and
+ * an older one held on a lock may commit after a newer one), leave the later end, never below the end the holder
+ * learned from either reply. `progress` is stored when given (clamped to 0..1).
  *
  * @since 0.2.0
  * @category rules
@@ -564,7 +567,7 @@ export const heartbeatTransition = (
   options: { readonly leaseMs: number; readonly progress?: number | undefined }
 ): Transition =>
   transition(job, now, {
-    leaseUntil: now + options.leaseMs,
+    leaseUntil: Math.max(job.leaseUntil ?? Number.NEGATIVE_INFINITY, now + options.leaseMs),
     ...(options.progress === undefined ? {} : { progress: Math.min(1, Math.max(0, options.progress)) })
   })
 

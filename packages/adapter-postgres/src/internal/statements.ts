@@ -470,7 +470,9 @@ const claimNextFairSql = (s: string, limit: number): string => {
 
 /**
  * heartbeat. Inputs: $1 ids, $2 tokens, $3 lease ms, $4 progress (NULL: unchanged), $5 now. Fenced
- * (`Protocol.holds`); `Protocol.heartbeatTransition`: the lease runs to now + lease ms, progress clamped to 0..1.
+ * (`Protocol.holds`); `Protocol.heartbeatTransition`: the lease runs to now + lease ms unless it ends later already
+ * (`now` is the transaction's start: an older renewal held on a lock may commit after a newer one and must not move
+ * the end back), progress clamped to 0..1.
  * Outputs per item: `applied` and the job (written, or the snapshot row for the LeaseLost reply).
  */
 const heartbeatSql = (s: string): string => {
@@ -479,7 +481,7 @@ const heartbeatSql = (s: string): string => {
       SELECT * FROM unnest($1::uuid[], $2::int[], $3::float8[], $4::float8[])
         WITH ORDINALITY AS i(job_id, token, lease_ms, progress, ord)
     ), ${lockedRows(s)}, upd AS (
-      UPDATE ${s}.jobs j SET lease_until = ${now} + ${millis("i.lease_ms")},
+      UPDATE ${s}.jobs j SET lease_until = greatest(j.lease_until, ${now} + ${millis("i.lease_ms")}),
         progress = CASE WHEN i.progress IS NULL THEN j.progress ELSE least(1, greatest(0, i.progress)) END,
         updated_at = ${bump("j", now)}
       ${lockedInput}

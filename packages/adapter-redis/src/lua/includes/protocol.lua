@@ -281,9 +281,13 @@ local function holds(job, token)
   return job.state == "running" and job.leaseToken == token
 end
 
--- Protocol.heartbeatTransition; `progress` nil keeps the stored one.
+-- Protocol.heartbeatTransition (a lease's end never moves back); `progress` nil keeps the stored one.
 local function heartbeatTransition(job, now, leaseMs, progress)
-  local patch = { leaseUntil = now + leaseMs }
+  local leaseUntil = now + leaseMs
+  if job.leaseUntil ~= nil and job.leaseUntil > leaseUntil then
+    leaseUntil = job.leaseUntil
+  end
+  local patch = { leaseUntil = leaseUntil }
   if progress ~= nil then
     patch.progress = math.min(1, math.max(0, progress))
   end

@@ -73,7 +73,7 @@ const shapeTests = ({ it, fixture }: Area): void => {
       const beats = yield* store.heartbeat({
         items: [
           { jobId: b.id, token: stale.leaseToken, leaseMs: LEASE },
-          { jobId: a.id, token: ra.leaseToken, leaseMs: 5_000, progress: 0.5 }
+          { jobId: a.id, token: ra.leaseToken, leaseMs: 2 * LEASE, progress: 0.5 }
         ],
         now: at
       })
@@ -88,7 +88,7 @@ const shapeTests = ({ it, fixture }: Area): void => {
 
       expect(beats.results).toEqual([
         { _tag: "LeaseLost", jobId: b.id, token: stale.leaseToken, currentToken: rb.leaseToken, state: "running" },
-        { _tag: "Renewed", leaseUntil: at + 5_000, cancelRequested: false, costCents: 0 }
+        { _tag: "Renewed", leaseUntil: at + 2 * LEASE, cancelRequested: false, costCents: 0 }
       ])
       expect(settles.results.map((r) => r._tag)).toEqual(["Settled", "LeaseLost", "Settled"])
       expect(yield* get(a.id)).toMatchObject({ state: "succeeded", result: "a" })

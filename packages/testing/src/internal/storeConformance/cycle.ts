@@ -50,9 +50,9 @@ const partsOf = (twin: Twin): Omit<CycleOptions, "now"> => {
     { jobId: twin.completed.id, token: twin.completed.leaseToken, outcome: outcome.complete("done") }
   ]
   const heartbeat: ReadonlyArray<HeartbeatItem> = [
-    { jobId: twin.renewed.id, token: twin.renewed.leaseToken, leaseMs: 5_000, progress: 0.5 },
-    { jobId: twin.completed.id, token: twin.completed.leaseToken, leaseMs: 5_000 },
-    { jobId: twin.released.id, token: twin.released.leaseToken, leaseMs: 5_000 }
+    { jobId: twin.renewed.id, token: twin.renewed.leaseToken, leaseMs: 2 * LEASE, progress: 0.5 },
+    { jobId: twin.completed.id, token: twin.completed.leaseToken, leaseMs: 2 * LEASE },
+    { jobId: twin.released.id, token: twin.released.leaseToken, leaseMs: 2 * LEASE }
   ]
   return {
     settle,
@@ -124,7 +124,7 @@ const compositionTests = ({ it, fixture }: Area): void => {
       const reply = yield* cycleOf(f.store)({ ...partsOf(twin), now })
 
       expect(reply.settle.map((result) => expectTag(result, "Settled").job.state)).toEqual(["queued", "succeeded"])
-      expect(reply.heartbeat[0]).toMatchObject({ _tag: "Renewed", leaseUntil: now + 5_000, costCents: 0 })
+      expect(reply.heartbeat[0]).toMatchObject({ _tag: "Renewed", leaseUntil: now + 2 * LEASE, costCents: 0 })
       expect(reply.heartbeat[1]).toEqual({
         _tag: "LeaseLost",
         jobId: twin.completed.id,
@@ -164,7 +164,7 @@ const compositionTests = ({ it, fixture }: Area): void => {
 
       const at = reply.now
       expect(expectTag(reply.settle[1]!, "Settled").job).toMatchObject({ state: "succeeded", updatedAt: at })
-      expect(reply.heartbeat[0]).toMatchObject({ _tag: "Renewed", leaseUntil: at + 5_000 })
+      expect(reply.heartbeat[0]).toMatchObject({ _tag: "Renewed", leaseUntil: at + 2 * LEASE })
       expect(reply.claimNext).toHaveLength(2)
       for (const result of reply.claimNext) {
         expect(expectTag(result, "Claimed").job).toMatchObject({ leaseUntil: at + LEASE })

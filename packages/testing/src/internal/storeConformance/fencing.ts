@@ -2,7 +2,8 @@
  * Store conformance, fencing: `heartbeat` and `settle` apply only while the job is running under exactly the given
  * token (`Protocol.holds`); any other token, a job that is no longer running, or no job at all gives `LeaseLost`
  * for that item and changes nothing. Under the current token each of the five outcomes writes what
- * `Protocol.settleTransition` says, a heartbeat extends the lease (`Protocol.heartbeatTransition`), and a cancel of
+ * `Protocol.settleTransition` says, a heartbeat extends the lease and never moves its end back
+ * (`Protocol.heartbeatTransition`), and a cancel of
  * a running job reaches its holder through the heartbeat. Every accepted write moves `updatedAt` strictly forward.
  *
  * @internal
@@ -134,6 +135,24 @@ const fenceTests = ({ it, fixture }: Area): void => {
       const late = yield* heartbeat({ jobId: job.id, token: running.leaseToken, leaseMs: 2_000 })
       expect(late).toMatchObject({ _tag: "Renewed", leaseUntil: (yield* now) + 2_000 })
       expect(yield* get(job.id)).toMatchObject({ progress: 0.25, leaseToken: 1, state: "running" })
+    })
+  )
+
+  it.effect("a heartbeat never moves a lease's end back: a shorter renewal keeps the later end", () =>
+    Effect.gen(function* () {
+      const { now, advance, submit, claimed, heartbeat, get } = yield* fixture
+      const job = yield* submit()
+      const running = yield* claimed(job.id, "worker-a", 10_000)
+      const end = (yield* now) + 10_000
+      yield* advance(1_000)
+
+      // Applied after a renewal that reached further (an older call landing late): the end stays.
+      const short = yield* heartbeat({ jobId: job.id, token: running.leaseToken, leaseMs: 2_000 })
+
+      expect(short).toMatchObject({ _tag: "Renewed", leaseUntil: end })
+      expect(yield* get(job.id)).toMatchObject({ leaseUntil: end, leaseToken: running.leaseToken })
+      const long = yield* heartbeat({ jobId: job.id, token: running.leaseToken, leaseMs: 20_000 })
+      expect(long).toMatchObject({ _tag: "Renewed", leaseUntil: (yield* now) + 20_000 })
     })
   )
 
