@@ -182,6 +182,36 @@ describe("Worker", () => {
     })
   )
 
+  it.scoped("a renewal call that never answers holds back no later renewal: the lease is kept by the next", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      const renewals: Array<number> = []
+      // The first renewal's reply is lost for good; every later one lands.
+      const firstHangs: Store["Type"] = {
+        ...t.store,
+        heartbeat: (options) =>
+          Effect.suspend(() => {
+            renewals.push(options.items.length)
+            return renewals.length === 1 ? Effect.never : t.store.heartbeat(options)
+          })
+      }
+      const before = yield* Metrics.snapshot
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 3 * LEASE_MS }))] }, firstHangs)
+
+      yield* t.reaches(id, "succeeded")
+
+      const job = yield* t.job(id)
+      expect(job.attempts).toBe(1)
+      expect(model.state.calls).toBe(1)
+      expect(model.state.interrupted).toBe(0)
+      expect(renewals.length).toBeGreaterThan(2)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_self_fenced_total")).toBe(0)
+    })
+  )
+
   it.scoped("a worker whose lease was taken over cannot write its result, and its spend is recorded", () =>
     Effect.gen(function* () {
       const t = yield* setup

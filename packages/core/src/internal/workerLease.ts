@@ -3,7 +3,11 @@
  * in the local queue, running, or being written). One keeper per worker, not per job:
  * - the heartbeater renews, in one `Store.heartbeat` call, every held lease whose renewal is due (a third of its
  *   lease after the last renewal was sent; leases due within half an interval more ride along, so a worker's leases
- *   settle into one call per interval). A renewal reports a cancel request and, through its reply's store time, a
+ *   settle into one call per interval). It does not wait for a call's reply before the next renewal falls due: up
+ *   to `renewalsInFlight` calls are out at once, so one slow store call holds back no lease for longer than it
+ *   takes, and a reply that comes late never moves a lease's local end back. Two calls may carry one lease; the
+ *   Store never moves a lease's end back either (`Protocol.heartbeatTransition`), so whichever applies last, the
+ *   Store's end is at or after the local one. A renewal reports a cancel request and, through its reply's store time, a
  *   passed deadline; both stop the attempt while the lease stays held for the outcome write. A `LeaseLost` item
  *   stops its attempt for good. When the transport's visibility does not follow the Store lease, the renewed
  *   deliveries are extended in one `Transport.extend` call.
@@ -135,6 +139,9 @@ class Alarm {
   })
 }
 
+/** How many heartbeat calls one keeper keeps out at once. */
+const renewalsInFlight = 2
+
 /** A loop that runs `once` again after each round, without yielding between rounds (each round waits on its own). */
 const loop = (once: Effect.Effect<void>): Effect.Effect<never> => {
   const again: Effect.Effect<never> = Effect.flatMap(once, () => again)
@@ -173,6 +180,7 @@ export const makeKeeper = (options: {
   const maxBatch = Math.max(1, transport.capabilities.maxBatch)
 
   const live = (h: Held): boolean => !Control.leaseGone(h.control.stopReason)
+  let renewing = 0
 
   const beatOnce: Effect.Effect<void> = Effect.suspend(() => {
     return withNow((at) => {
@@ -184,8 +192,22 @@ export const makeKeeper = (options: {
         if (h.nextBeatAt <= at + interval / 2) due.push(h)
         else next = Math.min(next, h.nextBeatAt)
       }
-      if (due.length === 0) return beats.sleepUntil(next, at)
-      return renew(due, at)
+      // With every call slot taken, the loop waits for a reply (its end wakes the loop).
+      if (due.length === 0 || renewing >= renewalsInFlight) return beats.sleepUntil(next, at)
+      // Due again one interval after this send, whether or not its reply has come by then.
+      for (const h of due) h.nextBeatAt = at + Lease.heartbeatIntervalFor(h.leaseMs)
+      renewing += 1
+      return Effect.asVoid(
+        Effect.fork(
+          Effect.ensuring(
+            renew(due, at),
+            Effect.sync(() => {
+              renewing -= 1
+              beats.wake(Number.NEGATIVE_INFINITY)
+            })
+          )
+        )
+      )
     })
   })
 
@@ -205,7 +227,6 @@ export const makeKeeper = (options: {
           const h = due[i]!
           const progress = items[i]!.progress
           if (progress !== undefined) h.control.pendingProgress = h.control.pendingProgress ?? progress
-          h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
         }
         return Effect.logWarning("heartbeat failed", error)
       },
@@ -216,7 +237,6 @@ export const makeKeeper = (options: {
         for (let i = 0; i < due.length; i++) {
           const h = due[i]!
           const result = results[i]
-          h.nextBeatAt = sentAt + Lease.heartbeatIntervalFor(h.leaseMs)
           // A write of this attempt already learned the lease is lost: nothing more is done under its token.
           if (result === undefined || !live(h)) continue
           if (result._tag === "LeaseLost") {
@@ -226,7 +246,8 @@ export const makeKeeper = (options: {
             stops.push(Control.stop(h.control, "lease_lost"))
             continue
           }
-          h.control.localLeaseEnd = sentAt + h.leaseMs
+          // A reply that comes after a later call's never moves the lease's end back.
+          h.control.localLeaseEnd = Math.max(h.control.localLeaseEnd, sentAt + h.leaseMs)
           if (result.cancelRequested) stops.push(Control.stop(h.control, "cancelled"))
           if (h.job.deadlineAt !== null && now >= h.job.deadlineAt) stops.push(Control.stop(h.control, "deadline"))
           if (extendsVisibility && h.delivery !== undefined) {
