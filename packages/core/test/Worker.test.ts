@@ -212,6 +212,34 @@ describe("Worker", () => {
     })
   )
 
+  it.scoped("renewal calls that never answer are given up after their lease: later leases are renewed again", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const id = yield* t.submit()
+      let calls = 0
+      // The first two renewals (every slot the keeper has) never answer; every later one lands.
+      const twoHang: Store["Type"] = {
+        ...t.store,
+        heartbeat: (options) =>
+          Effect.suspend(() => {
+            calls += 1
+            return calls <= 2 ? Effect.never : t.store.heartbeat(options)
+          })
+      }
+      const before = yield* Metrics.snapshot
+      yield* t.start({ queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 3 * LEASE_MS }))] }, twoHang)
+
+      // The first attempt loses its lease (nothing renewed it); the next one is renewed and finishes.
+      yield* t.reaches(id, "succeeded")
+
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_self_fenced_total")).toBe(1)
+      expect(calls).toBeGreaterThan(3)
+      expect(model.state.calls).toBe(2)
+    })
+  )
+
   it.scoped("a worker whose lease was taken over cannot write its result, and its spend is recorded", () =>
     Effect.gen(function* () {
       const t = yield* setup

@@ -44,6 +44,14 @@ export interface Held {
   readonly delivery: Delivery | undefined
   /** Local clock ms at which the next renewal is due. */
   nextBeatAt: number
+  /**
+   * The heartbeat call (numbered by the keeper in send order; 0: the claim) whose reply last set the lease's local
+   * end. A reply of an earlier call, landing after a later one's, sets nothing: the later send is the later end
+   * (whatever the clock did between the two sends), and its reply already renewed the permits and the delivery.
+   */
+  renewedBy: number
+  /** The heartbeat call that last carried the attempt's progress (0: none), so a failed one puts back only the latest. */
+  progressBy: number
   /** The running attempt's span (parent of its heartbeat spans) while tracing; `undefined` otherwise. */
   span: Tracer.AnySpan | undefined
 }
@@ -59,6 +67,8 @@ export const hold = (job: Job, leaseMs: number, sentAt: number, delivery: Delive
   control: Control.make({ localLeaseEnd: sentAt + leaseMs, costCents: job.costCents }),
   delivery,
   nextBeatAt: sentAt + Lease.heartbeatIntervalFor(leaseMs),
+  renewedBy: 0,
+  progressBy: 0,
   span: undefined
 })
 
@@ -180,7 +190,9 @@ export const makeKeeper = (options: {
   const maxBatch = Math.max(1, transport.capabilities.maxBatch)
 
   const live = (h: Held): boolean => !Control.leaseGone(h.control.stopReason)
+  /** Heartbeat calls out now, and how many were sent (each call's number). */
   let renewing = 0
+  let sent = 0
 
   const beatOnce: Effect.Effect<void> = Effect.suspend(() => {
     return withNow((at) => {
@@ -197,10 +209,11 @@ export const makeKeeper = (options: {
       // Due again one interval after this send, whether or not its reply has come by then.
       for (const h of due) h.nextBeatAt = at + Lease.heartbeatIntervalFor(h.leaseMs)
       renewing += 1
+      sent += 1
       return Effect.asVoid(
         Effect.fork(
           Effect.ensuring(
-            renew(due, at),
+            renew(due, at, sent),
             Effect.sync(() => {
               renewing -= 1
               beats.wake(Number.NEGATIVE_INFINITY)
@@ -211,22 +224,31 @@ export const makeKeeper = (options: {
     })
   })
 
-  /** One heartbeat call for `due`, sent at `sentAt`, and what its reply says for each. */
-  const renew = (due: ReadonlyArray<Held>, sentAt: number): Effect.Effect<void> => {
+  /**
+   * Heartbeat call number `seq` for `due`, sent at `sentAt`, and what its reply says for each. A call that has not
+   * answered once the longest of its leases has passed is given up (a failed renewal): its slot serves later ones.
+   */
+  const renew = (due: ReadonlyArray<Held>, sentAt: number, seq: number): Effect.Effect<void> => {
+    let longest = 0
     const items: Array<HeartbeatItem> = due.map((h) => {
       const progress = h.control.pendingProgress
       h.control.pendingProgress = undefined
+      if (progress !== undefined) h.progressBy = seq
+      longest = Math.max(longest, h.leaseMs)
       return { jobId: h.job.id, token: h.job.leaseToken, leaseMs: h.leaseMs, progress }
     })
-    const call =
-      tracer === undefined ? store.heartbeat({ items }) : traced(tracer, due, sentAt, store.heartbeat({ items }))
+    const heartbeat = Effect.timeout(store.heartbeat({ items }), longest)
+    const call = tracer === undefined ? heartbeat : traced(tracer, due, sentAt, heartbeat)
     return Effect.matchEffect(call, {
       // The match calls these when the reply lands: the leases are updated in that step, with no step of their own.
       onFailure: (error) => {
         for (let i = 0; i < due.length; i++) {
           const h = due[i]!
           const progress = items[i]!.progress
-          if (progress !== undefined) h.control.pendingProgress = h.control.pendingProgress ?? progress
+          // Put back unless a later call carried newer progress, or newer progress came meanwhile.
+          if (progress !== undefined && h.progressBy === seq) {
+            h.control.pendingProgress = h.control.pendingProgress ?? progress
+          }
         }
         return Effect.logWarning("heartbeat failed", error)
       },
@@ -246,10 +268,12 @@ export const makeKeeper = (options: {
             stops.push(Control.stop(h.control, "lease_lost"))
             continue
           }
-          // A reply that comes after a later call's never moves the lease's end back.
-          h.control.localLeaseEnd = Math.max(h.control.localLeaseEnd, sentAt + h.leaseMs)
           if (result.cancelRequested) stops.push(Control.stop(h.control, "cancelled"))
           if (h.job.deadlineAt !== null && now >= h.job.deadlineAt) stops.push(Control.stop(h.control, "deadline"))
+          // A reply that comes after a later call's sets nothing more; nor does one for a job no longer held.
+          if (seq < h.renewedBy || !held.has(h)) continue
+          h.renewedBy = seq
+          h.control.localLeaseEnd = sentAt + h.leaseMs
           if (extendsVisibility && h.delivery !== undefined) {
             extend.push({ delivery: h.delivery, visibilityMs: h.leaseMs })
           }
