@@ -210,6 +210,16 @@ export type Event =
       readonly callId: string
       readonly reason: "concurrency" | "requests" | "inputTokens" | "outputTokens" | "quota"
     }
+  | {
+      /**
+       * The provider was through with a call it admitted (`LimitsProvider.ts`): it answered, or its caller stopped
+       * waiting. Its concurrency slot is free from `t` and its unused output tokens are back in the bucket.
+       */
+      readonly k: "through"
+      readonly t: number
+      readonly resource: string
+      readonly callId: string
+    }
   | { readonly k: "phase"; readonly t: number; readonly name: "heal" | "replay" | "final" }
   | { readonly k: "final"; readonly t: number; readonly jobId: string; readonly snap: Snap; readonly ledger: number }
   | BatchEvent
@@ -498,6 +508,10 @@ const hashEvent = (h: Hasher, e: Event): void => {
       h.str(e.resource)
       h.str(e.callId)
       h.str(e.reason)
+      return
+    case "through":
+      h.str(e.resource)
+      h.str(e.callId)
       return
     case "phase":
       h.str(e.name)

@@ -17,9 +17,14 @@
  *   had a call granted before (it then waited in place), that attempt ends without using an attempt (`Throttle`,
  *   `Release` or `Abandon`); and every `Throttle` settlement gives the claim's attempt back.
  * - **I16 (almost) no 429 with matching limits.** When the fleet declares the provider's own limits, the provider
- *   never refuses a call for a token bucket, and refuses one for concurrency only while some call on the resource
- *   is in flight at the provider without a live permit (its holder paused, crashed or unable to renew past the
- *   permit's lease).
+ *   refuses a call for concurrency only while some call on the resource is in flight at the provider without a live
+ *   permit (its holder paused, crashed or unable to renew past the permit's lease), and for a token bucket only while
+ *   the Limiter's buckets and the provider's may have parted: after a call whose cost the Limiter took before the
+ *   provider did (granted earlier than admitted), or whose unused output it gave back after the provider did with
+ *   another grant in between (its Release late), until the resource has gone a bucket's fill time without a grant.
+ *   A bucket is capped at its capacity, so a take or a give-back moved in time is not worth the same: a refill the
+ *   earlier take made room for, or a give-back the provider lost to the cap while the bucket was full, is still in
+ *   the Limiter's bucket and no longer in the provider's. A bucket's fill time without a grant fills both again.
  *
  * @since 0.4.0
  */
@@ -63,8 +68,12 @@ export const checkLimits = (
   const limits = plan.limits
   if (limits === undefined) return
   const caps = new Map<string, number | undefined>()
+  /** Per resource, how long the provider's emptiest bucket takes to fill: its capacity over its refill per ms. */
+  const fillMs = new Map<string, number>()
   limits.resources.forEach((resource, r) => {
     caps.set(`sim:model-${r}:key-a`, declaredLimits(limits, resource).maxConcurrent)
+    const slowest = Math.min(resource.requestsPerMinute, resource.inputTokensPerMinute, resource.outputTokensPerMinute)
+    fillMs.set(`sim:model-${r}:key-a`, Math.max(resource.burstSeconds * 1_000, 60_000 / slowest))
   })
   const permits = new Map<string, Map<string, Permit>>()
   const permitsOf = (resource: string) => {
@@ -83,6 +92,26 @@ export const checkLimits = (
   /** Per resource, the end of the pause in force (`Infinity`: until resumed; below any time: none). */
   const pauseEnd = new Map<string, number>()
   const callResource = new Map<string, string>()
+  /** I16: per resource, the grants so far and the latest one's time; per call, its grant's time. */
+  const grantCount = new Map<string, number>()
+  const lastGrant = new Map<string, number>()
+  const grantedAt = new Map<string, number>()
+  /** I16: per call the provider was through with, the grants on its resource by then. */
+  const grantsAtThrough = new Map<string, number>()
+  /** I16: per resource, since when its buckets at the Limiter and at the provider may have parted (none: in step). */
+  const parted = new Map<string, number>()
+  const part = (resource: string, t: number): void => {
+    parted.set(resource, Math.max(parted.get(resource) ?? t, t))
+  }
+  /** A new permit took its cost at `t` (a repeated Acquire answered with it takes nothing). */
+  const granted = (resource: string, callId: string | null, t: number): void => {
+    // A bucket's fill time without a take since the buckets parted: both are full, in step again.
+    const since = Math.max(lastGrant.get(resource) ?? -Infinity, parted.get(resource) ?? -Infinity)
+    if (t - since >= fillMs.get(resource)!) parted.delete(resource)
+    grantCount.set(resource, (grantCount.get(resource) ?? 0) + 1)
+    lastGrant.set(resource, t)
+    if (callId !== null) grantedAt.set(callId, t)
+  }
   const waited: Array<LimitEvent> = []
   const calls: Array<Call> = []
   const writesByCall = new Map<string, Array<Write>>()
@@ -94,8 +123,17 @@ export const checkLimits = (
       case "limit":
         limitEvent(e)
         break
-      case "call":
+      case "call": {
         calls.push(e)
+        // The provider takes the call's cost now, the Limiter took it at the grant.
+        const resource = callResource.get(e.callId)
+        const grantTime = grantedAt.get(e.callId)
+        const admitted = e.outcome !== "limited" && e.outcome !== "quota"
+        if (admitted && resource !== undefined && grantTime !== undefined && grantTime < e.t) part(resource, e.t)
+        break
+      }
+      case "through":
+        grantsAtThrough.set(e.callId, grantCount.get(e.resource) ?? 0)
         break
       case "refusal":
         refused(e)
@@ -125,6 +163,9 @@ export const checkLimits = (
   function refused(refusal: Extract<Event, { k: "refusal" }>): void {
     if (limits!.declared !== "match" || refusal.reason === "quota") return
     if (refusal.reason !== "concurrency") {
+      const grantTime = grantedAt.get(refusal.callId)
+      if (grantTime !== undefined && grantTime < refusal.t) part(refusal.resource, refusal.t)
+      if (parted.has(refusal.resource)) return
       violate(
         "I16",
         null,
@@ -168,8 +209,10 @@ export const checkLimits = (
         }
         if (e.res !== "Granted") break
         const held = map.get(name)
-        if (held === undefined || held.released)
+        if (held === undefined || held.released) {
           map.set(name, { until: t + (e.leaseMs ?? 0), released: false, grant: e })
+          granted(resource, e.callId, t)
+        }
         if ((pauseEnd.get(resource) ?? -Infinity) > t) {
           violate("I14", e.jobId, `${resource} granted a permit to ${e.callId} at ${t} while paused`, [e])
         }
@@ -183,6 +226,9 @@ export const checkLimits = (
       }
       case "Release": {
         if (e.res !== "Released") break
+        // The provider gave the unused output back when it was through; a grant since saw the buckets differ.
+        const through = e.callId === null ? undefined : grantsAtThrough.get(e.callId)
+        if (e.reached === true && through !== undefined && through < (grantCount.get(resource) ?? 0)) part(resource, t)
         const held = map.get(name)
         if (held === undefined || held.released) {
           violate("I13", e.jobId, `a Release of ${e.callId} under token ${e.token} freed a permit it did not hold`, [

@@ -123,10 +123,14 @@ export class ProviderLimits {
     return undefined
   }
 
-  /** The provider is through with an admitted call at `now`: its slot is free, its unused output tokens come back. */
-  done(resource: string, now: number, unusedOutput: number): void {
+  /**
+   * The provider is through with an admitted call at `now`: its slot is free, its unused output tokens come back
+   * (recorded as a `through` event).
+   */
+  done(resource: string, callId: string, now: number, unusedOutput: number): void {
     const state = this.states.get(resource)
     if (state === undefined) return
+    this.history.push({ k: "through", t: now, resource, callId })
     state.inFlight--
     move(state.outputTokens, now, unusedOutput)
   }

@@ -189,7 +189,7 @@ const call = Effect.fnUntraced(function* (m: ModelState, request: CallRequest) {
     const through = (at: number): void => {
       if (!busy) return
       busy = false
-      m.limits!.done(resource.id, at, unused)
+      m.limits!.done(resource.id, request.callId, at, unused)
     }
     const timer = clock.schedule(busyMs, () => through(start + busyMs))
     cut = () => {

@@ -103,6 +103,7 @@ describe("hashEvents", () => {
       [{ k: "fault", t: 1, id: "F5", who: "w0.1", point: "store.claim" }, []],
       [{ k: "life", t: 1, who: "w0.1", what: "pause", ms: 5 }, ["ms"]],
       [{ k: "op", t: 1, what: "cancel", jobId: "j", ok: true, before: "running" }, ["before"]],
+      [{ k: "through", t: 1, resource: "r", callId: "c" }, []],
       [{ k: "phase", t: 1, name: "heal" }, []],
       [{ k: "final", t: 1, jobId: "j", snap: { ...snap, budgetCents: 4, abandonReason: "budget" }, ledger: 2 }, []]
     ]

@@ -186,4 +186,46 @@ describe("fleet limits checkers", () => {
     })
     expect(invariants([short, call(1_000, "a"), refusal("concurrency")])).toEqual([])
   })
+
+  it("I16: a refusal for a bucket excused only while the Limiter's buckets and the provider's may have parted", () => {
+    // The plan's buckets fill in 2 s (burstSeconds). Job a's permit lapses at once, so b and c may be granted beside it.
+    const through = (t: number, job: string): Event => ({ k: "through", t, resource: R, callId: `${job}:1:1` })
+    const refusedAt = (t: number, job: string): ReadonlyArray<Event> => [
+      acquire(t, job, "Granted", 1),
+      { k: "refusal", t, resource: R, callId: `${job}:1:1`, reason: "outputTokens" },
+      { ...(call(t, job) as Extract<Event, { k: "call" }>), end: t, outcome: "limited" }
+    ]
+    const a = [
+      limit({
+        t: 1_000,
+        op: "Acquire",
+        res: "Granted",
+        callId: "a:1:1",
+        jobId: "a",
+        token: 1,
+        leaseMs: 10,
+        permits: 1
+      }),
+      call(1_000, "a"),
+      through(1_100, "a")
+    ]
+    const b = [acquire(1_500, "b", "Granted", 1), call(1_500, "b"), through(1_600, "b"), release(1_600, "b", 0)]
+    // Job a's process is held past its call: its Release gives the unused output back at 2 s, after b's grant,
+    // while the provider gave it back at 1.1 s (and may have lost it to its cap).
+    expect(invariants([...a, ...b, release(2_000, "a", 0), ...refusedAt(2_000, "c")])).toEqual([])
+    // In step: a released as soon as the provider was through with it, and nothing else moved the buckets.
+    expect(invariants([...a, release(1_100, "a", 0), ...b, ...refusedAt(2_000, "c")])).toContain("I16")
+    // A bucket's fill time without a grant after the late Release: both buckets are full again.
+    expect(invariants([...a, ...b, release(2_000, "a", 0), ...refusedAt(4_000, "c")])).toContain("I16")
+    // A call admitted later than it was granted (its process held between the two) parts them too.
+    const late = [acquire(1_000, "b", "Granted", 1), call(1_500, "b"), through(1_600, "b"), release(1_600, "b", 0)]
+    expect(invariants([...late, ...refusedAt(1_700, "c")])).toEqual([])
+    // And so does the refused call's own: granted at 1 s, it reached the provider at 1.5 s.
+    const own = [
+      acquire(1_000, "c", "Granted", 1),
+      { k: "refusal", t: 1_500, resource: R, callId: "c:1:1", reason: "outputTokens" } as const,
+      { ...(call(1_500, "c") as Extract<Event, { k: "call" }>), end: 1_500, outcome: "limited" as const }
+    ]
+    expect(invariants(own)).toEqual([])
+  })
 })
