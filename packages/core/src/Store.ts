@@ -185,7 +185,8 @@ export interface CycleReply {
 }
 
 /**
- * One heartbeat: the lease of `jobId` under `token` runs to `now + leaseMs`; `progress` (0..1) is stored when given.
+ * One heartbeat: the lease of `jobId` under `token` runs to `now + leaseMs`, or stays where it is when it ends later
+ * already (a heartbeat never moves a lease's end back); `progress` (0..1) is stored when given.
  *
  * @since 0.2.0
  * @category models

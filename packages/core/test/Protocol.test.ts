@@ -453,6 +453,16 @@ describe("Protocol.holds and heartbeatTransition", () => {
     expect(t.start).toBeUndefined()
   })
 
+  it("a heartbeat never moves the lease's end back: a shorter renewal keeps the later end", () => {
+    const job = running()
+    const later = Protocol.heartbeatTransition(job, T0 + 100, { leaseMs: 10 * LEASE }).job
+    // An older renewal applied after it (on Postgres, its transaction began first): the end stays.
+    const older = Protocol.heartbeatTransition(later, T0 + 50, { leaseMs: LEASE }).job
+    expect(later.leaseUntil).toBe(T0 + 100 + 10 * LEASE)
+    expect(older.leaseUntil).toBe(later.leaseUntil)
+    expect(older.updatedAt).toBeGreaterThan(later.updatedAt)
+  })
+
   it("progress is clamped to 0..1 and updatedAt moves even at the same store time", () => {
     const job = running()
     expect(Protocol.heartbeatTransition(job, T0, { leaseMs: LEASE, progress: 1.5 }).job).toMatchObject({
