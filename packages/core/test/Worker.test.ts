@@ -1122,6 +1122,43 @@ describe("Worker: transport capabilities", () => {
     })
   )
 
+  it.scoped("a renewal reply that lands after a later call's extends nothing: the later one already did", () =>
+    Effect.gen(function* () {
+      const t = yield* setup
+      const model = makeModel()
+      const { extended, view } = declaring(t.transport, false)
+      let calls = 0
+      let replies = 0
+      // The first renewal applies at once but its reply takes half a lease: the second call's reply lands first.
+      const firstLate: Store["Type"] = {
+        ...t.store,
+        heartbeat: (options) =>
+          Effect.suspend(() => {
+            calls += 1
+            const reply = Effect.tap(t.store.heartbeat(options), () => {
+              replies += 1
+            })
+            return calls === 1 ? Effect.zipLeft(reply, Effect.sleep(LEASE_MS / 2)) : reply
+          })
+      }
+      const before = yield* Metrics.snapshot
+      const id = yield* t.submit()
+      yield* t.start(
+        { queue: "q", id: "w1", handlers: [summarize(model, () => ({ ms: 3 * LEASE_MS }))] },
+        firstLate,
+        view
+      )
+
+      yield* t.reaches(id, "succeeded")
+
+      expect(replies).toBeGreaterThanOrEqual(8)
+      expect(extended).toHaveLength(replies - 1)
+      expect(model.state.calls).toBe(1)
+      const after = yield* Metrics.snapshot
+      expect(delta(before, after, "slowcall_self_fenced_total")).toBe(0)
+    })
+  )
+
   it.scoped("a transport whose visibility does not follow the lease is extended with every renewal", () =>
     Effect.gen(function* () {
       const t = yield* setup
