@@ -300,7 +300,7 @@ describe("a claim racing a charge on the real server", () => {
         throw new Error("the claim never waited for the row")
       })
       yield* Effect.promise(() => other.query("COMMIT"))
-      const result = only(yield* claim.await.pipe(Effect.flatMap((exit) => exit)))
+      const result = only(yield* Effect.flatten(claim.await))
       // The only order that explains a claim that returns the spend of 4: the charge first, so the estimate is 4
       // and the job is settled for its budget. Before the fix the claim ran the job on the snapshot's estimate of 0.
       expect(result._tag).toBe("Settled")
