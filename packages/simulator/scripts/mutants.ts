@@ -64,7 +64,8 @@ const expected: Record<string, ReadonlyArray<string>> = {
   M33: ["I34"],
   M34: ["I35"],
   M36: ["I1"],
-  M38: ["I31"]
+  M38: ["I31"],
+  M40: ["I1"]
 }
 
 /**
@@ -187,9 +188,16 @@ const runHunt = (dir: string, huntArgs: ReadonlyArray<string>): { value: unknown
   }
 }
 
+/**
+ * Mutants whose bug needs a rare meeting of faults, hunted over more runs than the common budget: M40's lease moved
+ * back needs a renewal held in a store window past the next renewal's reply and another worker's claim in the gap
+ * (seed 7 kills it at run 634). Its witness must still pass on the clean tree (the corpus test replays it there).
+ */
+const budgets: Readonly<Record<string, string>> = { M40: "1000" }
+
 /** Hunt in `dir`; a failure is shrunk toward plans that keep breaking one of `shrinkOn` (when it breaks one). */
-const hunt = (dir: string, shrinkOn: ReadonlyArray<string> = []): Hunt => {
-  const result = runHunt(dir, [seed, runs, jobs, workers, ...(shrinkOn.length > 0 ? [shrinkOn.join(",")] : [])])
+const hunt = (dir: string, shrinkOn: ReadonlyArray<string> = [], budget = runs): Hunt => {
+  const result = runHunt(dir, [seed, budget, jobs, workers, ...(shrinkOn.length > 0 ? [shrinkOn.join(",")] : [])])
   return "value" in result
     ? (result.value as Hunt)
     : { runs: 0, firstFailureRun: null, killRun: null, invariants: ["error"], message: result.error, corpus: null }
@@ -274,7 +282,7 @@ for (const file of patches) {
     continue
   }
   const want = expected[id] ?? []
-  const result = hunt(dir, want)
+  const result = hunt(dir, want, budgets[id] ?? runs)
   const killed = result.killRun !== null && result.invariants.some((inv) => want.includes(inv))
   ok &&= killed
   if (killed && result.corpus !== null) {

@@ -418,12 +418,16 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan, outcome: string,
         granted.set(after.token, w)
       }
       // I3: updatedAt strictly increasing per job, and a moved updatedAt is store time at the write: the store's
-      // clock (w.t), or the previous value's next whole microsecond when that is not yet behind it.
+      // clock (w.t), or the previous value's next whole microsecond when that is not yet behind it. A heartbeat may
+      // carry the store time it was sent at instead (one held inside the store applies at it, as a Postgres
+      // statement reads now() at its transaction's start).
+      const stampedFrom = w.op === "heartbeat" ? Math.min(w.start, w.t) : w.t
       if (after.updatedAt < lastUpdated || (didChange && after.updatedAt <= before.updatedAt)) {
         violate("I3", jobId, `updatedAt did not move forward (${before.updatedAt} -> ${after.updatedAt})`, [w])
       } else if (
         after.updatedAt !== before.updatedAt &&
-        (after.updatedAt < w.t - timeSlack || after.updatedAt > Math.max(w.t, before.updatedAt + microStep) + timeSlack)
+        (after.updatedAt < stampedFrom - timeSlack ||
+          after.updatedAt > Math.max(w.t, before.updatedAt + microStep) + timeSlack)
       ) {
         violate("I3", jobId, `${w.op} stamped updatedAt ${after.updatedAt}, not the store time ${w.t} of the write`, [
           w

@@ -375,7 +375,7 @@ class Recorder {
   items<I, R>(
     verb: ItemVerb<I, R>,
     items: ReadonlyArray<I>,
-    call: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, StoreError>
+    call: (items: ReadonlyArray<I>, now?: number) => Effect.Effect<Reply<R>, StoreError>
   ): Effect.Effect<Reply<R>, StoreError> {
     return Effect.suspend(() => {
       const start = this.env.clock.now
@@ -452,7 +452,7 @@ class Recorder {
   send<I, R>(
     verb: ItemVerb<I, R>,
     items: ReadonlyArray<I>,
-    call: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, StoreError>,
+    call: (items: ReadonlyArray<I>, now?: number) => Effect.Effect<Reply<R>, StoreError>,
     start: number,
     fault: Decision
   ): Effect.Effect<Reply<R>, StoreError> {
@@ -475,7 +475,10 @@ class Recorder {
       return Effect.uninterruptible(
         Effect.flatMap(this.windowMs(fault), (ms) => {
           this.env.openWindow(ms)
-          return this.sendNow(verb, items, call, start, undefined)
+          // A renewal that waits inside the store applies at the store time it was sent at, as a Postgres statement
+          // reads now() at its transaction's start: a newer renewal may apply during the window, this one after it.
+          const atStart = verb.point === "heartbeat" ? (chunk: ReadonlyArray<I>) => call(chunk, start) : call
+          return this.sendNow(verb, items, atStart, start, undefined)
         })
       )
     }
@@ -495,7 +498,7 @@ class Recorder {
   sendNow<I, R>(
     verb: ItemVerb<I, R>,
     items: ReadonlyArray<I>,
-    call: (items: ReadonlyArray<I>) => Effect.Effect<Reply<R>, StoreError>,
+    call: (items: ReadonlyArray<I>, now?: number) => Effect.Effect<Reply<R>, StoreError>,
     start: number,
     befores: ReadonlyArray<Snap | null> | undefined,
     then: (reply: Reply<R>) => Effect.Effect<Reply<R>, StoreError> = Effect.succeed,
@@ -761,7 +764,10 @@ export const make = (inner: Store["Type"], env: SimStoreEnv): Store["Type"] => {
           })
         }
       }),
-    heartbeat: (options) => rec.items(heartbeatVerb, options.items, (items) => inner.heartbeat({ ...options, items })),
+    heartbeat: (options) =>
+      rec.items(heartbeatVerb, options.items, (items, now) =>
+        inner.heartbeat(now === undefined ? { ...options, items } : { ...options, items, now })
+      ),
     charge: (options) => rec.items(chargeVerb, options.items, (items) => inner.charge({ ...options, items })),
     settle: (options) => rec.items(settleVerb, options.items, (items) => inner.settle({ ...options, items })),
     cancel: (options) => rec.items(cancelVerb, options.items, (items) => inner.cancel({ ...options, items })),

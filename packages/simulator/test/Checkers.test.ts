@@ -234,6 +234,30 @@ describe("check", () => {
     expect(i3(at(120, 120.01))).toHaveLength(1)
   })
 
+  it("I3: a heartbeat may carry the store time it was sent at (held in the store, as a statement's start); no other write may", () => {
+    const i3 = (e: Event) =>
+      check([...happy.slice(0, 4), e, ...happy.slice(4)], plan, "Done", null).violations.filter(
+        (v) => v.invariant === "I3"
+      )
+    // Sent at 60, held inside the store until 100, stamped with 60.
+    const held = (op: WriteOp) => ({
+      ...(write(100, op, "w0.1", 1, running1, s({ ...running1, leaseUntil: 4_000, updatedAt: 60 })) as Extract<
+        Event,
+        { k: "write" }
+      >),
+      start: 60,
+      res: "ok"
+    })
+    expect(i3(held("heartbeat"))).toEqual([])
+    expect(i3(held("charge")).map((v) => v.message)).toEqual([
+      "charge stamped updatedAt 60, not the store time 100 of the write"
+    ])
+    // Before its send, a heartbeat's stamp is no store time at all.
+    expect(i3({ ...held("heartbeat"), start: 90 }).map((v) => v.message)).toEqual([
+      "heartbeat stamped updatedAt 60, not the store time 100 of the write"
+    ])
+  })
+
   it("I1: a call asked for after its lease ended in the store is reported, unless a pause or a skewed clock did it", () => {
     // The claim's lease ends at 3000; a renewal at 2000 carries it to 5000.
     const late = (asked: number, sent = asked): Event => ({
