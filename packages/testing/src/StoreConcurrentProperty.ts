@@ -20,7 +20,8 @@ export interface StoreConcurrentPropertyOptions extends StoreConcurrencyOptions 
 /**
  * Registers the property as one vitest test named after the backend. It passes when every batch of every sequence
  * had an order that explains it, and prints how many sequences, concurrent batches and commands ran, and how long
- * they took.
+ * they took. It prints the seed before it starts (one drawn at random unless `seed` is given), so that a run cut off
+ * by the timeout can be replayed with it.
  *
  * @since 0.3.0
  * @category testing
@@ -30,7 +31,10 @@ export const StoreConcurrentProperty = (options: StoreConcurrentPropertyOptions)
   it(
     `StoreConcurrentProperty: ${options.name} is linearizable against the reference model over ${numRuns} sequences of concurrent batches`,
     async () => {
-      const result = await check(options)
+      // The seed is chosen here and printed first, so a run that never ends can still be replayed from its log.
+      const seed = options.seed ?? Date.now() ^ Math.floor(Math.random() * 0x1_0000_0000)
+      console.info(`[StoreConcurrentProperty: ${options.name}] seed ${seed}`)
+      const result = await check({ ...options, seed })
       console.info(
         `[StoreConcurrentProperty: ${options.name}] ${result.runs} sequences, ${result.concurrentSteps} concurrent batches, ${result.commands} commands${result.cycle ? ` (${result.cycles} cycles)` : ""} in ${(result.ms / 1000).toFixed(1)} s`
       )
