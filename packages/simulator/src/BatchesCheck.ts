@@ -87,18 +87,11 @@ export const check = (events: ReadonlyArray<Event>, plan: Plan): ReadonlyArray<B
             witness: before === undefined ? [e] : [before, e]
           })
         if (complete !== e.finished) problem(complete ? "every item terminal, not finished" : "finished early")
-        const named = { onComplete: before?.onComplete ?? null, onSuccess: before?.onSuccess ?? null }
-        if (named.onComplete === null && e.onComplete !== null && !everComplete.has(e.batchId)) {
-          problem(`onComplete job ${e.onComplete} enqueued before it was due`)
-        }
-        if (named.onSuccess === null && e.onSuccess !== null && !everSucceeded.has(e.batchId)) {
-          problem(`onSuccess job ${e.onSuccess} enqueued before it was due`)
-        }
-        if (named.onComplete !== null && e.onComplete !== named.onComplete) {
-          problem(`onComplete job ${named.onComplete} replaced by ${e.onComplete}`)
-        }
-        if (named.onSuccess !== null && e.onSuccess !== named.onSuccess) {
-          problem(`onSuccess job ${named.onSuccess} replaced by ${e.onSuccess}`)
+        for (const kind of ["onComplete", "onSuccess"] as const) {
+          const named = before?.[kind] ?? null
+          const due = (kind === "onComplete" ? everComplete : everSucceeded).has(e.batchId)
+          if (named === null && e[kind] !== null && !due) problem(`${kind} job ${e[kind]} enqueued before it was due`)
+          if (named !== null && e[kind] !== named) problem(`${kind} job ${named} replaced by ${e[kind]}`)
         }
         if (!same(e.counts, e.actual) || Math.abs(e.cost - e.actualCost) > 1e-9) {
           violations.push({
