@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
-import * as Control from "../src/internal/workerControl.js"
+import * as Control from "../src/internal/worker/control.js"
 
 const stops = (...reasons: ReadonlyArray<Control.StopReason>) =>
   Effect.gen(function* () {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, FiberRef, RuntimeFlags } from "effect"
-import { make, makeHelpers } from "../src/internal/workerFibers.js"
+import { make, makeHelpers } from "../src/internal/worker/fibers.js"
 
 /** A helper loop that counts its rounds, yielding between them, and notes when it ends. */
 const counting = () => {

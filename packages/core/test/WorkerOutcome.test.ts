@@ -2,8 +2,8 @@
  * The worker's pure outcome decision: which settlement an ended attempt writes, or none.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { StopReason } from "../src/internal/workerControl.js"
-import { decide, type Ended } from "../src/internal/workerOutcome.js"
+import type { StopReason } from "../src/internal/worker/control.js"
+import { decide, type Ended } from "../src/internal/worker/outcome.js"
 import type { Job, JobId } from "../src/Job.js"
 import type { Normalized } from "../src/Normalize.js"
 import * as Protocol from "../src/Protocol.js"

@@ -21,16 +21,16 @@
  * @internal
  */
 import { Effect } from "effect"
-import type { StoreError } from "../Errors.js"
-import type { CallUsage } from "../Handler.js"
-import type * as Limiter from "../Limiter.js"
-import * as Limits from "../Limits.js"
-import { normalize } from "../Normalize.js"
-import * as Protocol from "../Protocol.js"
-import * as RateLimit from "../RateLimit.js"
-import { withNow } from "./now.js"
-import { type Answer, makeBatcher, type Start } from "./workerBatch.js"
-import { noResult } from "./workerStore.js"
+import type { StoreError } from "../../Errors.js"
+import type { CallUsage } from "../../Handler.js"
+import type * as Limiter from "../../Limiter.js"
+import * as Limits from "../../Limits.js"
+import { normalize } from "../../Normalize.js"
+import * as Protocol from "../../Protocol.js"
+import * as RateLimit from "../../RateLimit.js"
+import { withNow } from "../now.js"
+import { type Answer, makeBatcher, type Start } from "./batch.js"
+import { noResult } from "./store.js"
 
 /**
  * Why a job's call did not run (or ran into a 429), for its `Throttle` settlement: the resource, what it waited for,

@@ -10,8 +10,8 @@
  * @internal
  */
 import { Effect, Exit, type Fiber, FiberRef } from "effect"
-import { masked } from "./steps.js"
-import type { Throttled } from "./workerLimits.js"
+import { masked } from "../steps.js"
+import type { Throttled } from "./limits.js"
 
 /**
  * Why an attempt was stopped. `lease_lost` and `self_fenced` mean this worker may no longer write the job; the others

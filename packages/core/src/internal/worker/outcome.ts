@@ -6,12 +6,12 @@
  *
  * @internal
  */
-import type { Job, Json } from "../Job.js"
-import { attemptsLeft } from "../Job.js"
-import type { Normalized } from "../Normalize.js"
-import * as Protocol from "../Protocol.js"
-import type { StopReason } from "./workerControl.js"
-import { type Throttled, throttleEvidence } from "./workerLimits.js"
+import type { Job, Json } from "../../Job.js"
+import { attemptsLeft } from "../../Job.js"
+import type { Normalized } from "../../Normalize.js"
+import * as Protocol from "../../Protocol.js"
+import type { StopReason } from "./control.js"
+import { type Throttled, throttleEvidence } from "./limits.js"
 
 /**
  * How the handler's run ended, as the decision sees it.

@@ -18,7 +18,7 @@
  * @internal
  */
 import { type Cause, Effect, Exit } from "effect"
-import { masked } from "./steps.js"
+import { masked } from "../steps.js"
 
 /** What one sent call answers: the store time of the writes and one result per item, in item order. */
 interface Reply<R> {

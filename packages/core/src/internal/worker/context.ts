@@ -30,19 +30,19 @@
  * @internal
  */
 import { Cause, Clock, Context, Effect, Either, Exit, FiberRef, Metric, type MetricLabel, Option } from "effect"
-import { defaultCostOnError } from "../ErrorClass.js"
-import type { StoreError } from "../Errors.js"
-import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../Handler.js"
-import type { Job } from "../Job.js"
-import type * as Limiter from "../Limiter.js"
-import * as Metrics from "../Metrics.js"
-import { normalize } from "../Normalize.js"
-import * as Protocol from "../Protocol.js"
-import type { ChargeItem } from "../Store.js"
-import { withNow } from "./now.js"
-import { catchFailure, countThen } from "./steps.js"
-import * as Tracing from "./tracing.js"
-import * as Control from "./workerControl.js"
+import { defaultCostOnError } from "../../ErrorClass.js"
+import type { StoreError } from "../../Errors.js"
+import { BudgetExceeded, type CallOptions, DeadlineExceeded, type HandlerContext } from "../../Handler.js"
+import type { Job } from "../../Job.js"
+import type * as Limiter from "../../Limiter.js"
+import * as Metrics from "../../Metrics.js"
+import { normalize } from "../../Normalize.js"
+import * as Protocol from "../../Protocol.js"
+import type { ChargeItem } from "../../Store.js"
+import { withNow } from "../now.js"
+import { catchFailure, countThen } from "../steps.js"
+import * as Tracing from "../tracing.js"
+import * as Control from "./control.js"
 import {
   type PauseAsk,
   pauseAfterFailure,
@@ -51,8 +51,8 @@ import {
   throttledBy,
   usageOf,
   type WorkerLimits
-} from "./workerLimits.js"
-import { type Charged, retryStore } from "./workerStore.js"
+} from "./limits.js"
+import { type Charged, retryStore } from "./store.js"
 
 /**
  * Wraps one model call of an attempt: may wait before running it (a permit, a rate limit) and must run it at most

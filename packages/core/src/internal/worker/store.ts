@@ -31,8 +31,8 @@
  * @internal
  */
 import { Cause, Effect, Exit, Option } from "effect"
-import { LeaseLost, StoreError } from "../Errors.js"
-import type { Job } from "../Job.js"
+import { LeaseLost, StoreError } from "../../Errors.js"
+import type { Job } from "../../Job.js"
 import type {
   ChargeItem,
   ChargeResult,
@@ -44,7 +44,7 @@ import type {
   SettleItem,
   SettleResult,
   Store
-} from "../Store.js"
+} from "../../Store.js"
 
 const isRetryableStoreError = (error: unknown): boolean =>
   typeof error === "object" &&

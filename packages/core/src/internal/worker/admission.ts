@@ -23,11 +23,11 @@
  *
  * @internal
  */
-import type * as Handler from "../Handler.js"
-import type * as Limiter from "../Limiter.js"
-import * as Limits from "../Limits.js"
-import type { Runnable } from "../Protocol.js"
-import type { Held } from "./workerLease.js"
+import type * as Handler from "../../Handler.js"
+import type * as Limiter from "../../Limiter.js"
+import * as Limits from "../../Limits.js"
+import type { Runnable } from "../../Protocol.js"
+import type { Held } from "./lease.js"
 
 /**
  * What the worker last learned of one resource.

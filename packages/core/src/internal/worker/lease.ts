@@ -19,17 +19,17 @@
  * @internal
  */
 import { Effect, Fiber, Metric, type Tracer } from "effect"
-import type { Job } from "../Job.js"
-import * as Lease from "../Lease.js"
-import type { Renew } from "../Limiter.js"
-import * as Metrics from "../Metrics.js"
-import type { HeartbeatItem, Store } from "../Store.js"
-import type { Delivery, ExtendItem, Transport } from "../Transport.js"
-import { withNow } from "./now.js"
-import { catchFailure, inOrder } from "./steps.js"
-import * as Tracing from "./tracing.js"
-import type { Start } from "./workerBatch.js"
-import * as Control from "./workerControl.js"
+import type { Job } from "../../Job.js"
+import * as Lease from "../../Lease.js"
+import type { Renew } from "../../Limiter.js"
+import * as Metrics from "../../Metrics.js"
+import type { HeartbeatItem, Store } from "../../Store.js"
+import type { Delivery, ExtendItem, Transport } from "../../Transport.js"
+import { withNow } from "../now.js"
+import { catchFailure, inOrder } from "../steps.js"
+import * as Tracing from "../tracing.js"
+import type { Start } from "./batch.js"
+import * as Control from "./control.js"
 
 /**
  * One job a worker holds a lease on: the job as claimed, its handler's lease, the attempt's control block and, with
