@@ -27,7 +27,7 @@ import type * as Handler from "../../Handler.js"
 import type * as Limiter from "../../Limiter.js"
 import * as Limits from "../../Limits.js"
 import type { Runnable } from "../../Protocol.js"
-import type { Held } from "./lease.js"
+import type { Held } from "./held.js"
 
 /**
  * What the worker last learned of one resource.

@@ -35,7 +35,7 @@ import * as Tracing from "../tracing.js"
 import * as WorkerContext from "./context.js"
 import * as Control from "./control.js"
 import { type Env, handOff, inAttemptFiber, logFor, persist, settleWith, wakeIntake } from "./env.js"
-import type { Held } from "./lease.js"
+import type { Held } from "./held.js"
 import { type Decision, decide, type Ended } from "./outcome.js"
 
 /** At most this many issues of a parse error are kept as evidence; the rest are counted. */

@@ -26,7 +26,7 @@ import * as Tracing from "../tracing.js"
 import type { WorkerAdmission } from "./admission.js"
 import { dispatch } from "./attempt.js"
 import { claimTag, deferItem, type Env, leaseFor, room } from "./env.js"
-import { type Held, hold } from "./lease.js"
+import { type Held, hold } from "./held.js"
 import type { WorkerLimits } from "./limits.js"
 import { retryStore } from "./store.js"
 
