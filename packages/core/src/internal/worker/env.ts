@@ -27,7 +27,8 @@ import type { Fibers } from "./fibers.js"
 import type { Held } from "./held.js"
 import type { Keeper } from "./lease.js"
 import type { WorkerLimits } from "./limits.js"
-import type { WorkerStore, Written } from "./store.js"
+import type { Written } from "./store.js"
+import type { WorkerStore } from "./ticks.js"
 
 /** @internal */
 export type Admission<R> = {
