@@ -35,7 +35,6 @@ import type {
   CycleReply,
   Reply,
   SettleItem,
-  SettleResult,
   Store
 } from "../../Store.js"
 import { type Charged, leaseLost, type Written } from "./store.js"
