@@ -6,7 +6,7 @@
  * @internal
  */
 import { Effect, Fiber, FiberId, Runtime, RuntimeFlags } from "effect"
-import type { Start } from "./batch.js"
+import type { Start } from "./wake.js"
 
 /** @internal */
 export interface Fibers<R> {

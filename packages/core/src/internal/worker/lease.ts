@@ -15,7 +15,7 @@
  *   claim or renewal, plus the lease) has come without a renewal. It never waits on I/O, so a hung store call cannot
  *   keep it from fencing in time.
  * Neither writes anything for an attempt once its lease is known lost. The held records are `held.ts`'s; the loops'
- * sleep is `alarm.ts`'s.
+ * sleep is `wake.ts`'s.
  *
  * @internal
  */
@@ -28,19 +28,13 @@ import type { ExtendItem, Transport } from "../../Transport.js"
 import { withNow } from "../now.js"
 import { catchFailure, inOrder } from "../steps.js"
 import * as Tracing from "../tracing.js"
-import { Alarm } from "./alarm.js"
-import type { Start } from "./batch.js"
 import * as Control from "./control.js"
 import type { Held } from "./held.js"
+import type { Start } from "./wake.js"
+import { Alarm, loop } from "./wake.js"
 
 /** How many heartbeat calls one keeper keeps out at once. */
 const renewalsInFlight = 2
-
-/** A loop that runs `once` again after each round, without yielding between rounds (each round waits on its own). */
-const loop = (once: Effect.Effect<void>): Effect.Effect<never> => {
-  const again: Effect.Effect<never> = Effect.flatMap(once, () => again)
-  return again
-}
 
 /**
  * A worker's lease keeper. `add` and `remove` are synchronous (called inside fibers' steps); `heartbeater` and

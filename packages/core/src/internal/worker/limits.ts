@@ -29,8 +29,9 @@ import { normalize } from "../../Normalize.js"
 import * as Protocol from "../../Protocol.js"
 import * as RateLimit from "../../RateLimit.js"
 import { withNow } from "../now.js"
-import { type Answer, makeBatcher, type Start } from "./batch.js"
+import { type Answer, makeBatcher } from "./batcher.js"
 import { noResult } from "./store.js"
+import type { Start } from "./wake.js"
 
 /**
  * Why a job's call did not run (or ran into a 429), for its `Throttle` settlement: the resource, what it waited for,

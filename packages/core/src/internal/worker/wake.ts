@@ -1,10 +1,30 @@
 /**
- * The sleep of a worker's loops (the heartbeater, the watchdog): until an instant, cut short when something sooner is
- * due.
+ * How a worker's loops wait and wake: a loop that runs its round again, the Alarm the lease keeper's loops sleep on
+ * (until an instant, or until something sooner is due), the Signal a flusher waits on, and how a flusher is started
+ * on first need.
  *
  * @internal
  */
 import { Effect, Fiber } from "effect"
+
+/**
+ * A loop that runs `once` again after each round, without yielding between rounds (each round waits on its own).
+ *
+ * @internal
+ */
+export const loop = (once: Effect.Effect<void>): Effect.Effect<never> => {
+  const again: Effect.Effect<never> = Effect.flatMap(once, () => again)
+  return again
+}
+
+/**
+ * How a batcher or an outbox starts its flusher on first need: given the flusher, returns the function that starts it
+ * (the first call starts it in a fiber of the owner's, later calls do nothing). An owner whose calls rarely overlap
+ * then runs no flusher fiber at all.
+ *
+ * @internal
+ */
+export type Start = (flusher: Effect.Effect<never>) => () => void
 
 /**
  * A loop's sleep until an instant, cut short when something sooner is due. The wait is one callback; the timer that
@@ -83,4 +103,33 @@ export class Alarm {
     this.timer = undefined
     return timer === undefined ? Effect.void : Fiber.interrupt(timer)
   })
+}
+
+/**
+ * A flusher's wait for work: resumed by `fire`, or at once when it fired while no one waited.
+ *
+ * @internal
+ */
+export class Signal {
+  private resume: ((effect: Effect.Effect<void>) => void) | undefined = undefined
+  private pending = false
+
+  readonly wait: Effect.Effect<void> = Effect.async<void>((resume) => {
+    if (this.pending) {
+      this.pending = false
+      resume(Effect.void)
+      return
+    }
+    this.resume = resume
+  })
+
+  fire(): void {
+    const resume = this.resume
+    if (resume === undefined) {
+      this.pending = true
+      return
+    }
+    this.resume = undefined
+    resume(Effect.void)
+  }
 }
