@@ -50,7 +50,7 @@
  *
  * @since 0.1.0
  */
-import { Data, Effect, Fiber, FiberRef, HashSet, Layer, Option, type Scope } from "effect"
+import { Data, Effect, Fiber, FiberRef, HashSet, Layer, Option, type Runtime, type Scope, type Tracer } from "effect"
 import * as Fairness from "./Fairness.js"
 import * as Handler from "./Handler.js"
 import * as Ids from "./Ids.js"
@@ -267,8 +267,6 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
   const fairness = options.fairness
   const fairProblem = fairness === undefined ? undefined : Fairness.problem(fairness)
   if (fairProblem !== undefined) throw new Error(`worker fairness: ${fairProblem}`)
-  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1))
-  const prefetch = Math.max(0, Math.floor(options.prefetch ?? 0))
   const store = yield* Store
   const transport = yield* Transport
   const limiter = options.limiter ?? Option.getOrUndefined(yield* Effect.serviceOption(Limiter))
@@ -276,10 +274,6 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
   if (fairness !== undefined && !transport.capabilities.claimsFromStore) {
     yield* Effect.logWarning("fairness has no effect: this transport delivers jobs in its own order")
   }
-  const logFailure = (what: string) => (cause: unknown, items: ReadonlyArray<{ readonly delivery: Delivery }>) =>
-    Effect.logWarning(`${what} failed; the messages will return`, cause).pipe(
-      Effect.annotateLogs({ deliveries: items.length })
-    )
   const tracer = yield* Tracing.activeTracer
   // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
   // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
@@ -312,18 +306,64 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
           learn: gate?.learn,
           learnStates: gate?.learnStates
         })
-  const writes = makeWorkerStore(store, maxBatch, helpers.run)
-  const env: Env<R> = {
+  // The owner tag first, then the instance: both are drawn from the worker's Random, in this order.
+  const owner = options.id ?? (yield* Ids.makeId("worker"))
+  const instance = yield* Ids.makeId("i")
+  const env = envOf(options, {
+    store,
+    transport,
+    registry,
+    owner,
+    instance,
+    keepAliveMs,
+    maxBatch,
+    logging,
+    tracer,
+    runtime,
+    helpers,
+    limits,
+    gate
+  })
+  const loop = yield* annotated(Effect.forkScoped(intake(env)))
+  yield* Effect.addFinalizer(() => shutdown(env, loop))
+  return { id: env.owner, inFlight: Effect.sync(() => env.keeper.size()) }
+})
+
+/** What `envOf` takes besides the options: the services and parts `start` read or made, in its order. */
+interface Parts<R> {
+  readonly store: Store["Type"]
+  readonly transport: Transport["Type"]
+  readonly registry: Handler.Registry<R>
+  readonly owner: string
+  readonly instance: string
+  readonly keepAliveMs: number
+  readonly maxBatch: number
+  readonly logging: boolean
+  readonly tracer: Tracer.Tracer | undefined
+  readonly runtime: Runtime.Runtime<R>
+  readonly helpers: Fibers.Helpers
+  readonly limits: WorkerLimits.WorkerLimits | undefined
+  readonly gate: WorkerAdmission.WorkerAdmission | undefined
+}
+
+/** A worker's shared state (`Env`): its options with their defaults, its services and the parts made for it. */
+const envOf = <R>(options: WorkerOptions<R>, parts: Parts<R>): Env<R> => {
+  const { helpers, keepAliveMs, maxBatch, registry, store, tracer, transport } = parts
+  const logFailure = (what: string) => (cause: unknown, items: ReadonlyArray<{ readonly delivery: Delivery }>) =>
+    Effect.logWarning(`${what} failed; the messages will return`, cause).pipe(
+      Effect.annotateLogs({ deliveries: items.length })
+    )
+  return {
     store,
     transport,
     registry,
     runnable: registry.all.map((handler) => ({ type: handler.type, version: handler.version })),
-    owner: options.id ?? (yield* Ids.makeId("worker")),
+    owner: parts.owner,
     // Claim owner tags: unique per worker instance (random) and per claim call (counter).
-    instance: yield* Ids.makeId("i"),
+    instance: parts.instance,
     queue: options.queue,
-    concurrency,
-    prefetch,
+    concurrency: Math.max(1, Math.floor(options.concurrency ?? 1)),
+    prefetch: Math.max(0, Math.floor(options.prefetch ?? 0)),
     receiveWaitMs: options.receiveWaitMs ?? 1_000,
     shutdownGraceMs: options.shutdownGraceMs ?? 10_000,
     unknownHandlerDelayMs: options.unknownHandlerDelayMs ?? 30_000,
@@ -336,15 +376,15 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
     maxBatch,
     retry: options.retry,
     admission: options.admission,
-    fair: fairness,
-    logging,
+    fair: options.fairness,
+    logging: parts.logging,
     // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
     // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
     tracer,
-    keeper: makeKeeper({ store, transport, tracer, start: helpers.start, renewPermits: limits?.renew }),
-    limits,
-    gate,
-    writes,
+    keeper: makeKeeper({ store, transport, tracer, start: helpers.start, renewPermits: parts.limits?.renew }),
+    limits: parts.limits,
+    gate: parts.gate,
+    writes: makeWorkerStore(store, maxBatch, helpers.run),
     acks: makeOutbox<AckItem, unknown>({
       send: (items) => transport.ack({ items }),
       maxBatch,
@@ -358,7 +398,7 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
       start: helpers.start
     }),
     // Each attempt with the worker's services, loggers and scheduler, and nothing of the fiber that dispatched it.
-    fibers: Fibers.make(runtime),
+    fibers: Fibers.make(parts.runtime),
     waiting: [],
     running: new Set(),
     busy: 0,
@@ -367,10 +407,7 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
     claims: 0,
     intakeWaiter: undefined
   }
-  const loop = yield* annotated(Effect.forkScoped(intake(env)))
-  yield* Effect.addFinalizer(() => shutdown(env, loop))
-  return { id: env.owner, inFlight: Effect.sync(() => env.keeper.size()) }
-})
+}
 
 /**
  * A layer that runs a worker for the lifetime of the layer's scope.

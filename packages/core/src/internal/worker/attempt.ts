@@ -30,9 +30,10 @@ import * as Tracing from "../tracing.js"
 import * as WorkerContext from "./context.js"
 import * as Control from "./control.js"
 import { estimateEither, evidenceOf, formatSchemaCause, withSchema } from "./ending.js"
-import { type Env, handOff, inAttemptFiber, logFor, persist, settleWith, wakeIntake } from "./env.js"
+import { type Env, inAttemptFiber, logFor, wakeIntake } from "./env.js"
 import { finish } from "./finish.js"
 import type { Held } from "./held.js"
+import { handOff, persist, settleWith } from "./persist.js"
 
 /** The gates before a handler may start: its input decodes, its estimate is computable and fits the budget. */
 const admitOf = <R>(

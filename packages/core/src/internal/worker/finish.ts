@@ -13,9 +13,10 @@ import type { Outcome } from "../../Protocol.js"
 import * as Retry from "../../Retry.js"
 import { countThen } from "../steps.js"
 import { endedOf, estimateEither, evidenceOf } from "./ending.js"
-import { type Env, handOff, logFor, persist, settleWith } from "./env.js"
+import { type Env, logFor } from "./env.js"
 import type { Held } from "./held.js"
 import { type Decision, decide } from "./outcome.js"
+import { handOff, persist, settleWith } from "./persist.js"
 
 /**
  * Decide and persist the outcome of an attempt whose handler has ended.
