@@ -257,7 +257,6 @@ const made = <A, E, R>(
     options.tracing === true
       ? Tracing.modelCall(admitted, { call, callId, job: attempt.job, token: attempt.token, costOf })
       : admitted
-  const onInterrupt = call.costOnInterrupt
   // Counted in the step that starts the region.
   return countThen(
     Metrics.modelCalls,
@@ -269,33 +268,8 @@ const made = <A, E, R>(
       Effect.matchCauseEffect(restore(run), {
         onFailure: (cause) => {
           timed()
-          const failure = Cause.failureOrCause(cause)
-          if (Either.isLeft(failure)) {
-            // A call that never started (its admission failed) consumed nothing; the error is the call's own once it
-            // started.
-            const error = failure.left as E
-            return Effect.zipRight(
-              settle(
-                attempt,
-                callId,
-                () => (started ? (call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass)) : 0),
-                started
-              ),
-              Exit.failCause(cause)
-            )
-          }
-          if (onInterrupt !== undefined && started && Cause.isInterruptedOnly(cause)) {
-            return Effect.zipRight(settle(attempt, callId, onInterrupt, true), Exit.failCause(cause))
-          }
-          // Stopped before the call started (in its admission: an Acquire in flight, a wait for room, a job sent
-          // back to wait, a gate): nothing was consumed, the reservation goes back, here and nowhere else.
-          if (!started && Cause.isInterruptedOnly(cause)) {
-            return Effect.zipRight(
-              settle(attempt, callId, () => 0, false),
-              Exit.failCause(cause)
-            )
-          }
-          return Exit.failCause(cause)
+          const settling = settleFailed(attempt, call, callId, started, cause)
+          return settling === undefined ? Exit.failCause(cause) : Effect.zipRight(settling, Exit.failCause(cause))
         },
         onSuccess: (result) => {
           timed()
@@ -307,4 +281,35 @@ const made = <A, E, R>(
       })
     )
   )
+}
+
+/**
+ * The settlement of a call that failed or was interrupted: a call that never started (its admission failed, or it
+ * was stopped in its admission: an Acquire in flight, a wait for room, a job sent back to wait, a gate) consumed
+ * nothing, and its reservation goes back, here and nowhere else; one that failed once started settles at its
+ * error's cost, one interrupted once started at `costOnInterrupt`. Nothing to settle otherwise (a defect, or an
+ * interruption once started without `costOnInterrupt`: the reservation stays as the record).
+ */
+const settleFailed = <A, E, R>(
+  attempt: Attempt,
+  call: CallOptions<A, E, R>,
+  callId: string,
+  started: boolean,
+  cause: Cause.Cause<E | StoreError>
+): Effect.Effect<unknown> | undefined => {
+  const failure = Cause.failureOrCause(cause)
+  if (Either.isLeft(failure)) {
+    const error = failure.left as E
+    return settle(
+      attempt,
+      callId,
+      () => (started ? (call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass)) : 0),
+      started
+    )
+  }
+  if (call.costOnInterrupt !== undefined && started && Cause.isInterruptedOnly(cause)) {
+    return settle(attempt, callId, call.costOnInterrupt, true)
+  }
+  if (!started && Cause.isInterruptedOnly(cause)) return settle(attempt, callId, () => 0, false)
+  return undefined
 }
