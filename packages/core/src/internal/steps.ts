@@ -1,6 +1,14 @@
 /**
  * Effects run one after another with no step spent on the sequencing itself where there is nothing to sequence.
  *
+ * Why these exist, measured on 7 December 2026 by counting Effect operations (machine-independent) with these four
+ * helpers and with each replaced by the plain Effect form it stands for (`Effect.all` with `discard`,
+ * `Effect.uninterruptibleMask`, `Effect.catchAll`, `Metric.incrementBy` then the effect):
+ * - `COUNT=1 node scripts/bundled.mjs bench/worker-overhead.ts 5000` (no-op jobs through one worker): 46.5
+ *   operations per job with them, 52.5 without (13% more);
+ * - `npm run bench:sim -- --runs 100 --trials 1 --warmup 0 --count-ops` (the simulator's bench, all fault kinds):
+ *   28,690 operations per run with them, 30,459 without (6% more).
+ *
  * @internal
  */
 import { Effect, FiberRef, type Metric, RuntimeFlags } from "effect"
