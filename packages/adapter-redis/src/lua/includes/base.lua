@@ -70,9 +70,8 @@ local function idOfMember(member)
   return string.sub(member, 13)
 end
 
--- The job record as the hash holds it, or nil.
-local function load(id)
-  local raw = redis.call("HGETALL", jobKey(id))
+-- The job record of an HGETALL reply (field, value, field, value, ...), or nil when the reply is empty.
+local function decode(id, raw)
   if #raw == 0 then
     return nil
   end
@@ -89,6 +88,11 @@ local function load(id)
     end
   end
   return job
+end
+
+-- The job record as the hash holds it, or nil.
+local function load(id)
+  return decode(id, redis.call("HGETALL", jobKey(id)))
 end
 
 -- Part of the job record: only the fields named by `shorts` (hash field names, "st" among them), or nil when

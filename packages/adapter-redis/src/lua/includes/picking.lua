@@ -23,6 +23,27 @@ local function runsUnder(runnable, id)
   return runnable[tostring(tv[1]) .. "@" .. tostring(tonumber(tv[2]))] == true
 end
 
+-- The record of a job that runs under the filter `runnable` (Protocol.runnableBy, as `runsUnder`), or nil (no such
+-- job, or one of another type or version). A plain claimNext claims every job it picks, so it reads each
+-- candidate's whole record once: the check looks at the type and version in that read, and a job that passes is
+-- claimed from it, instead of a read of the two fields here and another of the whole record for the claim.
+local function runnableRecord(runnable, id)
+  local raw = redis.call("HGETALL", jobKey(id))
+  local jobType, version = nil, nil
+  for i = 1, #raw, 2 do
+    local short = raw[i]
+    if short == "ty" then
+      jobType = raw[i + 1]
+    elseif short == "v" then
+      version = raw[i + 1]
+    end
+  end
+  if jobType == nil or runnable[jobType .. "@" .. tostring(tonumber(version))] ~= true then
+    return nil
+  end
+  return decode(id, raw)
+end
+
 -- claimNext without `fair`: ARGV[at..] = max, owner, lease ms, then the filter; each claim's result appended to
 -- `out`. Picks first the running jobs whose lease ended (`x:l`, score < now), oldest insertion first, then the
 -- priorities with queued jobs, highest first (`x:p`), in each due jobs by runAfter, then insertion order
@@ -35,13 +56,25 @@ local function claimNextItems(now, retentionMs, at, out)
   local leaseMs = tonumber(ARGV[at + 2])
   local runnable = runnableFrom(at + 3)
   local picked = {}
+  -- With a filter, the records read by the check, by id (see runnableRecord).
+  local records = {}
+  local function consider(id)
+    if runnable == nil then
+      picked[#picked + 1] = id
+      return
+    end
+    local job = runnableRecord(runnable, id)
+    if job ~= nil then
+      picked[#picked + 1] = id
+      records[id] = job
+    end
+  end
   if max > 0 and (runnable == nil or next(runnable) ~= nil) then
     local lapsed = redis.call("ZRANGEBYSCORE", base .. K.lease, "-inf", "(" .. fmt(now))
     table.sort(lapsed)
     for _, member in ipairs(lapsed) do
-      local id = idOfMember(member)
-      if #picked < max and runsUnder(runnable, id) then
-        picked[#picked + 1] = id
+      if #picked < max then
+        consider(idOfMember(member))
       end
     end
     local prios = redis.call("ZREVRANGE", base .. K.prios, 0, -1)
@@ -52,9 +85,8 @@ local function claimNextItems(now, retentionMs, at, out)
         local page = runnable == nil and need or math.max(need, 64)
         local members = redis.call("ZRANGEBYSCORE", base .. K.ready .. p, "-inf", fmt(now), "LIMIT", offset, page)
         for _, member in ipairs(members) do
-          local id = idOfMember(member)
-          if #picked < max and runsUnder(runnable, id) then
-            picked[#picked + 1] = id
+          if #picked < max then
+            consider(idOfMember(member))
           end
         end
         if #members < page then
@@ -67,7 +99,9 @@ local function claimNextItems(now, retentionMs, at, out)
       end
     end
   end
+  -- A claim writes only its own job (and its batch, and new callback jobs), so a record read while picking is still
+  -- the job's when its turn comes.
   for _, id in ipairs(picked) do
-    out[#out + 1] = claimRow(load(id), now, owner, leaseMs, nil, retentionMs)
+    out[#out + 1] = claimRow(records[id] or load(id), now, owner, leaseMs, nil, retentionMs)
   end
 end
