@@ -523,6 +523,47 @@ describe("routes", () => {
   )
 })
 
+describe("job replies", () => {
+  it.live("carry the numbers a record holds whatever their stored spelling, and the sign of a zero", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { prefix, store } = yield* storeUnder("spelling")
+        const job = yield* item("spelling", { budgetCents: 250 })
+        yield* store.submit({ items: [job] })
+        // Numbers written in other spellings than the scripts' own (`%.17g`), as a hand edit or another writer might.
+        const direct = new Redis(REDIS_URL)
+        yield* Effect.promise(async () => {
+          await direct.hset(`${prefix}:{spelling}:j:${job.id}`, "ma", "3.0", "bc", "2.5e2", "pg", "-0", "cc", "0.0")
+          direct.disconnect()
+        })
+
+        const claimed = yield* store.claimNext({
+          queue: "spelling",
+          max: 1,
+          owner: "w",
+          leaseMs: 30_000,
+          types: [{ type: job.type, version: job.version }]
+        })
+        expect(claimed.results).toHaveLength(1)
+        const held = claimed.results[0]!
+        expect(held._tag).toBe("Claimed")
+        expect(held.job).toMatchObject({ id: job.id, maxAttempts: 3, budgetCents: 250, attempts: 1, leaseToken: 1 })
+        expect(Object.is(held.job.progress, -0)).toBe(true)
+        expect(Object.is(held.job.costCents, 0)).toBe(true)
+        expect(yield* store.get({ jobId: job.id })).toEqual(held.job)
+
+        const settled = yield* store.settle({
+          items: [{ jobId: job.id, token: 1, outcome: { _tag: "Complete", result: { ok: true } } }]
+        })
+        expect(settled.results[0]).toMatchObject({
+          _tag: "Settled",
+          job: { state: "succeeded", progress: 1, maxAttempts: 3, budgetCents: 250, result: { ok: true } }
+        })
+      })
+    )
+  )
+})
+
 describe("the server", () => {
   it.live("checkServer reads persistence and eviction, and warns about a server that keeps nothing on disk", () =>
     Effect.scoped(
