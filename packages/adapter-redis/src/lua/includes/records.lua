@@ -229,7 +229,7 @@ end
 
 local function zadd(key, score, member)
   if deferred == nil then
-    redis.call("ZADD", key, score, member)
+    redis.call("ZADD", key, fmt(score), member)
     return
   end
   local rems = deferred.zrems[key]
@@ -415,7 +415,7 @@ local function flushIndexes()
   for key, adds in pairs(d.zadds) do
     local args = {}
     for member, score in pairs(adds) do
-      args[#args + 1] = score
+      args[#args + 1] = fmt(score)
       args[#args + 1] = member
     end
     variadic("ZADD", key, args, 2)
@@ -783,7 +783,8 @@ end
 -- Attempt rows: token -> [worker, startedAt, endedAt, outcome, errorClass, evidence].
 local function endAttempt(job, stop, now)
   local key = attemptsKey(job.id)
-  local raw = redis.call("HGET", key, stop.token)
+  local field = fmt(stop.token)
+  local raw = redis.call("HGET", key, field)
   if not raw then
     return
   end
@@ -791,7 +792,7 @@ local function endAttempt(job, stop, now)
   if row[4] ~= "running" then
     return
   end
-  redis.call("HSET", key, stop.token, encodeRow(6, { row[1], row[2], now, stop.outcome, stop.errorClass, stop.evidence }))
+  redis.call("HSET", key, field, encodeRow(6, { row[1], row[2], now, stop.outcome, stop.errorClass, stop.evidence }))
   -- The attempt's ledger rows so far now count under its class; later rows of its token join in `charge`.
   if stop.errorClass ~= nil and stop.errorClass ~= NULL then
     local spent = spendByToken(job.id)[tonumber(stop.token)] or 0
@@ -815,7 +816,7 @@ local function endedClass(id, token)
 end
 
 local function startAttempt(id, start, now)
-  redis.call("HSET", attemptsKey(id), start.token, encodeRow(6, { start.worker, now, nil, "running", nil, nil }))
+  redis.call("HSET", attemptsKey(id), fmt(start.token), encodeRow(6, { start.worker, now, nil, "running", nil, nil }))
 end
 
 -- Stores a transition of `old` at `now`; `retentionMs` (nil: keep) is how long a finished job's input and
