@@ -78,26 +78,18 @@ local function idOfMember(member)
   return string.sub(member, 13)
 end
 
--- The key under which a record read from the hash keeps the text its numeric fields were stored as (field name ->
--- text). A copy of the record (`copy`) shares it, so a reply can send the stored text of a field the write left as
--- it was instead of formatting the number again (see jobReply).
-local TEXTS = {}
-
 -- The job record of an HGETALL reply (field, value, field, value, ...), or nil when the reply is empty.
 local function decode(id, raw)
   if #raw == 0 then
     return nil
   end
-  local texts = {}
-  local job = { id = id, [TEXTS] = texts }
+  local job = { id = id }
   for i = 1, #raw, 2 do
     local short = raw[i]
     local name = NAME_OF[short]
     if name ~= nil then
       if NUMERIC[short] then
-        local text = raw[i + 1]
-        job[name] = tonumber(text)
-        texts[name] = text
+        job[name] = tonumber(raw[i + 1])
       else
         job[name] = raw[i + 1]
       end
@@ -225,34 +217,17 @@ local function storeFields(old, new, names)
   end
 end
 
--- The reply text of a number: `fmt`, or, for a field read from the hash (`text`, nil otherwise) whose value is
--- unchanged, the stored text itself, which reads back as the same double (it was written by `fmt`, and any decimal
--- text that Lua reads as this double JavaScript reads as it too). A zero is spelled out, since 0 and -0 compare equal.
-local function numberText(value, text)
-  if value == 0 then
-    if 1 / value < 0 then
-      return "-0"
-    end
-    return "0"
-  end
-  if text ~= nil and tonumber(text) == value then
-    return text
-  end
-  return fmt(value)
-end
-
 -- The reply form of a job: its id, the fields of REPLY (text or false for null), then input and result (JSON
 -- text, or false when absent or expired). With `sentResult`, the result is the one the caller sent in this script:
 -- its slot is 1 and the caller fills it in, so a result crosses the wire once.
 local function jobReply(job, sentResult)
   local out = { job.id }
-  local texts = job[TEXTS] or {}
   for i, name in ipairs(REPLY) do
     local value = job[name]
     if value == nil then
       out[i + 1] = false
     elseif type(value) == "number" then
-      out[i + 1] = numberText(value, texts[name])
+      out[i + 1] = fmt(value)
     else
       out[i + 1] = value
     end
