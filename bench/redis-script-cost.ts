@@ -7,7 +7,10 @@
  * time (`INFO cpu`, which a busy machine inflates less, though it includes the statistics reads themselves). The
  * commands are printed twice: those of the submits, and those of the claim, heartbeat and settle rounds.
  *
- *   node scripts/bundled.mjs bench/redis-script-cost.ts [N] [port]      (N = 5000, port = 7120)
+ *   node scripts/bundled.mjs bench/redis-script-cost.ts [N] [port] [--types]      (N = 5000, port = 7120)
+ *
+ * With `--types`, each claimNext names the job's (type, version) as the only runnable pair, as a Worker's claims
+ * name its handlers' (the path `bench/explain.mjs --redis` measures); without it, no filter.
  *
  * Starts a redis-server of its own on `port` (no persistence), so no other client's commands enter the statistics,
  * and stops it at the end. Prints, per job: script calls and server microseconds per verb, the commands the scripts
@@ -21,8 +24,10 @@ import * as Client from "../packages/core/src/Client.js"
 import type { JobId } from "../packages/core/src/Job.js"
 import * as Store from "../packages/core/src/Store.js"
 
-const N = Number(process.argv[2] ?? 5_000)
-const PORT = Number(process.argv[3] ?? 7_120)
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith("--"))
+const N = Number(positional[0] ?? 5_000)
+const PORT = Number(positional[1] ?? 7_120)
+const TYPES = process.argv.includes("--types") ? [{ type: "noop", version: 1 }] : undefined
 const BATCH = 100
 const url = `redis://127.0.0.1:${PORT}/0`
 const queue = "cost"
@@ -105,7 +110,7 @@ const run = (redis: Redis) =>
     while (true) {
       const claimed = yield* measured(
         "claimNext",
-        store.claimNext({ queue, max: BATCH, owner: "cost-worker", leaseMs: 30_000 })
+        store.claimNext({ queue, max: BATCH, owner: "cost-worker", leaseMs: 30_000, types: TYPES })
       )
       const held = claimed.results.flatMap((r) =>
         r._tag === "Claimed" ? [{ jobId: r.job.id as JobId, token: r.job.leaseToken }] : []
