@@ -100,8 +100,11 @@ local function claimNextItems(now, retentionMs, at, out)
     end
   end
   -- A claim writes only its own job (and its batch, and new callback jobs), so a record read while picking is still
-  -- the job's when its turn comes.
+  -- the job's when its turn comes. Each read serves one claim: an id picked twice (which the indexes never hold) is
+  -- read again, after its first claim, as before.
   for _, id in ipairs(picked) do
-    out[#out + 1] = claimRow(records[id] or load(id), now, owner, leaseMs, nil, retentionMs)
+    local job = records[id]
+    records[id] = nil
+    out[#out + 1] = claimRow(job or load(id), now, owner, leaseMs, nil, retentionMs)
   end
 end
