@@ -14,7 +14,7 @@ const stops = (...reasons: ReadonlyArray<Control.StopReason>) =>
     return { reason: control.stopReason, set }
   })
 
-describe("workerControl.stop", () => {
+describe("Control.stop", () => {
   it.effect("keeps the first reason among those that keep the lease", () =>
     Effect.gen(function* () {
       expect(yield* stops("cancelled", "deadline", "shutdown")).toEqual({
@@ -39,7 +39,7 @@ describe("workerControl.stop", () => {
   )
 })
 
-describe("workerControl.withLock (the attempt's ledger lock)", () => {
+describe("Control.withLock (the attempt's ledger lock)", () => {
   const lockOf = () => Control.ledgerOf(Control.make({ localLeaseEnd: 0, costCents: 0 }))
 
   it.effect("runs one holder at a time and wakes waiters in the order they came", () =>

@@ -61,13 +61,13 @@ export interface Batcher<I, R, E> {
    * made with `start` (then it is started there, the first time a queued call is due).
    */
   readonly flusher: Effect.Effect<never>
-  /** Items waiting for the next call. */
   /**
    * Hand one item in now, in the caller's step, and get an effect that waits for its answer: the item is queued for
    * the flusher at once, so any item handed in after it goes out after it (in the same call or a later one). Needs a
    * batcher made with `start`.
    */
   readonly post: (item: I) => Effect.Effect<Answer<R>, E>
+  /** Items waiting for the next call. */
   readonly queued: () => number
 }
 

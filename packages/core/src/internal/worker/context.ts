@@ -257,6 +257,7 @@ const made = <A, E, R>(
     options.tracing === true
       ? Tracing.modelCall(admitted, { call, callId, job: attempt.job, token: attempt.token, costOf })
       : admitted
+  const onInterrupt = call.costOnInterrupt
   // Counted in the step that starts the region.
   return countThen(
     Metrics.modelCalls,
@@ -268,7 +269,7 @@ const made = <A, E, R>(
       Effect.matchCauseEffect(restore(run), {
         onFailure: (cause) => {
           timed()
-          const settling = settleFailed(attempt, call, callId, started, cause)
+          const settling = settleFailed(attempt, call, callId, () => started, onInterrupt, cause)
           return settling === undefined ? Exit.failCause(cause) : Effect.zipRight(settling, Exit.failCause(cause))
         },
         onSuccess: (result) => {
@@ -287,29 +288,31 @@ const made = <A, E, R>(
  * The settlement of a call that failed or was interrupted: a call that never started (its admission failed, or it
  * was stopped in its admission: an Acquire in flight, a wait for room, a job sent back to wait, a gate) consumed
  * nothing, and its reservation goes back, here and nowhere else; one that failed once started settles at its
- * error's cost, one interrupted once started at `costOnInterrupt`. Nothing to settle otherwise (a defect, or an
+ * error's cost, one interrupted once started at `costOnInterrupt` (read when the call was made). Nothing to settle otherwise (a defect, or an
  * interruption once started without `costOnInterrupt`: the reservation stays as the record).
  */
 const settleFailed = <A, E, R>(
   attempt: Attempt,
   call: CallOptions<A, E, R>,
   callId: string,
-  started: boolean,
+  started: () => boolean,
+  onInterrupt: CallOptions<A, E, R>["costOnInterrupt"],
   cause: Cause.Cause<E | StoreError>
 ): Effect.Effect<unknown> | undefined => {
   const failure = Cause.failureOrCause(cause)
   if (Either.isLeft(failure)) {
+    // The error is the call's own once it started.
     const error = failure.left as E
     return settle(
       attempt,
       callId,
-      () => (started ? (call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass)) : 0),
-      started
+      () => (started() ? (call.costOnError?.(error) ?? defaultCostOnError(normalize(error).errorClass)) : 0),
+      started()
     )
   }
-  if (call.costOnInterrupt !== undefined && started && Cause.isInterruptedOnly(cause)) {
-    return settle(attempt, callId, call.costOnInterrupt, true)
+  if (onInterrupt !== undefined && started() && Cause.isInterruptedOnly(cause)) {
+    return settle(attempt, callId, onInterrupt, true)
   }
-  if (!started && Cause.isInterruptedOnly(cause)) return settle(attempt, callId, () => 0, false)
+  if (!started() && Cause.isInterruptedOnly(cause)) return settle(attempt, callId, () => 0, false)
   return undefined
 }

@@ -73,7 +73,7 @@ export interface Env<R> {
   /** The fleet limiter's group-committed queue, when the worker has a limiter. */
   readonly limits: WorkerLimits | undefined
   /**
-   * Admission before the claim (`workerAdmission.ts`), when the worker has a limiter and a handler that names a
+   * Admission before the claim (`admission.ts`), when the worker has a limiter and a handler that names a
    * resource: jobs of a resource without room are not claimed.
    */
   readonly gate: WorkerAdmission | undefined

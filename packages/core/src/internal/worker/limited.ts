@@ -115,7 +115,8 @@ type WaitAnswer = Parameters<typeof throttledBy>[3]
 
 /**
  * Nothing was called: the attempt stops and the job waits without using an attempt. The reservation goes back in
- * the settlement step of the call (`context.ts`), uninterruptibly, as for every call stopped before it started.
+ * the settlement step of the call (`context.ts`), uninterruptibly, as for every call stopped before it started (one
+ * refund write).
  */
 const waitOut = <A, E, R>(permit: Permit<A, E, R>, now: number, answer: WaitAnswer): Effect.Effect<never> =>
   Effect.zipRight(throttle(permit.attempt, throttledBy(permit.limits, permit.resource, now, answer)), Effect.interrupt)

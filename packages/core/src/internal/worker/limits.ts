@@ -1,7 +1,7 @@
 /**
  * A worker's side of the fleet limiter (`Limiter.ts`): every model call that names a resource is admitted by an
  * `Acquire` before it starts and gives its permit back by a `Release` after it, corrected by the usage the provider
- * reported. All of a worker's limiter items go through one group-committed queue (`workerBatch.makeBatcher`): while
+ * reported. All of a worker's limiter items go through one group-committed queue (`batcher.ts`): while
  * one `apply` is in flight, every Acquire, Release and Pause of the worker's calls waits for the next one, so a busy
  * worker makes one limiter round trip per tick, not one per call. Permits are renewed with the heartbeats of their
  * jobs, in one `apply` per heartbeat call.
