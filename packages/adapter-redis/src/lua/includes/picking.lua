@@ -14,13 +14,18 @@ local function runnableFrom(at)
   return runnable
 end
 
+-- Protocol.runnableBy on a record's type and version fields (as stored: text, or nil when absent).
+local function runsAs(runnable, jobType, version)
+  return runnable[tostring(jobType) .. "@" .. tostring(tonumber(version))] == true
+end
+
 -- Protocol.runnableBy, on the record's type and version fields.
 local function runsUnder(runnable, id)
   if runnable == nil then
     return true
   end
   local tv = redis.call("HMGET", jobKey(id), "ty", "v")
-  return runnable[tostring(tv[1]) .. "@" .. tostring(tonumber(tv[2]))] == true
+  return runsAs(runnable, tv[1], tv[2])
 end
 
 -- The record of a job that runs under the filter `runnable` (Protocol.runnableBy, as `runsUnder`), or nil (no such
@@ -38,7 +43,7 @@ local function runnableRecord(runnable, id)
       version = raw[i + 1]
     end
   end
-  if jobType == nil or runnable[jobType .. "@" .. tostring(tonumber(version))] ~= true then
+  if not runsAs(runnable, jobType, version) then
     return nil
   end
   return decode(id, raw)

@@ -13,10 +13,7 @@ import { catchFailure, countThen } from "../steps.js"
 import * as Control from "./control.js"
 import { ack, defer, type Env, logFor, wakeIntake } from "./env.js"
 import type { Held } from "./held.js"
-import type { Written } from "./store.js"
-
-const isRetryableStoreError = (error: LeaseLost | StoreError): boolean =>
-  error._tag === "StoreError" && error.isRetryable
+import { isRetryableStoreError, type Written } from "./store.js"
 
 /** Delay before retry `n` (0-based) of an outcome write while the lease is held: 50 ms doubling, at most 1 s. */
 const heldRetryDelayMs = (n: number): number => Math.min(50 * 2 ** n, 1_000)

@@ -13,7 +13,12 @@ import { LeaseLost, StoreError } from "../../Errors.js"
 import type { Job } from "../../Job.js"
 import type { Fenced } from "../../Store.js"
 
-const isRetryableStoreError = (error: unknown): boolean =>
+/**
+ * Whether `error` is a `StoreError` the Store marks retryable (connection, timeout, conflict, ambiguous).
+ *
+ * @internal
+ */
+export const isRetryableStoreError = (error: unknown): boolean =>
   typeof error === "object" &&
   error !== null &&
   (error as { _tag?: unknown })._tag === "StoreError" &&
