@@ -126,6 +126,7 @@ interface World {
   readonly store: Store.Store["Type"]
   readonly query: Query.Query["Type"]
   readonly peek: (jobId: JobId) => Job | undefined
+  readonly peekCharges: (jobId: JobId) => ReadonlyArray<Protocol.ChargeRow>
   readonly transport: Transport.Transport["Type"]
   readonly model: SimModel.SimModel
   /** The fleet's Limiter (in store time), when the plan has limits; every participant's proxy wraps it. */
@@ -222,6 +223,7 @@ const makeWorld: (plan: Plan, clock: VirtualClock, history: History, options: Ru
       store: batchWorld.observe(options.decorateStore === undefined ? memory : options.decorateStore(memory)),
       query,
       peek,
+      peekCharges,
       transport: options.decorateTransport === undefined ? intakeTransport : options.decorateTransport(intakeTransport),
       model,
       limiter,
@@ -301,6 +303,7 @@ const servicesOf = (world: World, who: Actor, submitter = false) => {
     crash: (incarnation: Incarnation, restartAfterMs: number | null) =>
       crashAndMaybeRestart(world, incarnation, restartAfterMs),
     peek: world.peek,
+    peekCharges: world.peekCharges,
     submitter,
     openWindow: (ms: number) => {
       world.window = world.clock.sleepMillis(ms)

@@ -21,7 +21,7 @@
 
 import { StoreError } from "@slowcall/core/Errors"
 import type { Job, JobId } from "@slowcall/core/Job"
-import { bump, type SubmitItem } from "@slowcall/core/Protocol"
+import { bump, type ChargeRow, chargeStep, type SubmitItem } from "@slowcall/core/Protocol"
 import type {
   CancelItem,
   CancelResult,
@@ -61,6 +61,8 @@ export interface SimStoreEnv {
   readonly crash: (incarnation: Incarnation, restartAfterMs: number | null) => void
   /** The job record in the world's store right now (ground truth, read without an effect). */
   readonly peek: (jobId: JobId) => Job | undefined
+  /** The job's charge ledger rows in the world's store right now (ground truth, read without an effect). */
+  readonly peekCharges: (jobId: JobId) => ReadonlyArray<ChargeRow>
   /** The actor is the submitting client: a submit's reply may also be lost on its way back (F17). */
   readonly submitter?: boolean | undefined
   /** Opens an interleaving window of `ms` inside the next write the world's store applies (F19). */
@@ -793,40 +795,68 @@ const partsOf = (options: CycleOptions) => ({
 /**
  * The record after one item of a cycle whose job a later part of the same cycle writes again (the store's record now
  * shows only the last): from the item's reply and the record before it, by the rules the store applies. A settle's
- * reply holds its record; a renewal moves the lease end and `updatedAt`; a charge moves the spend and `updatedAt`
- * (a charge that moved no money is taken as no write: its reply cannot tell the two apart).
+ * reply holds its record; a renewal moves the lease end and `updatedAt`; a charge that wrote its ledger row moves the
+ * spend and `updatedAt`, even when it moved no money (a settlement at its reservation's amount): `charged` says
+ * whether it did, from the ledger rows read as the cycle was sent.
  */
 const between = (
   rec: Recorder,
   part: "settle" | "heartbeat" | "charge",
   before: Snap | null,
   result: SettleResult | HeartbeatResult | ChargeResult,
-  now: number
+  now: number,
+  charged: boolean
 ): Snap | null => {
   if (part === "settle") return result._tag === "Settled" ? rec.env.history.snapOf(result.job) : before
   if (before === null) return null
   if (result._tag === "Renewed")
     return { ...before, leaseUntil: result.leaseUntil, updatedAt: bump(before.updatedAt, now) }
-  if (result._tag === "Charged" && result.costCents !== before.costCents) {
+  if (result._tag === "Charged" && charged) {
     return { ...before, costCents: result.costCents, updatedAt: bump(before.updatedAt, now) }
   }
   return before
 }
 
 /**
+ * Whether each charge item of a cycle writes its ledger row (and so its job), by `Protocol.chargeStep` over the rows
+ * `rows` gives for its job as the cycle is sent, in item order (an earlier item of the same call counts).
+ */
+const chargeWrites = (
+  items: ReadonlyArray<ChargeItem>,
+  rows: (jobId: JobId) => ReadonlyArray<ChargeRow>,
+  now: number
+): ReadonlyArray<boolean> => {
+  const ledger = new Map<string, ChargeRow | undefined>()
+  return items.map((item) => {
+    const key = `${item.jobId} ${item.callId}`
+    if (!ledger.has(key))
+      ledger.set(
+        key,
+        rows(item.jobId).find((row) => row.callId === item.callId)
+      )
+    const step = chargeStep(ledger.get(key), item, now)
+    if (step !== undefined) ledger.set(key, step.row)
+    return step !== undefined
+  })
+}
+
+/**
  * Records an applied cycle's items in the order the store applied them: each settle, heartbeat and charge item as its
  * verb's proxy records it, then each job the claim part took (as `claimNext`'s are, a `claim`). Each item's record
  * before is the one the previous item of its job left (the first: `first`, read before the write); its record after
- * is the store's record now when no later item writes the job, else derived by `between`.
+ * is the store's record now when no later item writes the job, else derived by `between`. `ledger` gives a job's
+ * charge rows as the cycle was sent.
  */
 const recordCycle = (
   rec: Recorder,
   options: CycleOptions,
   reply: CycleReply,
   start: number,
-  first: (jobId: JobId) => Snap | null
+  first: (jobId: JobId) => Snap | null,
+  ledger: (jobId: JobId) => ReadonlyArray<ChargeRow>
 ): void => {
   const { settle, heartbeat, charge } = partsOf(options)
+  const charges = chargeWrites(charge, ledger, reply.now)
   const order: ReadonlyArray<JobId> = [
     ...settle.map((item) => item.jobId),
     ...heartbeat.map((item) => item.jobId),
@@ -840,10 +870,11 @@ const recordCycle = (
   const step = (
     jobId: JobId,
     part: "settle" | "heartbeat" | "charge",
-    result: SettleResult | HeartbeatResult | ChargeResult
+    result: SettleResult | HeartbeatResult | ChargeResult,
+    charged = false
   ): { readonly before: Snap | null; readonly after: Snap | null } => {
     const before = current.has(jobId) ? current.get(jobId)! : first(jobId)
-    const after = last.get(jobId) === at ? rec.peek(jobId) : between(rec, part, before, result, reply.now)
+    const after = last.get(jobId) === at ? rec.peek(jobId) : between(rec, part, before, result, reply.now, charged)
     current.set(jobId, after)
     at += 1
     return { before, after }
@@ -860,7 +891,7 @@ const recordCycle = (
   })
   charge.forEach((item, i) => {
     const result = reply.charge[i]!
-    const { before, after } = step(item.jobId, "charge", result)
+    const { before, after } = step(item.jobId, "charge", result, charges[i]!)
     chargeVerb.recordResult(rec, item, before, result, start, after)
   })
   for (const result of reply.claimNext) {
@@ -944,8 +975,14 @@ const cycleOf =
           }
           const first = (jobId: JobId): Snap | null =>
             firsts.has(jobId) ? firsts.get(jobId)! : (env.history.latest.get(jobId) ?? null)
+          // The charge rows are read as the cycle is sent, window or not: no other writer settles this worker's calls.
+          const rows = new Map<JobId, ReadonlyArray<ChargeRow>>()
+          for (const item of options.charge ?? []) {
+            if (!rows.has(item.jobId)) rows.set(item.jobId, env.peekCharges(item.jobId))
+          }
+          const ledger = (jobId: JobId): ReadonlyArray<ChargeRow> => rows.get(jobId) ?? []
           return Effect.tapBoth(inner(options), {
-            onSuccess: (reply) => Effect.sync(() => recordCycle(rec, options, reply, start, first)),
+            onSuccess: (reply) => Effect.sync(() => recordCycle(rec, options, reply, start, first, ledger)),
             onFailure: (error) => Effect.sync(() => recordUnapplied(rec, options, start, tagOf(error), first))
           })
         }

@@ -54,6 +54,7 @@ const withProxy = <A>(
     const {
       batches,
       peek,
+      peekCharges,
       store: memory
     } = yield* Store.makeMemoryWith({
       interleave: () => {
@@ -70,6 +71,7 @@ const withProxy = <A>(
       clock,
       crash: () => undefined,
       peek,
+      peekCharges,
       openWindow: (ms) => {
         window = ms
       },
@@ -485,6 +487,7 @@ describe("SimStore cycle", () => {
       clock,
       crash: () => undefined,
       peek: () => undefined,
+      peekCharges: () => [],
       openWindow: () => undefined,
       openStaleWindow: () => undefined,
       canBeOvertaken: () => false
