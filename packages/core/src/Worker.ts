@@ -45,8 +45,7 @@
  * Each attempt runs in a `slowcall.attempt` span (job id, type, version, token, trace id) when tracing is enabled
  * where the worker starts and a tracer other than Effect's built-in one (which exports nothing) is installed there;
  * the handler's log lines and the worker's own about an attempt carry `worker`, `jobId`, `token` and `traceId` when
- * the minimum log level there is not `None`. Each is decided once at start (what is off costs no effect steps per
- * job).
+ * the minimum log level there is not `None`. Each is decided once at start: what is off is not done for any job.
  *
  * @since 0.1.0
  */
@@ -276,7 +275,7 @@ const start = Effect.fnUntraced(function* <R>(options: WorkerOptions<R>) {
   }
   const tracer = yield* Tracing.activeTracer
   // Read once where the worker starts: with logging off (minimum level None) no log line can carry the per-job
-  // annotations, and with tracing off no attempt span is made; both cost effect steps on every delivery.
+  // annotations, so none are added; with tracing off no attempt span is made.
   const logging = (yield* FiberRef.get(FiberRef.currentMinimumLogLevel))._tag !== "None"
   // Every fiber of the worker logs through loggers that add the annotations of the attempt a line is written for.
   const annotated = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -378,8 +377,8 @@ const envOf = <R>(options: WorkerOptions<R>, parts: Parts<R>): Env<R> => {
     admission: options.admission,
     fair: options.fairness,
     logging: parts.logging,
-    // Effect's built-in tracer exports nothing: an attempt span made for it would cost every job effect steps and
-    // reach no one. A tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
+    // Effect's built-in tracer exports nothing: an attempt span made for it would reach no one, so none is made. A
+    // tracer installed in its place (OpenTelemetry, a test's) gets one span per attempt.
     tracer,
     keeper: makeKeeper({ store, transport, tracer, start: helpers.start, renewPermits: parts.limits?.renew }),
     limits: parts.limits,

@@ -63,7 +63,7 @@ export class VirtualClock implements Clock.Clock {
     return this.sleepThen(ms, Effect.void)
   }
 
-  /** Sleep `ms` of virtual time, then run `next` in the sleeping fiber (one effect step fewer than a `zipRight`). */
+  /** Sleep `ms` of virtual time, then run `next` in the sleeping fiber, resumed with it. */
   sleepThen<A, E = never>(ms: number, next: Effect.Effect<A, E>): Effect.Effect<A, E> {
     if (!Number.isFinite(ms)) return stuck
     return Effect.async<A, E>((resume) => {

@@ -7,7 +7,7 @@
  * caller's own correlation id) gives no parent: the worker's spans then start their own trace and carry the string
  * as the `slowcall.trace_id` attribute.
  *
- * Effect's built-in tracer exports nothing, so spans made for it would only cost effect steps: `activeTracer` is
+ * Effect's built-in tracer exports nothing, so spans made for it would reach no one: `activeTracer` is
  * `undefined` there (and when tracing is disabled), and every span of slowcall is made only when it is defined.
  *
  * @internal
@@ -26,7 +26,7 @@ const noTracer: Effect.Effect<Tracer.Tracer | undefined> = Effect.succeed(undefi
  * @internal
  */
 export const activeTracer: Effect.Effect<Tracer.Tracer | undefined> = Effect.withFiberRuntime((fiber) => {
-  // One step: the fiber's own tracer is the one `Effect.tracer` reads (its default services' Tracer).
+  // The fiber's own tracer is the one `Effect.tracer` reads (its default services' Tracer).
   if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return noTracer
   const tracer = fiber.currentTracer
   return tracer === builtIn ? noTracer : Effect.succeed(tracer)

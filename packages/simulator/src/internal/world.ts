@@ -86,7 +86,7 @@ export interface Actor {
 export const actor = (id: string, faulted: boolean): Actor => ({ id, gate: Effect.void, incarnation: null, faulted })
 
 /**
- * Runs `next` once the actor's gate lets it through: at once (no effect step) when the actor is never faulted or its
+ * Runs `next` once the actor's gate lets it through: at once when the actor is never faulted or its
  * process is neither paused nor crashed, else after the gate (which never opens for a crashed process).
  *
  * @internal

@@ -20,7 +20,7 @@
  *   `Acquire`, a refund and a throttled settlement (and on a transport, a publish and a receive).
  *
  * Handlers that name no resource are never held back, and a worker none of whose handlers names one does none of
- * this (no step, no statement): `make` returns nothing for it.
+ * this (no statement, no wait): `make` returns nothing for it.
  *
  * @internal
  */

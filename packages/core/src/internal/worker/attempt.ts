@@ -109,8 +109,8 @@ const startAttempt = <R>(
   })
   // Built inside the fiber: a handler that throws while building its effect fails this attempt like any defect.
   const run = Effect.suspend(() => handler.run(admitted.right, ctx))
-  // Read from this fiber in the step that starts the handler: the Clock and metric labels it runs with, so the
-  // duration is timed and recorded without effect steps of its own.
+  // Read from this fiber where the handler starts: the Clock and metric labels it runs with, which time the attempt
+  // and record its duration.
   let clock: Clock.Clock | undefined
   let labels: ReadonlyArray<MetricLabel.MetricLabel> = []
   let startedAt = 0
@@ -197,7 +197,7 @@ const startable = (held: Held, now: number): boolean =>
  */
 export const dispatch = <R>(env: Env<R>): Effect.Effect<void, never, R> =>
   Effect.suspend(() =>
-    // Nothing can start: no clock read, no step.
+    // Nothing can start: no clock read.
     env.busy >= env.concurrency || env.waiting.length === 0 ? Effect.void : withNow((now) => dispatchAt(env, now))
   )
 

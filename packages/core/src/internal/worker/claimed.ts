@@ -26,7 +26,7 @@ const wanted = <R>(env: Env<R>): number => {
   return worthwhile ? Math.min(free, env.maxBatch) : 0
 }
 
-/** `f` of how many jobs to claim: at once when there is room now (no step of its own), else once `awaitRoom` says. */
+/** `f` of how many jobs to claim: at once when there is room now, else once `awaitRoom` says. */
 export const withRoom = <A, R>(
   env: Env<R>,
   f: (want: number) => Effect.Effect<A, never, R>
@@ -67,7 +67,7 @@ export const reportClaims = <R>(
   batch: number
 ): Effect.Effect<void> => {
   if (taken.length === 0) return Effect.void
-  // One step for the whole round, under the metric labels of this fiber (what `Metric.update` would use per job).
+  // The whole round's waits at once, under the metric labels of this fiber (what `Metric.update` would use per job).
   const waits = Effect.withFiberRuntime<void>((fiber) => {
     const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
     for (const held of taken) {

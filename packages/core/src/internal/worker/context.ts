@@ -190,8 +190,7 @@ const fenceSelf = (control: Control.Control): Effect.Effect<never> =>
 /**
  * The lease gate, then the call timed into the model-call histogram (success, failure or interruption). The gate runs
  * where the call would start: past the local lease end nothing is sent to the provider. The fiber's Clock and metric
- * labels are read once, in the step that starts the call, so the gate and the timing take no effect steps of their
- * own. With `timing`, the call's end is recorded by its owner (`made`, whose settlement step is the instant the call
+ * labels are read once, where the call starts, and the gate and the timing use them as plain values. With `timing`, the call's end is recorded by its owner (`made`, whose settlement step is the instant the call
  * ends when no admission hook wraps it); without, by an exit handler of its own.
  */
 const gatedCall = <A, E, R>(

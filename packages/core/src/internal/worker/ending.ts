@@ -1,6 +1,6 @@
 /**
  * How an attempt's handler ended, as the outcome decision (`outcome.ts`) and the stored evidence see it: its input
- * decoded and its result encoded by the handler's schemas (a synchronous schema without an effect step), a returned
+ * decoded and its result encoded by the handler's schemas (a synchronous schema at once, in the caller's step), a returned
  * value checked to be storable JSON, a failure normalised, and every message redacted and truncated.
  *
  * @internal
@@ -38,7 +38,7 @@ export const formatSchemaCause = (cause: Cause.Cause<ParseResult.ParseError>): s
 
 /**
  * Runs a schema parse in the calling fiber and continues with `f` of its exit. The parser settles a fully synchronous
- * schema at once and returns an `Either`: then `f` is called right here, without an effect step; a schema with
+ * schema at once and returns an `Either`: then `f` is called right here; a schema with
  * effectful transformations returns an effect, which runs in this fiber (its Clock, logger and tracer), once, before
  * `f`. A throw while the parser is built or run is a defect of the exit, never a crash of the attempt. Called inside a
  * step of the fiber (a `suspend`): a synchronous parse runs where it is called.
@@ -89,7 +89,6 @@ const succeededOf = (encoded: Exit.Exit<unknown, ParseResult.ParseError>): Ended
 
 /**
  * How the handler ended, for the decision (the result encoded and checked, or the failure normalised), handed to `f`.
- * Plain steps, no generator: this runs once per attempt, inside a step of its fiber.
  */
 export const endedOf = <R>(
   handler: Handler.Handler<any, any, R>,

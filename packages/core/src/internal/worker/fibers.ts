@@ -1,7 +1,7 @@
 /**
  * The attempt fibers of a worker: each one started in the worker's runtime (it outlives whatever step dispatched it,
  * and inherits nothing from that step's fiber) and known here until it ends, so shutdown can wait for them all, then
- * interrupt what is left. A plain set and one observer per fiber: one effect step per start.
+ * interrupt what is left: a plain set, and one observer per fiber that takes it out of the set when it ends.
  *
  * @internal
  */

@@ -50,7 +50,7 @@ const claimNext = <R>(env: Env<R>, want: number, types: ReadonlyArray<Runnable>)
               Effect.zipRight(Effect.sleep(env.storeErrorDelayMs)),
               Effect.as(true)
             ),
-          // The match calls this when the reply lands: the jobs are held in that step, with no step of their own.
+          // Called when the reply lands: the claimed jobs are held from that instant.
           onSuccess: (reply) => {
             const taken: Array<Held> = []
             let takeovers = 0
@@ -63,7 +63,7 @@ const claimNext = <R>(env: Env<R>, want: number, types: ReadonlyArray<Runnable>)
               take(env, held, taken)
             }
             const full = reply.results.length >= want
-            // Nothing taken and no slot to fill: nothing to report or start (no step for either).
+            // Nothing taken and no slot to fill: nothing to report or start.
             const rest =
               taken.length === 0 && (env.busy >= env.concurrency || env.waiting.length === 0)
                 ? full

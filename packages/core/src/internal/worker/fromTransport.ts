@@ -35,7 +35,7 @@ interface Replies {
 /** Sends a round's defers and acks, each kind in one call. */
 const reply = <R>(env: Env<R>, replies: Replies): Effect.Effect<void> =>
   Effect.suspend(() => {
-    // Read when the round ends (its steps fill the lists); a kind with nothing to send costs no step.
+    // Read when the round ends (its steps fill the lists); a kind with nothing to send sends no call.
     const { acks, defers } = replies
     if (defers.length === 0) return acks.length === 0 ? Effect.void : env.acks.offer(acks)
     return acks.length === 0
@@ -188,7 +188,7 @@ const claimDeliveries = <R>(
           break
       }
     }
-    // In this order: the dropped count, the takeover count, the claims' report (a count of zero is no step).
+    // In this order: the dropped count, the takeover count, the claims' report (a count of zero is not added).
     let report = reportClaims(env, taken, sent.first, candidates.length)
     if (takeovers > 0) report = countThen(Metrics.leaseTakeovers, takeovers, report)
     if (dropped > 0) report = countThen(Metrics.duplicateDeliveriesDropped, dropped, report)
@@ -222,7 +222,7 @@ const receiveAndClaim = <R>(env: Env<R>, want: number): Effect.Effect<void, neve
           admit.length === 0
             ? reply(env, replies)
             : Effect.zipRight(claimDeliveries(env, admit, replies), Effect.zipRight(dispatch(env), reply(env, replies)))
-        // Without an admission hook or a forecast every candidate is admitted: no step for the verdicts.
+        // Without an admission hook or a forecast every candidate is admitted: there are no verdicts to wait for.
         const rest =
           env.admission?.beforeClaim === undefined && env.gate === undefined
             ? claim(candidates)

@@ -162,7 +162,7 @@ class LeaseKeeper implements Keeper {
     const heartbeat = Effect.timeout(this.options.store.heartbeat({ items }), longest)
     const call = tracer === undefined ? heartbeat : traced(tracer, due, sentAt, heartbeat)
     return Effect.matchEffect(call, {
-      // The match calls these when the reply lands: the leases are updated in that step, with no step of their own.
+      // Called when the reply lands: the leases are updated from that instant.
       onFailure: (error) => {
         for (let i = 0; i < due.length; i++) {
           const h = due[i]!
