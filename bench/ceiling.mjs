@@ -10,8 +10,9 @@
 // - `billed`: the same plus what a billed call adds per job: a reservation and a settlement in the charge ledger
 //             (one charge statement each for the N).
 // Each cell runs on a queue seeded for it, and counts the jobs it completed (succeeded rows), so a queue that ran out
-// is never mistaken for speed. Sync commit on, as the server is configured. Prints one line per cell and, with
-// `--json`, a last line `{"clients":c,"seconds":s,"cells":[{"shape":"noop","batch":n,"jobsPerS":x},...]}`.
+// is never mistaken for speed. Sync commit on, as the server is configured; JIT off, as the adapter's own sessions run.
+// Prints one line per cell and, with `--json`, a last line
+// `{"clients":c,"seconds":s,"cells":[{"shape":"noop","batch":n,"jobsPerS":x},...]}`.
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -157,7 +158,8 @@ for (const billed of [false, true]) {
         new URL(BASE).username || "postgres",
         DB
       ],
-      { encoding: "utf8" }
+      // The session settings the adapter's own pool runs with (`internal/driver.ts`): JIT off.
+      { encoding: "utf8", env: { ...process.env, PGOPTIONS: "-c jit=off" } }
     )
     const ms = performance.now() - t0
     if (run.status !== 0) {
