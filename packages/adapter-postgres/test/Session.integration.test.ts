@@ -30,10 +30,9 @@ describe("the driver's sessions", () => {
     try {
       expect(await jitOf((text) => driver.query(text))).toBe("off")
       // A second connection: opened while the transaction holds the first.
-      const inside = await driver.transaction(async (tx) => {
-        const both = await Promise.all([jitOf((text) => tx.query(text)), jitOf((text) => driver.query(text))])
-        return both
-      })
+      const inside = await driver.transaction((tx) =>
+        Promise.all([jitOf((text) => tx.query(text)), jitOf((text) => driver.query(text))])
+      )
       expect(inside).toEqual(["off", "off"])
     } finally {
       await driver.close()
