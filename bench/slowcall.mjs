@@ -94,7 +94,9 @@ export default function create(options = {}) {
 
     // W4 calls this after seeding a large backlog: steady-state statistics, as autovacuum would give.
     async maintenance() {
-      await pool.query(`VACUUM ANALYZE ${SCHEMA}.jobs`)
+      for (const table of ["jobs", "queued_entries", "lease_entries", "finished_entries"]) {
+        await pool.query(`VACUUM ANALYZE ${SCHEMA}.${table}`)
+      }
     },
 
     stop: calls.stop,

@@ -4,6 +4,9 @@
  * --pglite, on PGlite in memory; with --batches, the batch verbs too. `npm run mutants` runs it in a scratch copy of
  * the repository to show that a planted bug in the adapter's SQL is caught.
  *
+ * On the server, once the sequences pass, every job the run left must have exactly its entry (migration 0015's
+ * invariant, `entryMismatches`), so a planted bug in the entries' triggers is caught as well.
+ *
  * Prints the figures or the failure report, then one JSON line: { ok, runs, ms, failure }. Exits 1 when the
  * property fails.
  *
@@ -13,8 +16,10 @@
 import { randomBytes } from "node:crypto"
 import { check } from "@slowcall/testing/StorePropertyCheck"
 import { Effect, Layer } from "effect"
+import pg from "pg"
 import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
+import { entryMismatches } from "../test/entries.js"
 import { flag, report, url, value } from "./propertyScript.js"
 
 const runs = value("runs")
@@ -28,8 +33,8 @@ const layer = pglite
   : PgStore.layerFromDriver({ schema }).pipe(Layer.provideMerge(PgDriver.layer({ connectionString: url })))
 
 await report(
-  () =>
-    check({
+  async () => {
+    const result = await check({
       name: pglite ? "pglite in memory" : "postgres server",
       layer,
       purge: Effect.map(PgStore.PgStore, (store) => store.purge),
@@ -39,7 +44,22 @@ await report(
       ...(runs === undefined ? {} : { numRuns: Number(runs) }),
       ...(seed === undefined ? {} : { seed: Number(seed) }),
       ...(path === undefined ? {} : { path })
-    }),
+    })
+    if (!pglite) {
+      const client = new pg.Client({ connectionString: url })
+      await client.connect()
+      const mismatches = await entryMismatches(
+        { query: async (sql) => (await client.query(sql)).rows as Array<Record<string, unknown>> },
+        schema
+      ).finally(() => client.end())
+      if (mismatches.length > 0) {
+        throw new Error(
+          `StoreProperty (postgres server) found ${mismatches.length} entries that disagree with their jobs, first ${JSON.stringify(mismatches[0])}`
+        )
+      }
+    }
+    return result
+  },
   (result) => `${result.runs} sequences in ${(result.ms / 1000).toFixed(1)} s`,
   pglite ? undefined : schema
 )

@@ -83,9 +83,12 @@ describe("migrations", () => {
           "batches",
           "charges",
           "fair_service",
+          "finished_entries",
           "jobs",
+          "lease_entries",
           "limits",
           "migrations",
+          "queued_entries",
           "schedules"
         ])
       } finally {

@@ -12,10 +12,10 @@
  */
 
 import { StoreConcurrentProperty } from "@slowcall/testing/StoreConcurrentProperty"
-import { Effect, Layer } from "effect"
+import { Layer } from "effect"
 import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
-import { DATABASE_URL, dropSchema, holdServer, pgliteStoreLayer, uniqueSchema } from "./support.js"
+import { DATABASE_URL, entriesHoldAfter, holdServer, pgliteStoreLayer, uniqueSchema } from "./support.js"
 
 holdServer()
 
@@ -25,14 +25,11 @@ url.searchParams.set("options", "-c synchronous_commit=off")
 
 StoreConcurrentProperty({
   name: "postgres server",
-  layer: Layer.scopedDiscard(Effect.addFinalizer(() => Effect.promise(() => dropSchema(schema)))).pipe(
-    Layer.provideMerge(
-      PgStore.layerFromDriver({ schema }).pipe(
-        Layer.provideMerge(PgDriver.layer({ connectionString: url.toString(), max: 16 }))
-      )
-    )
+  layer: PgStore.layerFromDriver({ schema }).pipe(
+    Layer.provideMerge(PgDriver.layer({ connectionString: url.toString(), max: 16 }))
   ),
   batches: true
 })
+entriesHoldAfter(schema)
 
 StoreConcurrentProperty({ name: "pglite in memory", layer: pgliteStoreLayer(), batches: true })

@@ -1,7 +1,11 @@
 /**
  * Migrations on a live database: a schema at the previous version holding jobs in every state (with attempt rows and
- * ledger rows) is migrated to the current one; every row survives unchanged and every verb works afterwards. On the
- * real server and on PGlite.
+ * ledger rows) is migrated to the current one; every row survives unchanged, the new structures hold what the rows
+ * say, and every verb works afterwards. On the real server and on PGlite.
+ *
+ * The rows are written by today's statements into a schema at the current version, then copied as they are into a
+ * schema at the previous one (the three tables' columns are the same at both), so the arrangement does not depend on
+ * which statements the previous version ran.
  */
 import { expect, it } from "@effect/vitest"
 import { makeJobId } from "@slowcall/core/Ids"
@@ -11,24 +15,37 @@ import { afterAll, describe } from "vitest"
 import { type Driver, makePgDriver, makePgliteDriver } from "../src/internal/driver.js"
 import * as PgMigrator from "../src/PgMigrator.js"
 import * as PgStore from "../src/PgStore.js"
-import { DATABASE_URL, dropSchema, holdServer, only, submitOptions, uniqueSchema } from "./support.js"
+import { DATABASE_URL, dropSchema, entryMismatches, holdServer, only, submitOptions, uniqueSchema } from "./support.js"
 
 holdServer()
 
 /** The migration under test: the schema is first brought to the version before it. */
-const VERSION = 14
+const VERSION = 15
 
 const serverSchema = uniqueSchema("migrate_live")
-afterAll(() => dropSchema(serverSchema))
+const serverSource = uniqueSchema("migrate_src")
+afterAll(() => Promise.all([dropSchema(serverSchema), dropSchema(serverSource)]))
 
 const backends = [
   {
     name: "server",
     schema: serverSchema,
+    source: serverSource,
     driver: () => Promise.resolve(makePgDriver({ connectionString: DATABASE_URL }))
   },
-  { name: "pglite", schema: "slowcall", driver: () => makePgliteDriver({}) }
+  { name: "pglite", schema: "slowcall", source: "slowcall_source", driver: () => makePgliteDriver({}) }
 ] as const
+
+/** The indexes of jobs, by name. */
+const jobIndexes = (driver: Driver, schema: string) =>
+  Effect.promise(async () =>
+    (
+      await driver.query<{ readonly name: string }>(
+        "SELECT indexname AS name FROM pg_indexes WHERE schemaname = $1 AND tablename = 'jobs' ORDER BY indexname",
+        [schema]
+      )
+    ).map((row) => row.name)
+  )
 
 /** Every row of the three tables, in a fixed order, as the server returns them. */
 const dump = (driver: Driver, schema: string) =>
@@ -47,24 +64,23 @@ for (const backend of backends) {
   describe(`migration ${VERSION} on a live database: ${backend.name}`, () => {
     it.live("jobs in every state survive unchanged, and every verb works after", () =>
       Effect.gen(function* () {
-        // Arrange: the previous version, and a job in each state with its attempts and charges.
+        // Arrange: a job in each state with its attempts and charges, copied into a schema at the previous version.
         const driver = yield* Effect.promise(backend.driver)
         const schema = backend.schema
-        const earlier = PgMigrator.migrations().filter((m) => m.version < VERSION)
-        yield* PgMigrator.migrate(driver, { schema, migrations: earlier })
-        const store = PgStore.make(driver, { schema })
+        yield* PgMigrator.migrate(driver, { schema: backend.source })
+        const source = PgStore.make(driver, { schema: backend.source })
         const q = "live"
         const ids: Record<string, JobId> = {}
         for (const name of ["queued", "running", "succeeded", "failed", "abandoned", "expired"]) {
           ids[name] = yield* makeJobId
         }
-        const now = yield* store.now
+        const now = yield* source.now
         const past = now - 120_000
-        yield* store.submit({
+        yield* source.submit({
           items: Object.values(ids).map((id) => submitOptions(q, id, { maxAttempts: 2 })),
           now: past
         })
-        const claims = yield* store.claim({
+        const claims = yield* source.claim({
           items: ["running", "succeeded", "failed", "expired"].map((name) => ({
             jobId: ids[name]!,
             owner: "w",
@@ -73,26 +89,42 @@ for (const backend of backends) {
           now: past
         })
         const [running, succeeded, failed] = claims.results.map(tokenOf)
-        yield* store.charge({
+        yield* source.charge({
           items: [
             { jobId: ids.running!, callId: "r1", token: running!, amountCents: 4, settled: false },
             { jobId: ids.succeeded!, callId: "s1", token: succeeded!, amountCents: 2.5, settled: true }
           ],
           now: past
         })
-        yield* store.settle({
+        yield* source.settle({
           items: [
             { jobId: ids.succeeded!, token: succeeded!, outcome: { _tag: "Complete", result: { ok: 1 } } },
             { jobId: ids.failed!, token: failed!, outcome: { _tag: "Fail", errorClass: "auth", error: "401" } }
           ],
           now: past
         })
-        yield* store.cancel({ items: [{ jobId: ids.abandoned! }], now: past })
+        yield* source.cancel({ items: [{ jobId: ids.abandoned! }], now: past })
+        const earlier = PgMigrator.migrations().filter((m) => m.version < VERSION)
+        yield* PgMigrator.migrate(driver, { schema, migrations: earlier })
+        yield* Effect.promise(async () => {
+          for (const table of ["jobs", "attempts", "charges"]) {
+            await driver.query(`INSERT INTO "${schema}".${table} SELECT * FROM "${backend.source}".${table}`)
+          }
+          for (const table of ["jobs", "charges"]) {
+            await driver.query(
+              `SELECT setval(pg_get_serial_sequence('"${schema}".${table}', 'seq'), (SELECT max(seq) FROM "${schema}".${table}))`
+            )
+          }
+        })
+        const store = PgStore.make(driver, { schema })
+        const indexesBefore = yield* jobIndexes(driver, schema)
         const before = yield* dump(driver, schema)
 
         // Act: the migration, then every verb.
         const migrated = yield* PgMigrator.migrate(driver, { schema })
         const after = yield* dump(driver, schema)
+        const mismatchesAfter = yield* Effect.promise(() => entryMismatches(driver, schema))
+        const indexesAfter = yield* jobIndexes(driver, schema)
         const fresh = yield* makeJobId
         const submitted = only(yield* store.submit({ items: [submitOptions(q, fresh)] }))
         const beat = only(
@@ -114,6 +146,7 @@ for (const backend of backends) {
         const cancelled = only(yield* store.cancel({ items: [{ jobId: ids.failed! }] }))
         const purged = yield* store.purge({ queue: q, createdBefore: now })
         const left = yield* dump(driver, schema)
+        const mismatchesLeft = yield* Effect.promise(() => entryMismatches(driver, schema))
         const constraints = yield* Effect.promise(() =>
           driver.query<{ readonly name: string }>(
             `SELECT conname AS name FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
@@ -135,6 +168,11 @@ for (const backend of backends) {
           "running"
         ])
         expect(after).toEqual(before)
+        expect(mismatchesAfter).toEqual([])
+        expect(mismatchesLeft).toEqual([])
+        // Only the indexes whose columns never change are left on jobs, so its updates can be HOT.
+        expect(indexesBefore).toContain("jobs_claim_order")
+        expect(indexesAfter).toEqual(["jobs_batch", "jobs_pkey", "jobs_queue_created", "jobs_request_key"])
         expect(constraints).toEqual([])
         expect(submitted._tag).toBe("Created")
         expect(beat._tag).toBe("Renewed")

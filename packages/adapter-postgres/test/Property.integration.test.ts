@@ -7,13 +7,22 @@
 import { StoreProperty } from "@slowcall/testing/StoreProperty"
 import { Effect } from "effect"
 import { PgStore } from "../src/PgStore.js"
-import { holdServer, pgliteStoreLayer, serverStoreLayer, uniqueSchema } from "./support.js"
+import {
+  entriesHoldAfter,
+  holdServer,
+  keptServerStoreLayer,
+  pgliteStoreLayer,
+  serverStoreLayer,
+  uniqueSchema
+} from "./support.js"
 
 holdServer()
 
 const purge = Effect.map(PgStore, (store) => store.purge)
 
-StoreProperty({ name: "postgres server", layer: serverStoreLayer(uniqueSchema("prop")), purge, numRuns: 1000 })
+const schema = uniqueSchema("prop")
+StoreProperty({ name: "postgres server", layer: keptServerStoreLayer(schema), purge, numRuns: 1000 })
+entriesHoldAfter(schema)
 
 StoreProperty({ name: "pglite in memory", layer: pgliteStoreLayer(), purge, numRuns: 1000 })
 

@@ -9,6 +9,7 @@ import { makeJobId } from "@slowcall/core/Ids"
 import type { SubmitItem } from "@slowcall/core/Protocol"
 import { Context, Effect, Layer } from "effect"
 import { describe } from "vitest"
+import { makeStatements } from "../src/internal/statements.js"
 import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
 import { DATABASE_URL, dropSchema, holdServer, only, submitOne, submitOptions, uniqueSchema } from "./support.js"
@@ -159,13 +160,14 @@ for (const backend of backends) {
           const context = yield* Layer.build(backend.layer(schema))
           const driver = Context.get(context, PgDriver.PgDriver)
           const rows = yield* Effect.promise(() =>
-            driver.query<{ "QUERY PLAN": string }>(
-              `EXPLAIN SELECT j.id FROM "${schema}".jobs j WHERE j.queue = 'q'
-                 AND j.state IN ('succeeded', 'failed', 'abandoned') AND j.state = ANY('{succeeded}'::text[])
-                 AND j.created_at < now() ORDER BY j.created_at, j.seq LIMIT 1000`
-            )
+            driver.query<{ "QUERY PLAN": string }>(`EXPLAIN ${makeStatements(schema).purge}`, [
+              "q",
+              Date.now(),
+              ["succeeded"],
+              1000
+            ])
           )
-          expect(rows.map((row) => row["QUERY PLAN"]).join("\n")).toContain("jobs_finished_created")
+          expect(rows.map((row) => row["QUERY PLAN"]).join("\n")).toContain("finished_entries_created")
         })
       )
     )

@@ -8,9 +8,12 @@ import type { SubmitItem } from "@slowcall/core/Protocol"
 import type { Reply } from "@slowcall/core/Store"
 import { Effect, Layer } from "effect"
 import pg from "pg"
-import { afterAll, beforeAll } from "vitest"
+import { afterAll, beforeAll, expect, it } from "vitest"
 import * as PgDriver from "../src/PgDriver.js"
 import * as PgStore from "../src/PgStore.js"
+import { entryMismatches } from "./entries.js"
+
+export { entryMismatches }
 
 export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
@@ -72,12 +75,18 @@ export const serverLayer = (
  * dropped when the layer's scope closes.
  */
 export const serverStoreLayer = (schema: string, options: Omit<PgDriver.PgDriverOptions, "connectionString"> = {}) =>
-  dropOnRelease(schema).pipe(
-    Layer.provideMerge(
-      PgStore.layerFromDriver({ schema }).pipe(
-        Layer.provideMerge(PgDriver.layer({ connectionString: DATABASE_URL, ...options }))
-      )
-    )
+  dropOnRelease(schema).pipe(Layer.provideMerge(keptServerStoreLayer(schema, options)))
+
+/**
+ * `serverStoreLayer` without the drop: the schema outlives the layer, for a check that reads what a property left
+ * (`entriesHoldAfter`, which drops it after the file).
+ */
+export const keptServerStoreLayer = (
+  schema: string,
+  options: Omit<PgDriver.PgDriverOptions, "connectionString"> = {}
+) =>
+  PgStore.layerFromDriver({ schema }).pipe(
+    Layer.provideMerge(PgDriver.layer({ connectionString: DATABASE_URL, ...options }))
   )
 
 /** The Store seam only (PgDriver, PgStore, Store, Query; no transport) on PGlite in memory. */
@@ -117,5 +126,27 @@ export const holdServer = (mode: "shared" | "exclusive" = "shared"): void => {
   }, 60_000)
   afterAll(async () => {
     await client?.end().catch(() => {})
+  })
+}
+
+/**
+ * Registers, after the tests registered before it in the file, a test that every job `schema` holds has its entry
+ * and nothing else (`entryMismatches`), with jobs queued, running and finished among them so the check is not
+ * vacuous; and drops the schema after the file.
+ */
+export const entriesHoldAfter = (schema: string): void => {
+  afterAll(() => dropSchema(schema))
+  it("the entries of every job the tests above left agree with its row (migration 0015's invariant)", async () => {
+    const client = new pg.Client({ connectionString: DATABASE_URL })
+    client.on("error", () => {})
+    await client.connect()
+    try {
+      const driver = { query: async (sql: string) => (await client.query(sql)).rows as Array<Record<string, unknown>> }
+      const states = await client.query<{ state: string }>(`SELECT DISTINCT state FROM "${schema}".jobs ORDER BY 1`)
+      expect(states.rows.map((row) => row.state)).toEqual(expect.arrayContaining(["queued", "running", "succeeded"]))
+      expect(await entryMismatches(driver, schema)).toEqual([])
+    } finally {
+      await client.end()
+    }
   })
 }

@@ -105,6 +105,13 @@ const byProperty: Record<
     script: "packages/adapter-postgres/scripts/property.ts",
     args: ["--runs", "100", "--seed", "1"],
     runs: 100
+  },
+  M41: {
+    check: "sequential property (postgres server)",
+    property: "StoreProperty",
+    script: "packages/adapter-postgres/scripts/property.ts",
+    args: ["--runs", "100", "--seed", "1"],
+    runs: 100
   }
 }
 

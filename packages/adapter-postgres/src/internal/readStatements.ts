@@ -8,10 +8,10 @@
  *   type, state) of their jobs in ledger order, with the number of jobs. The window scan uses
  *   `charges_created_at` (migration 0004).
  * - waiting: due queued jobs (run_after at or before store time) per (type, version), with the oldest due time.
- *   The partial index `jobs_queued` holds exactly the queued rows.
+ *   Read through `queued_entries` (migration 0015), which holds exactly the queued jobs.
  * - count: the rows a listing's filters select, counted through a LIMIT so the scan stops at `upTo`.
  * - countQueued: queued rows of one queue (and tenant), counted through a LIMIT so the scan stops at `upTo`; with a
- *   tenant the scan reads `jobs_queued_tenant` (migration 0004).
+ *   tenant the scan reads the entries' fair order (migration 0015).
  * - pages of a listing (`Query.list` with `requestKey`, `inputHash` or `after`): the listing's filters and order, plus
  *   the request key, the input hash and a keyset cursor, the (created_at, seq) of the `after` job; no such job, no
  *   rows.
@@ -63,14 +63,12 @@ export const makeReadStatements = (s: string) => ({
   /** waiting. Inputs: $1 queue, $2 tenant, $3 now (NULL: store time). */
   waiting: `/* slowcall:statsWaiting */ SELECT j.type, j.version, count(*)::int AS count,
       ${ms("min(j.run_after)")} AS oldest
-    FROM ${s}.jobs j
-    WHERE j.state = 'queued' AND j.run_after <= ${storeNow(3)} AND ($1::text IS NULL OR j.queue = $1)
-      AND ($2::text IS NULL OR j.tenant = $2)
+    FROM ${s}.queued_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+    WHERE e.run_after <= ${storeNow(3)} AND ($1::text IS NULL OR e.queue = $1) AND ($2::text IS NULL OR e.tenant = $2)
     GROUP BY j.type, j.version`,
   /** countQueued. Inputs: $1 queue, $2 tenant (NULL: any), $3 up to. */
   countQueued: `/* slowcall:countQueued */ SELECT count(*)::int AS n FROM (
-      SELECT 1 FROM ${s}.jobs j
-      WHERE j.state = 'queued' AND j.queue = $1 AND ($2::text IS NULL OR j.tenant = $2)
+      SELECT 1 FROM ${s}.queued_entries e WHERE e.queue = $1 AND ($2::text IS NULL OR e.tenant = $2)
       LIMIT greatest(0, $3::int)
     ) counted`,
   /**

@@ -18,6 +18,15 @@
  *   batches: the rows a batch names are locked in id order first (CTE `locked`), so two batches over the same jobs
  *   in different orders wait for each other instead of deadlocking. Candidate sets the store chooses itself
  *   (claimNext, sweep, transport receive, outbox) are picked with FOR UPDATE SKIP LOCKED and never wait.
+ * - Candidate sets are found through the entry tables of migration 0015 (`queued_entries`, `lease_entries`,
+ *   `finished_entries`), which its triggers keep equal to the job rows in the same transaction, so that no index of
+ *   `jobs` names a column a transition changes and claims and settlements are HOT updates. A pick joins each entry to
+ *   its job, locks the job row (FOR UPDATE OF j) and repeats the conditions on the job's own columns: an entry that a
+ *   concurrent transaction moved after the statement's snapshot is then passed over, as a changed row was before.
+ *   The job's queue is not among those conditions: it never changes, and a condition on it let the planner reach the
+ *   job through `jobs_queue_created` instead of the primary key on tables without statistics, reading every job of
+ *   the queue for each entry. The planner orders a pick by an entry table's index when the table has statistics
+ *   (autovacuum's ANALYZE); see the adapter page's Limits.
  * - Every item gets exactly one reply row: the row as written (`applied`), or the row as the statement's snapshot
  *   saw it (all job columns NULL when there is no such row), so the caller can tell why a write missed
  *   (`Protocol.claimVerdict`, `Protocol.holds`, `Protocol.cancelVerdict`, `Protocol.replayable`). When that
@@ -324,7 +333,7 @@ const pickedUpTo = (query: string, upTo = "$2::int"): string => `SELECT c.* FROM
  * claimNext in bucket `limit` (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4 lease ms,
  * $5 now, $6 types and $7 versions (the `Protocol.runnableBy` filter as two arrays of equal length; NULL: no filter).
  * In `Protocol.claimNextOrder`: running jobs of the queue whose lease ended (taken over directly, no sweep needed;
- * `jobs_running_lease` finds them), oldest insertion first, then due queued jobs, highest priority first, then
+ * `lease_entries` finds them, migration 0015), oldest insertion first, then due queued jobs, highest priority first, then
  * earliest run_after, then insertion order. Each group is picked with FOR UPDATE SKIP LOCKED so that concurrent
  * claimers take disjoint sets and never wait on each other, and locks only what it claims: the lapsed pick at most
  * $2, the queued pick what the lapsed leases left of $2 (a row locked and not claimed would be passed over by every
@@ -336,16 +345,19 @@ const claimNextSql = (s: string, limit: number): string => {
   const now = storeNow(5)
   const runnable = "($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))"
   return `WITH lapsed AS (
-      ${pickedUpTo(`SELECT j.id, j.seq, j.cost_cents FROM ${s}.jobs j
-        WHERE j.state = 'running' AND j.lease_until < ${now} AND j.queue = $1 AND ${runnable}
+      ${pickedUpTo(`SELECT j.id, j.seq, j.cost_cents FROM ${s}.lease_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+        WHERE e.lease_until < ${now} AND e.queue = $1
+          AND j.state = 'running' AND j.lease_until < ${now} AND ${runnable}
           AND ${unchangedSinceSnapshot(s, "j")}
-        ORDER BY j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`)}
+        ORDER BY j.seq LIMIT ${limit} FOR UPDATE OF j SKIP LOCKED`)}
     ), due AS (
       ${pickedUpTo(
-        `SELECT j.id, j.priority, j.run_after, j.seq, j.cost_cents FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now} AND ${runnable}
+        `SELECT j.id, j.priority, j.run_after, j.seq, j.cost_cents
+        FROM ${s}.queued_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+        WHERE e.queue = $1 AND e.run_after <= ${now}
+          AND j.state = 'queued' AND j.run_after <= ${now} AND ${runnable}
           AND ${unchangedSinceSnapshot(s, "j")}
-        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+        ORDER BY e.priority DESC, e.run_after, e.seq LIMIT ${limit} FOR UPDATE OF j SKIP LOCKED`,
         "(SELECT $2::int - count(*) FROM lapsed)"
       )}
     ), picked AS (
@@ -394,7 +406,7 @@ const FAIR_PASS_OVER = 64
  * claimNext with `fair` in bucket `limit` (`claimNextLimit`). Inputs: $1 queue, $2 max (at most `limit`), $3 owner, $4
  * lease ms, $5 now, $6 types and $7 versions (as claimNext), $8 tenants named in the weights and $9 their weights,
  * $10 the default weight, $11 the decay step ms (`Fairness.stepMs`). `Fairness.pick`: the tenants with queued jobs
- * (a loose index scan over jobs_fair_order, plus the no-tenant tenant), each with its decayed service and weight;
+ * (a loose index scan over the fair order of `queued_entries`, plus the no-tenant tenant), each with its decayed service and weight;
  * per tenant its first `limit` due runnable jobs in claim order, the k-th (from 0) keyed `decayed + k / weight`;
  * the $2 smallest keys (ties in claim order) are locked with SKIP LOCKED, so a row another writer holds is passed
  * over and keeps its rank (at most `limit` - $2 + `FAIR_PASS_OVER` of them), and claimed as claimNext claims; each
@@ -409,26 +421,27 @@ const FAIR_PASS_OVER = 64
 const claimNextFairSql = (s: string, limit: number): string => {
   const now = storeNow(5)
   const n = limit
-  const due = `j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${now}
+  const due = `e.queue = $1 AND e.run_after <= ${now} AND j.state = 'queued' AND j.run_after <= ${now}
         AND ($6::text[] IS NULL OR (j.type, j.version) IN (SELECT * FROM unnest($6::text[], $7::int[])))`
   const head = (match: string) => `SELECT h.*, row_number() OVER (ORDER BY h.priority DESC, h.run_after, h.seq) AS k
       FROM (
-        SELECT j.id, j.priority, j.run_after, j.seq FROM ${s}.jobs j
+        SELECT e.job_id AS id, e.priority, e.run_after, e.seq
+        FROM ${s}.queued_entries e JOIN ${s}.jobs j ON j.id = e.job_id
         WHERE ${match} AND ${due}
-        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT ${n}
+        ORDER BY e.priority DESC, e.run_after, e.seq LIMIT ${n}
       ) h`
   return `WITH RECURSIVE named AS (
-      (SELECT j.tenant FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state = 'queued' AND j.tenant IS NOT NULL ORDER BY j.tenant LIMIT 1)
+      (SELECT e.tenant FROM ${s}.queued_entries e
+        WHERE e.queue = $1 AND e.tenant IS NOT NULL ORDER BY e.tenant LIMIT 1)
       UNION ALL
-      SELECT (SELECT j.tenant FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state = 'queued' AND j.tenant > t.tenant ORDER BY j.tenant LIMIT 1)
+      SELECT (SELECT e.tenant FROM ${s}.queued_entries e
+        WHERE e.queue = $1 AND e.tenant > t.tenant ORDER BY e.tenant LIMIT 1)
       FROM named t WHERE t.tenant IS NOT NULL
     ), flows AS (
       SELECT t.tenant FROM named t WHERE t.tenant IS NOT NULL
       UNION ALL
       SELECT NULL::text WHERE EXISTS (
-        SELECT 1 FROM ${s}.jobs j WHERE j.queue = $1 AND j.state = 'queued' AND j.tenant IS NULL
+        SELECT 1 FROM ${s}.queued_entries e WHERE e.queue = $1 AND e.tenant IS NULL
       )
     ), weighted AS (
       SELECT f.tenant,
@@ -439,11 +452,11 @@ const claimNextFairSql = (s: string, limit: number): string => {
       LEFT JOIN ${s}.fair_service fs ON fs.queue = $1 AND fs.tenant IS NOT DISTINCT FROM f.tenant
     ), cand AS (
       SELECT c.id, c.priority, c.run_after, c.seq, wt.tenant AS flow, wt.d + (c.k - 1)::float8 / wt.w AS key
-      FROM weighted wt CROSS JOIN LATERAL (${head("j.tenant = wt.tenant")}) c
+      FROM weighted wt CROSS JOIN LATERAL (${head("e.tenant = wt.tenant")}) c
       WHERE wt.tenant IS NOT NULL
       UNION ALL
       SELECT c.id, c.priority, c.run_after, c.seq, NULL::text, wt.d + (c.k - 1)::float8 / wt.w
-      FROM weighted wt CROSS JOIN LATERAL (${head("j.tenant IS NULL")}) c
+      FROM weighted wt CROSS JOIN LATERAL (${head("e.tenant IS NULL")}) c
       WHERE wt.tenant IS NULL
     ), ordered AS (
       SELECT * FROM cand c ORDER BY c.key, c.priority DESC, c.run_after, c.seq LIMIT ${n + FAIR_PASS_OVER}
@@ -697,9 +710,10 @@ const sweepSql = (s: string): string => {
   const fails = `(NOT ${cancelled} AND NOT ${overdue} AND ${exhausted})`
   const requeues = `(NOT ${cancelled} AND NOT ${overdue} AND NOT ${exhausted})`
   return `WITH expired AS (
-      SELECT j.id FROM ${s}.jobs j
-      WHERE j.state = 'running' AND j.lease_until < ${now} AND ($1::text IS NULL OR j.queue = $1)
-      ORDER BY j.seq LIMIT $3::int FOR UPDATE SKIP LOCKED
+      SELECT j.id FROM ${s}.lease_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+      WHERE e.lease_until < ${now} AND ($1::text IS NULL OR e.queue = $1)
+        AND j.state = 'running' AND j.lease_until < ${now}
+      ORDER BY j.seq LIMIT $3::int FOR UPDATE OF j SKIP LOCKED
     ), requeue AS (
       UPDATE ${s}.jobs j SET
         state = CASE WHEN ${requeues} THEN 'queued' WHEN ${fails} THEN 'failed' ELSE 'abandoned' END,
@@ -714,24 +728,25 @@ const sweepSql = (s: string): string => {
       UPDATE ${s}.attempts a SET outcome = 'expired', ended_at = ${now}, error_class = 'lease_expired', evidence = NULL
       FROM requeue WHERE a.job_id = requeue.id AND a.token = requeue.lease_token AND a.outcome = 'running'
     ), overdue AS (
-      SELECT j.id FROM ${s}.jobs j
-      WHERE j.state = 'queued' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${now}
-        AND ($1::text IS NULL OR j.queue = $1)
-      ORDER BY j.seq LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue)) FOR UPDATE SKIP LOCKED
+      SELECT j.id FROM ${s}.queued_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+      WHERE e.deadline_at IS NOT NULL AND e.deadline_at <= ${now} AND ($1::text IS NULL OR e.queue = $1)
+        AND j.state = 'queued' AND j.deadline_at IS NOT NULL AND j.deadline_at <= ${now}
+      ORDER BY j.seq LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue)) FOR UPDATE OF j SKIP LOCKED
     ), abandoned AS (
       UPDATE ${s}.jobs j SET state = 'abandoned', abandon_reason = 'deadline', ${leaseCleared},
         updated_at = ${bump("j", now)}
       FROM overdue WHERE j.id = overdue.id AND j.state = 'queued' AND j.deadline_at <= ${now}
       RETURNING j.*
     ), picked AS (
-      SELECT j.id, ${touched("j")} AS touched FROM ${s}.jobs j
-      WHERE j.state = 'queued' AND j.run_after <= ${now}
+      SELECT j.id, ${touched("j")} AS touched FROM ${s}.queued_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+      WHERE e.run_after <= ${now} AND e.touched_at < ${now} - ${millis("$2::float8")}
+        AND (e.deadline_at IS NULL OR e.deadline_at > ${now}) AND ($1::text IS NULL OR e.queue = $1)
+        AND j.state = 'queued' AND j.run_after <= ${now}
         AND ${touched("j")} < ${now} - ${millis("$2::float8")}
         AND (j.deadline_at IS NULL OR j.deadline_at > ${now})
-        AND ($1::text IS NULL OR j.queue = $1)
-      ORDER BY ${touched("j")}, j.seq
+      ORDER BY e.touched_at, e.seq
       LIMIT greatest(0, $3::int - (SELECT count(*) FROM requeue) - (SELECT count(*) FROM abandoned))
-      FOR UPDATE SKIP LOCKED
+      FOR UPDATE OF j SKIP LOCKED
     ), stale AS (
       UPDATE ${s}.jobs j SET republished_at = ${now}
       FROM picked WHERE j.id = picked.id AND j.state = 'queued'
@@ -822,8 +837,9 @@ const fixedStatements = (s: string, schema: string) =>
         ${ms("c.created_at")} AS created_at, ${ms("c.updated_at")} AS updated_at
       FROM ${s}.charges c WHERE c.job_id = $1::uuid ORDER BY c.seq`,
     /** dead letters. Inputs: $1 queue, $2 tenant, $3 error class, $4 type, $5 limit. Most recently updated first. */
-    deadLetterJobs: `SELECT ${jobColumns("j")} FROM ${s}.jobs j
-      WHERE j.state = 'failed' AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
+    deadLetterJobs: `SELECT ${jobColumns("j")} FROM ${s}.finished_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+      WHERE e.state = 'failed' AND ($1::text IS NULL OR e.queue = $1)
+        AND j.state = 'failed' AND ($2::text IS NULL OR j.tenant = $2)
         AND ($3::text IS NULL OR j.error_class = $3) AND ($4::text IS NULL OR j.type = $4)
       ORDER BY j.updated_at DESC, j.seq DESC LIMIT $5::int`,
     /**
@@ -831,14 +847,15 @@ const fixedStatements = (s: string, schema: string) =>
      * cost, then input hash, then the group whose first job came first. Costs are summed in insertion order. Per
      * group: when its most recent job became failed (a row without the mark, stored before it was kept, by its last
      * write) and its first 50 job ids (`Query.groupJobIdsLimit`) most recently failed first, the later inserted
-     * first on equal times. The partial index `jobs_dead_letters` holds exactly the failed rows.
+     * first on equal times. The failed rows are found through `finished_entries` (migration 0015).
      */
     deadLetterGroups: `SELECT j.error_class, j.input_hash, count(*)::int AS count,
         sum(j.cost_cents ORDER BY j.seq)::float8 AS cost_cents,
         ${ms("max(coalesce(j.failed_at, j.updated_at))")} AS last_failed_at,
         (array_agg(j.id::text ORDER BY coalesce(j.failed_at, j.updated_at) DESC, j.seq DESC))[1:50] AS job_ids
-      FROM ${s}.jobs j
-      WHERE j.state = 'failed' AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
+      FROM ${s}.finished_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+      WHERE e.state = 'failed' AND ($1::text IS NULL OR e.queue = $1) AND ($3::text IS NULL OR e.error_class = $3)
+        AND j.state = 'failed' AND ($2::text IS NULL OR j.tenant = $2)
         AND ($3::text IS NULL OR j.error_class = $3) AND ($4::text IS NULL OR j.type = $4)
       GROUP BY j.error_class, j.input_hash
       ORDER BY count(*) DESC, sum(j.cost_cents ORDER BY j.seq) DESC, j.input_hash COLLATE "C", min(j.seq)`,
@@ -846,10 +863,10 @@ const fixedStatements = (s: string, schema: string) =>
     statsByState: `SELECT j.state, count(*)::int AS count FROM ${s}.jobs j
       WHERE ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2) GROUP BY j.state`,
     /** oldest due queued job per priority (due at store time). Inputs: $1 queue, $2 tenant, $3 now. */
-    statsOldest: `SELECT j.priority, ${ms("min(j.run_after)")} AS oldest FROM ${s}.jobs j
-      WHERE j.state = 'queued' AND j.run_after <= ${storeNow(3)} AND ($1::text IS NULL OR j.queue = $1)
-        AND ($2::text IS NULL OR j.tenant = $2)
-      GROUP BY j.priority`,
+    statsOldest: `SELECT e.priority, ${ms("min(e.run_after)")} AS oldest FROM ${s}.queued_entries e
+      WHERE e.run_after <= ${storeNow(3)} AND ($1::text IS NULL OR e.queue = $1)
+        AND ($2::text IS NULL OR e.tenant = $2)
+      GROUP BY e.priority`,
     /**
      * cost by error class: the ledger rows of every attempt that ended with a class, summed under it (in job,
      * token, then ledger order), whatever the job did next; a class with such attempts and no rows sums to 0.
@@ -863,9 +880,9 @@ const fixedStatements = (s: string, schema: string) =>
       WHERE a.error_class IS NOT NULL AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)
       GROUP BY a.error_class`,
     /** failures since $3 (jobs still failed). Inputs: $1 queue, $2 tenant, $3 failed-since ms. */
-    statsFailed: `SELECT count(*)::int AS failed FROM ${s}.jobs j
-      WHERE j.state = 'failed' AND j.failed_at >= ${ts("$3")}
-        AND ($1::text IS NULL OR j.queue = $1) AND ($2::text IS NULL OR j.tenant = $2)`,
+    statsFailed: `SELECT count(*)::int AS failed FROM ${s}.finished_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+      WHERE e.state = 'failed' AND e.failed_at >= ${ts("$3")} AND ($1::text IS NULL OR e.queue = $1)
+        AND ($2::text IS NULL OR j.tenant = $2)`,
     now: `SELECT ${ms("now()")} AS now_ms`,
     /**
      * transport receive. Inputs: $1 queue, $2 max, $3 visibility ms, $4 now. Due queued jobs not hidden by an
@@ -873,10 +890,11 @@ const fixedStatements = (s: string, schema: string) =>
      * batches; each is hidden for the visibility time and its receive count (the receipt) goes up.
      */
     receive: `WITH picked AS (
-        SELECT j.id FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state = 'queued' AND j.run_after <= ${storeNow(4)}
+        SELECT j.id FROM ${s}.queued_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+        WHERE e.queue = $1 AND e.run_after <= ${storeNow(4)}
+          AND j.state = 'queued' AND j.run_after <= ${storeNow(4)}
           AND (j.visible_at IS NULL OR j.visible_at <= ${storeNow(4)})
-        ORDER BY j.priority DESC, j.run_after, j.seq LIMIT $2::int FOR UPDATE SKIP LOCKED
+        ORDER BY e.priority DESC, e.run_after, e.seq LIMIT $2::int FOR UPDATE OF j SKIP LOCKED
       ), delivered AS (
         UPDATE ${s}.jobs j SET visible_at = ${storeNow(4)} + ${millis("$3::float8")},
           receive_count = j.receive_count + 1
@@ -913,8 +931,9 @@ const fixedStatements = (s: string, schema: string) =>
      */
     outboxPick: `SELECT j.id::text AS id, j.queue, j.type, j.version, j.priority, j.tenant, j.trace_id, j.attempts,
         GREATEST(0, ${ms("j.run_after")} - ${ms("now()")}) AS delay_ms
-      FROM ${s}.jobs j WHERE j.state = 'queued' AND j.published_at IS NULL
-      ORDER BY j.created_at LIMIT $1::int FOR UPDATE SKIP LOCKED`,
+      FROM ${s}.queued_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+      WHERE e.published_at IS NULL AND j.state = 'queued' AND j.published_at IS NULL
+      ORDER BY e.created_at LIMIT $1::int FOR UPDATE OF j SKIP LOCKED`,
     /** outbox mark. Inputs: $1 ids. */
     outboxMark: `UPDATE ${s}.jobs SET published_at = now() WHERE id = ANY($1::uuid[])`,
     /**
@@ -924,15 +943,16 @@ const fixedStatements = (s: string, schema: string) =>
      * and charges are deleted by the same statement (there are no foreign keys to cascade, migration 0014; a charge
      * racing the purge waits for the job row's lock and then finds no job), and their request keys are free again. Under READ COMMITTED a
      * picked row is re-checked after its lock, so a job that left its finished state (a replayed dead letter) stays.
-     * Reads jobs_finished_created (0013). The pick is the rule of `purgeTargets` in @slowcall/testing's StoreModel
+     * Reads the purge order of `finished_entries` (migration 0015). The pick is the rule of `purgeTargets` in @slowcall/testing's StoreModel
      * (oldest first across the states asked for, insertion order breaking ties). Returns the deleted ids in that
      * order (a DELETE's RETURNING has none of its own).
      */
     purge: `WITH picked AS (
-        SELECT j.id FROM ${s}.jobs j
-        WHERE j.queue = $1 AND j.state IN ('succeeded', 'failed', 'abandoned') AND j.state = ANY($3::text[])
+        SELECT j.id FROM ${s}.finished_entries e JOIN ${s}.jobs j ON j.id = e.job_id
+        WHERE e.queue = $1 AND e.state = ANY($3::text[]) AND e.created_at < ${ts("$2")}
+          AND j.state IN ('succeeded', 'failed', 'abandoned') AND j.state = ANY($3::text[])
           AND j.created_at < ${ts("$2")}
-        ORDER BY j.created_at, j.seq LIMIT $4::int FOR UPDATE SKIP LOCKED
+        ORDER BY e.created_at, e.seq LIMIT $4::int FOR UPDATE OF j SKIP LOCKED
       ), deleted AS (
         DELETE FROM ${s}.jobs j USING picked WHERE j.id = picked.id RETURNING j.id, j.created_at, j.seq
       ), attempts_deleted AS (
