@@ -13,11 +13,12 @@
 -- Inputs: __SCHEMA__ is replaced by the migrator with the quoted schema name. The migrator runs this file inside
 -- one transaction that holds pg_advisory_xact_lock on the schema and has already inserted this file's row into
 -- __SCHEMA__.migrations, so a concurrent migrator waits, then sees the row and skips the file. Forward-only. The
--- triggers are created before the backfill reads jobs, and the backfill locks jobs against writes (SHARE ROW
--- EXCLUSIVE) first, so a job written by another process while this runs either is read by the backfill or fires the
--- trigger after it: never neither, never both.
+-- first CREATE TRIGGER locks jobs against writes (SHARE ROW EXCLUSIVE) until this transaction commits, after waiting
+-- for the writes in progress; the backfill runs under that lock. So a job written by another process either was
+-- committed before (no trigger fired, the backfill reads it) or waits and fires the triggers after the commit: never
+-- neither, never both.
 --
--- Outputs: three tables, five triggers' worth of functions, nine indexes of jobs fewer.
+-- Outputs: three tables, three trigger functions and their triggers, nine indexes of jobs fewer.
 --
 -- Why: PostgreSQL updates a row without touching any index (a HOT update) only when no index of the table names a
 -- changed column, in its key, an expression or a predicate, and when the row's page has room for the new version.
@@ -28,10 +29,11 @@
 -- end), and a job leaving an order is a heap delete found through that order's key, which writes no index entry.
 -- Counted with bench/pg-writes.mjs before and after (the benchmarks page, "Toward HOT job transitions").
 --
--- Invariant (checked by test/Entries.integration.test.ts): a job has exactly one entry in the table of its state
--- (queued, running, or one of the finished three) and none in the others, and the entry's columns equal the job's.
--- The store's statements only pick through entries and then lock and re-check the job row, so an entry read from a
--- snapshot that a concurrent transaction has since moved is passed over as a changed row was before.
+-- Invariant: a job has exactly one entry, in the table of its state (queued, running, or one of the finished
+-- three), none in the others, and the entry's columns equal the job's. test/entries.ts checks it after the migration
+-- test, the sequential and concurrent properties, and scripts/property.ts. The store's statements only pick through
+-- entries and then lock and re-check the job row, so an entry read from a snapshot that a concurrent transaction has
+-- since moved is passed over as a changed row was before.
 
 CREATE TABLE __SCHEMA__.queued_entries (
   job_id      uuid NOT NULL,
@@ -192,8 +194,8 @@ CREATE TRIGGER jobs_entries_updated AFTER UPDATE ON __SCHEMA__.jobs
 CREATE TRIGGER jobs_entries_deleted AFTER DELETE ON __SCHEMA__.jobs
   REFERENCING OLD TABLE AS old_jobs FOR EACH STATEMENT EXECUTE FUNCTION __SCHEMA__.jobs_entries_deleted();
 
--- The rows already there. The lock keeps other writers out until this transaction commits; the triggers above
--- already cover what they write after it.
+-- The rows already there. CREATE TRIGGER above already holds this lock; taking it again states what the backfill
+-- relies on.
 LOCK TABLE __SCHEMA__.jobs IN SHARE ROW EXCLUSIVE MODE;
 INSERT INTO __SCHEMA__.queued_entries (job_id, queue, tenant, priority, run_after, seq, deadline_at, touched_at,
   created_at, published_at)
