@@ -12,6 +12,16 @@ import { PgDriver } from "../src/PgDriver.js"
 import { PgStore } from "../src/PgStore.js"
 import { dropSchema, serverStoreLayer, submitOptions, uniqueSchema } from "./support.js"
 
+/** `n` due jobs on `queue`, submitted in one batch. */
+const submitDue = (queue: string, n: number) =>
+  Effect.gen(function* () {
+    const store = yield* PgStore
+    const items = yield* Effect.forEach(Array.from({ length: n }), () =>
+      Effect.map(makeJobId, (id) => submitOptions(queue, id))
+    )
+    yield* store.submit({ items })
+  })
+
 const schema = uniqueSchema("claim_plans")
 afterAll(() => dropSchema(schema))
 
@@ -23,10 +33,7 @@ describe("claimNext statements on the server", () => {
         const store = yield* PgStore
         const driver = yield* PgDriver
         const queue = "plans"
-        const items = yield* Effect.forEach(Array.from({ length: 600 }), () =>
-          Effect.map(makeJobId, (id) => submitOptions(queue, id))
-        )
-        yield* store.submit({ items })
+        yield* submitDue(queue, 600)
 
         // Act: a batch of every size from 1 to 33.
         const claimed: Array<number> = []
@@ -67,10 +74,7 @@ describe("batch writes on the server", () => {
         const store = yield* PgStore
         const driver = yield* PgDriver
         const queue = "joined"
-        const items = yield* Effect.forEach(Array.from({ length: 256 }), () =>
-          Effect.map(makeJobId, (id) => submitOptions(queue, id))
-        )
-        yield* store.submit({ items })
+        yield* submitDue(queue, 256)
         const st = makeStatements(joined)
         const explain = (text: string, params: ReadonlyArray<unknown>) =>
           Effect.promise(async () => {
