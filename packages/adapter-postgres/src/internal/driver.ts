@@ -63,7 +63,10 @@ const guard = (client: pg.ClientBase): void => {
 }
 
 /**
- * The session settings of every connection of a pool the driver creates, sent as the connection's first statement.
+ * The session settings of every connection of a pool the driver creates, in the startup message's `options` (as
+ * `PGOPTIONS` would give them): the server applies them as the session starts, with no statement of their own. (Sent
+ * as a first statement on `connect`, they ran while the pool's first query was sent on the same client, which
+ * node-postgres warns of as deprecated.) An `options` parameter in the connection string replaces them.
  *
  * `jit = off`: the protocol's statements are short index walks, but the planner prices a claim by how many rows it
  * expects to pass over, which grows with the table; past `jit_above_cost` (100,000 by default, reached near a million
@@ -72,7 +75,7 @@ const guard = (client: pg.ClientBase): void => {
  * 0.3 ms without; the peer harness's W4 took 2.15 times as long for 2,000 jobs behind a backlog of 1,000,000 as behind
  * 1,000, and 1.28 to 1.63 times with JIT off.
  */
-const sessionSettings = "SET jit = off"
+const sessionOptions = "-c jit=off"
 
 /**
  * Statements with parameters run as named prepared statements: node-postgres prepares each once per connection,
@@ -118,15 +121,13 @@ export const makePgDriver = (options: PgDriverOptions): Driver => {
     options.pool ??
     new pg.Pool({
       connectionString: options.connectionString,
+      options: sessionOptions,
       max: options.max ?? 10,
       query_timeout: options.queryTimeoutMs ?? 30_000,
       connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000
     })
   pool.on("error", ignoreClientError)
   pool.on("connect", guard)
-  // Queued on the new connection before the pool hands it out, so it runs before any statement of the adapter's. A
-  // pool passed in is the caller's: its sessions keep their own settings.
-  if (owned) pool.on("connect", (client) => void client.query(sessionSettings).catch(ignoreClientError))
   const base = pgQueryable(pool)
   const listeners = new Set<pg.Client>()
   let closed = false
