@@ -47,10 +47,12 @@ const setup = async (backend, prefix) => {
     await admin.query(`DROP DATABASE IF EXISTS "${PG_DB}" WITH (FORCE)`)
     await admin.query(`CREATE DATABASE "${PG_DB}"`)
     await admin.end()
-    const pool = new pg.Pool({ connectionString: `${PG_URL_BASE}/${PG_DB}`, max: 4 })
+    // The adapter makes its own pool (with its session settings: JIT off); the bench's VACUUM uses one beside it.
+    const connectionString = `${PG_URL_BASE}/${PG_DB}`
+    const pool = new pg.Pool({ connectionString, max: 1 })
     pool.on("error", () => {})
     return {
-      layer: lib.PgStore.layer({ pool, migrate: true }),
+      layer: lib.PgStore.layer({ connectionString, max: 4, migrate: true }),
       maintain: () => pool.query("VACUUM ANALYZE slowcall.jobs"),
       close: () => pool.end()
     }

@@ -63,10 +63,9 @@ export const uniform = (seed) => {
  */
 const storeLayer = async (lib, backend, { database, poolMax, prefix, migrate }) => {
   if (backend === "postgres") {
-    const pg = (await import("pg")).default
-    const pool = new pg.Pool({ connectionString: `${PG_URL_BASE}/${database}`, max: poolMax })
-    pool.on("error", () => {})
-    return { layer: lib.PgStore.layer({ pool, migrate }), close: () => pool.end() }
+    // The adapter makes its own pool (with its session settings: JIT off), as the package README sets it up.
+    const connectionString = `${PG_URL_BASE}/${database}`
+    return { layer: lib.PgStore.layer({ connectionString, max: poolMax, migrate }), close: async () => {} }
   }
   return { layer: lib.RedisStore.layer({ url: REDIS_URL, prefix, checkServer: false }), close: async () => {} }
 }

@@ -73,9 +73,14 @@ export default function create(options = {}) {
 
     async setup({ fresh, role }) {
       if (fresh) await recreateDatabase(db)
-      pool = new pg.Pool({ connectionString, max: options.poolMax ?? (role === "worker" ? 8 : 4) })
+      // The adapter makes and owns the pool its statements run on, as the package README sets it up: a pool passed
+      // in keeps its own session settings, so its sessions would compile claims with JIT behind a large backlog
+      // (see `sessionOptions` in the adapter's driver). The harness's own probes (pending, maintenance) use a pool
+      // of one connection beside it.
+      const max = options.poolMax ?? (role === "worker" ? 8 : 4)
+      await calls.open(PgStore.layer({ connectionString, max, schema: SCHEMA, migrate: fresh }), { fresh })
+      pool = new pg.Pool({ connectionString, max: 1 })
       pool.on("error", () => {})
-      await calls.open(PgStore.layer({ pool, schema: SCHEMA, migrate: fresh }), { fresh })
     },
 
     enqueue: calls.enqueue,
