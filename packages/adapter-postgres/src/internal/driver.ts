@@ -72,8 +72,8 @@ const guard = (client: pg.ClientBase): void => {
  * expects to pass over, which grows with the table; past `jit_above_cost` (100,000 by default, reached near a million
  * queued jobs) the server compiles every claim with LLVM first. Measured on PostgreSQL 15 with 1,000,000 jobs queued
  * (7 December 2026), the claim's pick, run again and again in one session: 14 ms with JIT (13.5 ms of it compiling),
- * 0.3 ms without; the peer harness's W4 took 2.15 times as long for 2,000 jobs behind a backlog of 1,000,000 as behind
- * 1,000, and 1.28 to 1.63 times with JIT off.
+ * 0.3 ms without; the peer harness's W4 took 1.77 times as long for 2,000 jobs behind a backlog of 1,000,000 as behind
+ * 1,000 with JIT on, and 0.79 times with it off (the benchmarks page, "W4 behind a million jobs").
  */
 const sessionOptions = "-c jit=off"
 
