@@ -57,32 +57,71 @@ export interface PgliteDriverOptions {
 export class PgDriver extends Context.Tag("@slowcall/adapter-postgres/PgDriver")<PgDriver, Driver>() {}
 
 /**
- * The warning logged when a pool passed in runs with JIT on: the driver's own pools turn it off (see
- * `sessionOptions` in the driver), a caller's pool keeps its sessions' settings.
+ * The session settings the adapter's own pools start every connection with, as node-postgres's `options` (the
+ * startup message's, as `PGOPTIONS` would give them): `jit = off` and `random_page_cost = 1.1`. Give a pool of your
+ * own the same (`new pg.Pool({ ..., options: PgDriver.sessionOptions })`), or the adapter warns once when it starts
+ * (`poolSettingsProblem`). Why each: behind a large backlog the planner's price for a claim passes `jit_above_cost`,
+ * and the server compiles every claim with LLVM first (about 14 ms against 0.3 ms per claim at a million queued
+ * jobs); and with the default `random_page_cost` (4, priced for a spinning disk) the planner reads whole tables
+ * where the adapter's statements find their rows by key in a hot cache (a settlement of 256 jobs among 10,000 took
+ * 92 ms with three scans of `jobs`, 15 ms by key).
  *
  * @since 0.9.0
  * @category constants
  */
-export const jitWarning =
-  "the pool passed to the Postgres adapter runs with jit = on: behind a large backlog the server compiles every " +
-  "claim with LLVM before running it (about 14 ms against 0.3 ms per claim at a million queued jobs). Turn it off " +
-  "for the pool's connections (new pg.Pool({ ..., options: '-c jit=off' })), or let the adapter make its pool " +
-  "(connectionString, max)."
+export const sessionOptions: string = internal.sessionOptions
 
 /**
- * Asks a caller's pool once whether its sessions run with JIT, and logs `jitWarning` when they do. Runs beside the
- * layer's start, never before it: a server that cannot be reached, or a pool that is ended, makes it say nothing.
+ * What a pool passed in should change, from its sessions' `jit` and `random_page_cost`: the warning the driver logs
+ * once when it starts, or `undefined` when both are as the adapter's own pools set them (`sessionOptions`), or
+ * better (a lower `random_page_cost`).
+ *
+ * @since 0.9.0
+ * @category constructors
+ */
+export const poolSettingsProblem = (settings: {
+  readonly jit: string
+  readonly randomPageCost: number
+}): string | undefined => {
+  const found = [
+    ...(settings.jit === "on" ? ["jit = on"] : []),
+    ...(settings.randomPageCost > 1.1 ? [`random_page_cost = ${settings.randomPageCost}`] : [])
+  ]
+  if (found.length === 0) return undefined
+  return (
+    `the pool passed to the Postgres adapter runs with ${found.join(" and ")}: claims and settlements may take ` +
+    `several times as long as they need (see PgDriver.sessionOptions). Give the pool the adapter's session settings ` +
+    `(new pg.Pool({ ..., options: "${internal.sessionOptions}" })), or let the adapter make its pool ` +
+    "(connectionString, max)."
+  )
+}
+
+/**
+ * Asks a caller's pool once for its sessions' settings, and logs `poolSettingsProblem`'s warning when there is one.
+ * Runs beside the layer's start, never before it: a server that cannot be reached, or a pool that is ended, makes it
+ * say nothing.
  */
 const checkCallersPool = (pool: NonNullable<PgDriverOptions["pool"]>) =>
-  Effect.tryPromise(() => pool.query<{ jit: string }>("SELECT current_setting('jit') AS jit")).pipe(
-    Effect.flatMap((result) => (result.rows[0]?.jit === "on" ? Effect.logWarning(jitWarning) : Effect.void)),
+  Effect.tryPromise(() =>
+    pool.query<{ jit: string; random_page_cost: string }>(
+      "SELECT current_setting('jit') AS jit, current_setting('random_page_cost') AS random_page_cost"
+    )
+  ).pipe(
+    Effect.flatMap((result) => {
+      const row = result.rows[0]
+      const problem =
+        row === undefined
+          ? undefined
+          : poolSettingsProblem({ jit: row.jit, randomPageCost: Number(row.random_page_cost) })
+      return problem === undefined ? Effect.void : Effect.logWarning(problem)
+    }),
     Effect.ignore
   )
 
 /**
  * A node-postgres driver for the scope: the pool (when the driver created it) and every LISTEN connection end when
- * the scope closes. A pool passed in keeps its sessions' settings; when they run with JIT on, a warning
- * (`jitWarning`) is logged once, beside the start.
+ * the scope closes. The pool the driver creates starts its sessions with `sessionOptions`; a pool passed in keeps its
+ * own, and when they are not as good a warning (`poolSettingsProblem`) is logged once, beside the start.
  *
  * @since 0.2.0
  * @category constructors

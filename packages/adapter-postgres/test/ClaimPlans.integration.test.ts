@@ -113,3 +113,65 @@ describe("batch writes on the server", () => {
     )
   })
 })
+
+/**
+ * With the adapter's session settings (`PgDriver.sessionOptions`), a claim and a settlement on a table of thousands of
+ * jobs find their rows by key, with statistics or without. With PostgreSQL's default `random_page_cost` (4), the
+ * claim on fresh tables read and sorted every due entry (35 ms for 512 of 10,000 jobs, 17 ms by the claim order),
+ * and once the tables had statistics the settlement of 256 scanned `jobs` three times and `attempts` once (92 ms,
+ * 15 ms by key).
+ */
+describe("statements on thousands of jobs", () => {
+  const many = uniqueSchema("claim_keys")
+  afterAll(() => dropSchema(many))
+  it.layer(serverStoreLayer(many, { max: 1 }))((it) => {
+    it.effect("a claim walks the claim order without statistics; a settlement finds its rows by key with them", () =>
+      Effect.gen(function* () {
+        // Arrange: 10,000 due jobs, in batches of 1,000, on tables without statistics.
+        const store = yield* PgStore
+        const driver = yield* PgDriver
+        const queue = "keys"
+        for (let batch = 0; batch < 10; batch += 1) yield* submitDue(queue, 1_000)
+        const st = makeStatements(many)
+        const explain = (text: string, params: ReadonlyArray<unknown>) =>
+          Effect.promise(async () => {
+            await driver.query("BEGIN")
+            try {
+              const rows = await driver.query<{ "QUERY PLAN": string }>(`EXPLAIN ANALYZE ${text}`, params)
+              return rows.map((row) => row["QUERY PLAN"]).join("\n")
+            } finally {
+              await driver.query("ROLLBACK")
+            }
+          })
+
+        // Act: the plan of a claim of 512 on the fresh tables; then statistics, a real claim of 256, and the plan of
+        // its settlement.
+        const claimPlan = yield* explain(st.claimNext(512), [queue, 512, "w", 60_000, null, null, null])
+        yield* Effect.promise(() =>
+          driver.query(`ANALYZE "${many}".jobs, "${many}".queued_entries, "${many}".attempts`)
+        )
+        const claimed = yield* store.claimNext({ queue, max: 256, owner: "w", leaseMs: 60_000 })
+        const ids = claimed.results.map((r) => r.job.id)
+        const settlePlan = yield* explain(st.settle, [
+          ids,
+          claimed.results.map((r) => r.job.leaseToken),
+          ids.map(() => "complete"),
+          ids.map(() => "null"),
+          ids.map(() => null),
+          ids.map(() => null),
+          ids.map(() => null),
+          ids.map(() => null),
+          null
+        ])
+
+        // Assert: the claim walks the claim order's index (no sort of the due entries); the settlement reads no
+        // table whole.
+        expect(ids).toHaveLength(256)
+        expect(claimPlan).toContain("Index Scan using queued_entries_claim_order")
+        expect(claimPlan).not.toContain("Bitmap Heap Scan on queued_entries")
+        expect(settlePlan).toContain("Update on jobs")
+        expect(settlePlan).not.toMatch(/Seq Scan on (jobs|attempts)/)
+      })
+    )
+  })
+})
