@@ -22,6 +22,20 @@ const submitDue = (queue: string, n: number) =>
     yield* store.submit({ items })
   })
 
+/** The plan of `text` as it runs, in a transaction rolled back afterwards: nothing it writes stays. */
+const explain = (text: string, params: ReadonlyArray<unknown>) =>
+  Effect.flatMap(PgDriver, (driver) =>
+    Effect.promise(async () => {
+      await driver.query("BEGIN")
+      try {
+        const rows = await driver.query<{ "QUERY PLAN": string }>(`EXPLAIN ANALYZE ${text}`, params)
+        return rows.map((row) => row["QUERY PLAN"]).join("\n")
+      } finally {
+        await driver.query("ROLLBACK")
+      }
+    })
+  )
+
 const schema = uniqueSchema("claim_plans")
 afterAll(() => dropSchema(schema))
 
@@ -72,20 +86,9 @@ describe("batch writes on the server", () => {
       Effect.gen(function* () {
         // Arrange: 256 due jobs.
         const store = yield* PgStore
-        const driver = yield* PgDriver
         const queue = "joined"
         yield* submitDue(queue, 256)
         const st = makeStatements(joined)
-        const explain = (text: string, params: ReadonlyArray<unknown>) =>
-          Effect.promise(async () => {
-            await driver.query("BEGIN")
-            try {
-              const rows = await driver.query<{ "QUERY PLAN": string }>(`EXPLAIN ANALYZE ${text}`, params)
-              return rows.map((row) => row["QUERY PLAN"]).join("\n")
-            } finally {
-              await driver.query("ROLLBACK")
-            }
-          })
 
         // Act: the claim's plan as it runs, then a real claim and its settlement's plan.
         const claimPlan = yield* explain(st.claimNext(256), [queue, 256, "w", 60_000, null, null, null])
@@ -133,16 +136,6 @@ describe("statements on thousands of jobs", () => {
         const queue = "keys"
         for (let batch = 0; batch < 10; batch += 1) yield* submitDue(queue, 1_000)
         const st = makeStatements(many)
-        const explain = (text: string, params: ReadonlyArray<unknown>) =>
-          Effect.promise(async () => {
-            await driver.query("BEGIN")
-            try {
-              const rows = await driver.query<{ "QUERY PLAN": string }>(`EXPLAIN ANALYZE ${text}`, params)
-              return rows.map((row) => row["QUERY PLAN"]).join("\n")
-            } finally {
-              await driver.query("ROLLBACK")
-            }
-          })
 
         // Act: the plan of a claim of 512 on the fresh tables; then statistics, a real claim of 256, and the plan of
         // its settlement.
