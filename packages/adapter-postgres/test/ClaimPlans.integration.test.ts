@@ -36,6 +36,26 @@ const explain = (text: string, params: ReadonlyArray<unknown>) =>
     })
   )
 
+/** The plan of one settlement completing every job of `claimed` with a null result, as it runs (rolled back). */
+const completionPlan = (
+  st: ReturnType<typeof makeStatements>,
+  claimed: ReadonlyArray<{ readonly job: { readonly id: string; readonly leaseToken: number } }>
+) => {
+  const ids = claimed.map((r) => r.job.id)
+  const none = ids.map(() => null)
+  return explain(st.settle, [
+    ids,
+    claimed.map((r) => r.job.leaseToken),
+    ids.map(() => "complete"),
+    ids.map(() => "null"),
+    none,
+    none,
+    none,
+    none,
+    null
+  ])
+}
+
 const schema = uniqueSchema("claim_plans")
 afterAll(() => dropSchema(schema))
 
@@ -94,17 +114,7 @@ describe("batch writes on the server", () => {
         const claimPlan = yield* explain(st.claimNext(256), [queue, 256, "w", 60_000, null, null, null])
         const claimed = yield* store.claimNext({ queue, max: 256, owner: "w", leaseMs: 60_000 })
         const ids = claimed.results.map((r) => r.job.id)
-        const settlePlan = yield* explain(st.settle, [
-          ids,
-          claimed.results.map((r) => r.job.leaseToken),
-          ids.map(() => "complete"),
-          ids.map(() => "null"),
-          ids.map(() => null),
-          ids.map(() => null),
-          ids.map(() => null),
-          ids.map(() => null),
-          null
-        ])
+        const settlePlan = yield* completionPlan(st, claimed.results)
 
         // Assert: every job claimed, and neither plan filters a join's pairs one by one.
         expect(ids).toHaveLength(256)
@@ -145,17 +155,7 @@ describe("statements on thousands of jobs", () => {
         )
         const claimed = yield* store.claimNext({ queue, max: 256, owner: "w", leaseMs: 60_000 })
         const ids = claimed.results.map((r) => r.job.id)
-        const settlePlan = yield* explain(st.settle, [
-          ids,
-          claimed.results.map((r) => r.job.leaseToken),
-          ids.map(() => "complete"),
-          ids.map(() => "null"),
-          ids.map(() => null),
-          ids.map(() => null),
-          ids.map(() => null),
-          ids.map(() => null),
-          null
-        ])
+        const settlePlan = yield* completionPlan(st, claimed.results)
 
         // Assert: the claim walks the claim order's index (no sort of the due entries); the settlement reads no
         // table whole.
